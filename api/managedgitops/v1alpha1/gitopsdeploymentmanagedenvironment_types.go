@@ -1,0 +1,68 @@
+package v1alpha1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// ManagedEnvironmentSecretType is the type a ManagedEnvironment's credentials Secret must have.
+const ManagedEnvironmentSecretType = "managed-gitops.redhat.com/managed-environment"
+
+// GitOpsDeploymentManagedEnvironmentSpec describes a cluster to deploy to.
+type GitOpsDeploymentManagedEnvironmentSpec struct {
+	// APIURL is the https URL of the cluster's API server.
+	// +kubebuilder:validation:MinLength=1
+	APIURL string `json:"apiURL"`
+	// ClusterCredentialsSecret is a Secret (same namespace, type
+	// managed-gitops.redhat.com/managed-environment) whose kubeconfig key holds a
+	// kubeconfig with a cluster whose server is apiURL.
+	// +kubebuilder:validation:MinLength=1
+	ClusterCredentialsSecret string `json:"credentialsSecret"`
+	// AllowInsecureSkipTLSVerify lets Argo CD connect despite an invalid or self-signed certificate.
+	// +optional
+	AllowInsecureSkipTLSVerify bool `json:"allowInsecureSkipTLSVerify,omitempty"`
+	// CreateNewServiceAccount: create a ServiceAccount with its roles on the cluster,
+	// using the given credentials, and let Argo CD deploy with it.
+	// +optional
+	CreateNewServiceAccount bool `json:"createNewServiceAccount,omitempty"`
+	// Namespaces limits Argo CD to these namespaces of the cluster.
+	// +optional
+	Namespaces []string `json:"namespaces,omitempty"`
+	// ClusterResources lets Argo CD manage cluster-scoped resources when namespaces is set.
+	// +optional
+	ClusterResources bool `json:"clusterResources,omitempty"`
+}
+
+// GitOpsDeploymentManagedEnvironmentStatus is the observed state.
+type GitOpsDeploymentManagedEnvironmentStatus struct {
+	// Conditions: ConnectionInitializationSucceeded.
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=managedenv
+// +kubebuilder:printcolumn:name="API URL",type=string,JSONPath=`.spec.apiURL`
+// +kubebuilder:printcolumn:name="Connected",type=string,JSONPath=`.status.conditions[?(@.type=="ConnectionInitializationSucceeded")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// GitOpsDeploymentManagedEnvironment is a remote cluster that GitOpsDeployments of
+// this namespace can deploy to.
+type GitOpsDeploymentManagedEnvironment struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   GitOpsDeploymentManagedEnvironmentSpec   `json:"spec,omitempty"`
+	Status GitOpsDeploymentManagedEnvironmentStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// GitOpsDeploymentManagedEnvironmentList is a list of GitOpsDeploymentManagedEnvironments.
+type GitOpsDeploymentManagedEnvironmentList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []GitOpsDeploymentManagedEnvironment `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&GitOpsDeploymentManagedEnvironment{}, &GitOpsDeploymentManagedEnvironmentList{})
+}

@@ -1,0 +1,92 @@
+package argocd
+
+import (
+	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	managedgitopsv1alpha1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+)
+
+// ApplicationNamePrefix + the GitOpsDeployment's UID is the Application's name, as in
+// the original service; clients look Applications up by it.
+const ApplicationNamePrefix = "gitopsdepl-"
+
+// ApplicationName returns the name of the Application of a GitOpsDeployment.
+func ApplicationName(gitopsDeploymentUID string) string {
+	return ApplicationNamePrefix + gitopsDeploymentUID
+}
+
+// Target is where a GitOpsDeployment's Application deploys, already resolved and
+// checked by the caller (server URL of the local cluster or of a ManagedEnvironment).
+type Target struct {
+	Server    string
+	Namespace string
+	Project   string
+}
+
+// The sync policy of automated deployments, as in the original service.
+const (
+	syncOptionPrunePropagation = "PrunePropagationPolicy=background"
+	retryLimit                 = -1
+	retryDuration              = "5s"
+	retryFactor                = 2
+	retryMaxDuration           = "3m"
+)
+
+// Application translates a GitOpsDeployment into its Argo CD Application.
+func Application(argoNamespace string, gd *managedgitopsv1alpha1.GitOpsDeployment, t Target) *argov1alpha1.Application {
+	labels, annotations := ownerMeta(OwnerKindGitOpsDeployment, gd.Namespace, gd.Name, string(gd.UID))
+	return &argov1alpha1.Application{
+		TypeMeta: metav1.TypeMeta{APIVersion: "argoproj.io/v1alpha1", Kind: "Application"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        ApplicationName(string(gd.UID)),
+			Namespace:   argoNamespace,
+			Labels:      labels,
+			Annotations: annotations,
+		},
+		Spec: ApplicationSpec(gd, t),
+	}
+}
+
+// ApplicationSpec is the part of the Application the sidecar owns and keeps in line.
+func ApplicationSpec(gd *managedgitopsv1alpha1.GitOpsDeployment, t Target) argov1alpha1.ApplicationSpec {
+	src := gd.Spec.Source
+	return argov1alpha1.ApplicationSpec{
+		Source: &argov1alpha1.ApplicationSource{
+			RepoURL:        src.RepoURL,
+			Path:           src.Path,
+			TargetRevision: src.TargetRevision,
+		},
+		Destination: argov1alpha1.ApplicationDestination{Server: t.Server, Namespace: t.Namespace},
+		Project:     t.Project,
+		SyncPolicy:  syncPolicy(gd),
+	}
+}
+
+func syncPolicy(gd *managedgitopsv1alpha1.GitOpsDeployment) *argov1alpha1.SyncPolicy {
+	var userOptions argov1alpha1.SyncOptions
+	if gd.Spec.SyncPolicy != nil {
+		for _, o := range gd.Spec.SyncPolicy.SyncOptions {
+			userOptions = append(userOptions, string(o))
+		}
+	}
+	if gd.Spec.Type != managedgitopsv1alpha1.GitOpsDeploymentSpecTypeAutomated {
+		if len(userOptions) == 0 {
+			return nil
+		}
+		return &argov1alpha1.SyncPolicy{SyncOptions: userOptions}
+	}
+	return &argov1alpha1.SyncPolicy{
+		Automated:   &argov1alpha1.SyncPolicyAutomated{Prune: true, SelfHeal: true, AllowEmpty: true},
+		SyncOptions: append(argov1alpha1.SyncOptions{syncOptionPrunePropagation}, userOptions...),
+		Retry: &argov1alpha1.RetryStrategy{
+			Limit: retryLimit,
+			Backoff: &argov1alpha1.Backoff{
+				Duration:    retryDuration,
+				Factor:      ptr.To[int64](retryFactor),
+				MaxDuration: retryMaxDuration,
+			},
+		},
+	}
+}
