@@ -58,9 +58,9 @@ func AppProject(argoNamespace string, t Tenant) *argov1alpha1.AppProject {
 			Annotations: annotations,
 		},
 		Spec: argov1alpha1.AppProjectSpec{
-			Description:              "GitOps Service tenant " + t.Namespace,
-			SourceRepos:              repos,
-			Destinations:             dests,
+			Description:  "GitOps Service tenant " + t.Namespace,
+			SourceRepos:  repos,
+			Destinations: dests,
 		},
 	}
 }

@@ -124,4 +124,3 @@ func operation(in argov1alpha1.Operation) v1.Operation {
 	}
 	return out
 }
-

@@ -1,0 +1,58 @@
+// Command gitops-service is the GitOps Service sidecar: it runs beside Argo CD and
+// turns the GitOps Service API's CRs into Argo CD objects.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/gitops-service/gitops-service/extension/sidecar"
+)
+
+func main() {
+	var o sidecar.Options
+	flag.StringVar(&o.ArgoNamespace, "argocd-namespace", envOr("ARGOCD_NAMESPACE", "argocd"), "Namespace of the Argo CD instance the sidecar serves (env ARGOCD_NAMESPACE).")
+	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
+	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	flag.BoolVar(&o.LeaderElect, "leader-elect", true, "Elect a leader (Lease) so only one replica reconciles.")
+	flag.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease; defaults to --argocd-namespace.")
+	flag.Float64Var(&o.QPS, "kube-api-qps", 500, "Client-side rate limit (requests/s) to the Kubernetes API; sized for thousands of objects.")
+	flag.IntVar(&o.Burst, "kube-api-burst", 1000, "Client-side burst to the Kubernetes API.")
+	flag.IntVar(&o.Concurrency, "concurrent-reconciles", 8, "Parallel reconciles per controller.")
+	flag.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Hour, "How often every object is reconciled again even without changes.")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+
+	if err := run(ctrl.SetupSignalHandler(), o); err != nil {
+		ctrl.Log.Error(err, "gitops-service stopped")
+		os.Exit(1)
+	}
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func run(ctx context.Context, o sidecar.Options) error {
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("no Kubernetes configuration (in-cluster, or set KUBECONFIG): %w", err)
+	}
+	mgr, err := sidecar.New(ctx, cfg, o)
+	if err != nil {
+		return err
+	}
+	ctrl.Log.Info("starting gitops-service", "argocdNamespace", o.ArgoNamespace)
+	return mgr.Start(ctx)
+}

@@ -1,0 +1,109 @@
+// Package sidecar wires the sidecar's reconcilers and servers into one
+// controller-runtime manager; main parses flags, tests call New directly.
+package sidecar
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	appstudiov1alpha1 "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	managedgitopsv1alpha1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/gitopsdeployment"
+	"github.com/gitops-service/gitops-service/reconcilers/tenant"
+)
+
+// Options configure the sidecar.
+type Options struct {
+	// ArgoNamespace is the namespace of the Argo CD instance we serve.
+	ArgoNamespace string
+	// MetricsAddr and ProbeAddr are listen addresses; "0" disables.
+	MetricsAddr string
+	ProbeAddr   string
+	// LeaderElect runs a Lease so only one replica reconciles.
+	LeaderElect             bool
+	LeaderElectionNamespace string
+	// QPS and Burst are the client's rate limits.
+	QPS   float64
+	Burst int
+	// Concurrency is the number of parallel reconciles per controller.
+	Concurrency int
+	// SyncPeriod is how often every object is reconciled without changes.
+	SyncPeriod time.Duration
+}
+
+// NewScheme has every type the sidecar reads or writes.
+func NewScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(managedgitopsv1alpha1.AddToScheme(s))
+	utilruntime.Must(appstudiov1alpha1.AddToScheme(s))
+	utilruntime.Must(argov1alpha1.AddToScheme(s))
+	return s
+}
+
+// New creates the manager with every reconciler of the sidecar registered.
+func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = float32(o.QPS), o.Burst
+	cfg.UserAgent = "gitops-service"
+	if o.LeaderElectionNamespace == "" {
+		o.LeaderElectionNamespace = o.ArgoNamespace
+	}
+	// Only our own Argo CD objects are cached: a busy Argo CD has many more.
+	ours := labels.SelectorFromSet(labels.Set{argocd.LabelManagedBy: argocd.ManagedByValue})
+	argoOnly := cache.ByObject{Namespaces: map[string]cache.Config{o.ArgoNamespace: {}}, Label: ours}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        NewScheme(),
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        o.ProbeAddr,
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionID:              "gitops-service.managed-gitops.redhat.com",
+		LeaderElectionNamespace:       o.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       ptr.To(30 * time.Second),
+		Cache: cache.Options{
+			SyncPeriod: &o.SyncPeriod,
+			ByObject: map[client.Object]cache.ByObject{
+				&argov1alpha1.Application{}: argoOnly,
+				&argov1alpha1.AppProject{}:  argoOnly,
+			},
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	projects := &tenant.Projects{Client: mgr.GetClient(), ArgoNamespace: o.ArgoNamespace}
+	if err := (&gitopsdeployment.Reconciler{
+		Client:        mgr.GetClient(),
+		ArgoNamespace: o.ArgoNamespace,
+		Projects:      projects,
+		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
+	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
+		return nil, fmt.Errorf("setting up the GitOpsDeployment reconciler: %w", err)
+	}
+	if err := (&tenant.Reconciler{Projects: projects}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the tenant reconciler: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}

@@ -1,0 +1,96 @@
+package gitopsdeployment
+
+import (
+	"context"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+)
+
+const (
+	// ownerIndex indexes our Applications by "<tenant namespace>/<GitOpsDeployment name>".
+	ownerIndex = "gitopsdeployment.owner"
+	// environmentIndex indexes GitOpsDeployments by the ManagedEnvironment they use.
+	environmentIndex = "gitopsdeployment.environment"
+)
+
+// SetupWithManager registers the reconciler, its indexes and watches.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
+	if r.Now == nil {
+		r.Now = metav1.Now
+	}
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &argov1alpha1.Application{}, ownerIndex, func(o client.Object) []string {
+		if owner := ownerOf(o); owner != nil {
+			return []string{owner.String()}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &v1.GitOpsDeployment{}, environmentIndex, func(o client.Object) []string {
+		if env := o.(*v1.GitOpsDeployment).Spec.Destination.Environment; env != "" {
+			return []string{env}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("gitopsdeployment").
+		For(&v1.GitOpsDeployment{}).
+		Watches(&argov1alpha1.Application{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if owner := ownerOf(o); owner != nil {
+				return []reconcile.Request{{NamespacedName: *owner}}
+			}
+			return nil
+		})).
+		Watches(&v1.GitOpsDeploymentManagedEnvironment{}, handler.EnqueueRequestsFromMapFunc(r.deploymentsUsing)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Complete(r)
+}
+
+// ownerOf returns the GitOpsDeployment an Application of ours was made for.
+func ownerOf(o client.Object) *types.NamespacedName {
+	l := o.GetLabels()
+	if l[argocd.LabelManagedBy] != argocd.ManagedByValue || l[argocd.LabelOwnerKind] != argocd.OwnerKindGitOpsDeployment {
+		return nil
+	}
+	ns, name, ok := splitOwner(o.GetAnnotations()[argocd.AnnotationOwnerName])
+	if !ok || ns != l[argocd.LabelTenantNS] {
+		return nil
+	}
+	return &types.NamespacedName{Namespace: ns, Name: name}
+}
+
+func splitOwner(s string) (string, string, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' {
+			return s[:i], s[i+1:], i > 0 && i < len(s)-1
+		}
+	}
+	return "", "", false
+}
+
+// deploymentsUsing maps a ManagedEnvironment to the GitOpsDeployments that use it.
+func (r *Reconciler) deploymentsUsing(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1.GitOpsDeploymentList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{environmentIndex: o.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing GitOpsDeployments using a ManagedEnvironment", "environment", o.GetName())
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, gd := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gd)})
+	}
+	return reqs
+}

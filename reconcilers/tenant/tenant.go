@@ -1,0 +1,73 @@
+// Package tenant keeps one Argo CD AppProject per tenant namespace: the fence that
+// keeps a tenant's Applications inside its own namespace and its own clusters.
+package tenant
+
+import (
+	"context"
+	"fmt"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	managedgitopsv1alpha1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+)
+
+// Projects writes tenant AppProjects.
+type Projects struct {
+	Client        client.Client
+	ArgoNamespace string
+}
+
+// Ensure makes the tenant's AppProject match what the tenant's CRs need and
+// returns its name. It writes nothing when the project is already right.
+func (p *Projects) Ensure(ctx context.Context, namespace string) (string, error) {
+	ns := &corev1.Namespace{}
+	if err := p.Client.Get(ctx, types.NamespacedName{Name: namespace}, ns); err != nil {
+		return "", fmt.Errorf("reading tenant namespace %s: %w", namespace, err)
+	}
+	desired, err := p.desired(ctx, ns)
+	if err != nil {
+		return "", err
+	}
+	current := &argov1alpha1.AppProject{}
+	err = p.Client.Get(ctx, client.ObjectKeyFromObject(desired), current)
+	if apierrors.IsNotFound(err) {
+		if err := p.Client.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
+			return "", fmt.Errorf("creating AppProject %s: %w", desired.Name, err)
+		}
+		return desired.Name, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading AppProject %s: %w", desired.Name, err)
+	}
+	if !argocd.IsOwnedBy(current.Labels, argocd.OwnerKindTenant, string(ns.UID)) {
+		return "", fmt.Errorf("AppProject %s/%s exists but is not owned by the GitOps Service for namespace %s", p.ArgoNamespace, desired.Name, namespace)
+	}
+	if equality.Semantic.DeepEqual(current.Spec, desired.Spec) && argocd.HasMeta(current, desired) {
+		return desired.Name, nil
+	}
+	updated := current.DeepCopy()
+	updated.Spec = desired.Spec
+	argocd.CopyMeta(updated, desired)
+	if err := p.Client.Update(ctx, updated); err != nil {
+		return "", fmt.Errorf("updating AppProject %s: %w", desired.Name, err)
+	}
+	return desired.Name, nil
+}
+
+func (p *Projects) desired(ctx context.Context, ns *corev1.Namespace) (*argov1alpha1.AppProject, error) {
+	var deployments managedgitopsv1alpha1.GitOpsDeploymentList
+	if err := p.Client.List(ctx, &deployments, client.InNamespace(ns.Name)); err != nil {
+		return nil, fmt.Errorf("listing GitOpsDeployments of %s: %w", ns.Name, err)
+	}
+	t := argocd.Tenant{Namespace: ns.Name, UID: string(ns.UID)}
+	for i := range deployments.Items {
+		t.Repos = append(t.Repos, deployments.Items[i].Spec.Source.RepoURL)
+	}
+	return argocd.AppProject(p.ArgoNamespace, t), nil
+}
