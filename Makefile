@@ -24,6 +24,7 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code.
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Regenerate CRDs and RBAC from markers.
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=false paths=./api/... output:crd:artifacts:config=manifests/crd
+	hack/crd-kustomization.sh manifests/crd
 	$(CONTROLLER_GEN) rbac:roleName=gitops-service paths=./reconcilers/... paths=./extension/... output:rbac:artifacts:config=manifests/rbac
 
 .PHONY: verify

@@ -1,0 +1,202 @@
+/*
+Copyright 2026 The gitops-service authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PromotionRunState is the state of a PromotionRun as a whole.
+// +kubebuilder:validation:Enum=Waiting;Active;Completed
+type PromotionRunState string
+
+const (
+	// PromotionRunStateWaiting: the promotion is not yet scheduled, e.g.
+	// another promotion of the Application is active.
+	PromotionRunStateWaiting PromotionRunState = "Waiting"
+	// PromotionRunStateActive: the promotion is in progress.
+	PromotionRunStateActive PromotionRunState = "Active"
+	// PromotionRunStateCompleted: the promotion finished, successfully or not
+	// (see .status.completionResult).
+	PromotionRunStateCompleted PromotionRunState = "Completed"
+)
+
+// PromotionRunCompleteResult is the result of a completed PromotionRun.
+// +kubebuilder:validation:Enum=Success;Failure
+type PromotionRunCompleteResult string
+
+const (
+	// PromotionRunCompleteResultSuccess: every target Environment was
+	// deployed successfully.
+	PromotionRunCompleteResultSuccess PromotionRunCompleteResult = "Success"
+	// PromotionRunCompleteResultFailure: the promotion failed or timed out.
+	PromotionRunCompleteResultFailure PromotionRunCompleteResult = "Failure"
+)
+
+// PromotionRunEnvironmentStatusField is the state of one step (one
+// Environment) of a PromotionRun.
+// +kubebuilder:validation:Enum=in-progress;success;failure
+type PromotionRunEnvironmentStatusField string
+
+const (
+	// PromotionRunEnvironmentStatusInProgress: the promotion to the
+	// Environment is in progress.
+	PromotionRunEnvironmentStatusInProgress PromotionRunEnvironmentStatusField = "in-progress"
+	// PromotionRunEnvironmentStatusSuccess: the Environment was deployed
+	// successfully.
+	PromotionRunEnvironmentStatusSuccess PromotionRunEnvironmentStatusField = "success"
+	// PromotionRunEnvironmentStatusFailure: the promotion to the Environment
+	// failed.
+	PromotionRunEnvironmentStatusFailure PromotionRunEnvironmentStatusField = "failure"
+)
+
+// PromotionRunSpec is the desired state of a PromotionRun. Exactly one of
+// manualPromotion and automatedPromotion must be set.
+// +kubebuilder:validation:XValidation:rule="has(self.manualPromotion) != has(self.automatedPromotion)",message="exactly one of manualPromotion and automatedPromotion must be set"
+type PromotionRunSpec struct {
+	// Snapshot is the name of the Snapshot, in the namespace of the
+	// PromotionRun, to promote between Environments.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Snapshot string `json:"snapshot"`
+
+	// Application is the name of the Application, in the namespace of the
+	// PromotionRun, to promote. It must be the Application of the Snapshot.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Application string `json:"application"`
+
+	// ManualPromotion promotes the Snapshot to a single Environment. Not to
+	// be set together with AutomatedPromotion.
+	// +optional
+	ManualPromotion *ManualPromotionConfiguration `json:"manualPromotion,omitempty"`
+
+	// AutomatedPromotion promotes the Snapshot along the Environment digraph,
+	// beginning with InitialEnvironment. Not to be set together with
+	// ManualPromotion.
+	// +optional
+	AutomatedPromotion *AutomatedPromotionConfiguration `json:"automatedPromotion,omitempty"`
+}
+
+// ManualPromotionConfiguration is the configuration of a manual promotion.
+type ManualPromotionConfiguration struct {
+	// TargetEnvironment is the name of the Environment, in the namespace of
+	// the PromotionRun, to promote the Snapshot to.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	TargetEnvironment string `json:"targetEnvironment"`
+}
+
+// AutomatedPromotionConfiguration is the configuration of an automated
+// promotion.
+type AutomatedPromotionConfiguration struct {
+	// InitialEnvironment is the name of the Environment, in the namespace of
+	// the PromotionRun, to begin iterating through the Environment digraph
+	// with.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	InitialEnvironment string `json:"initialEnvironment"`
+}
+
+// PromotionRunStatus is the observed state of a PromotionRun.
+type PromotionRunStatus struct {
+	// State is the state of the promotion as a whole: Waiting (not yet
+	// scheduled), Active (in progress) or Completed (successfully or not).
+	// +optional
+	State PromotionRunState `json:"state,omitempty"`
+
+	// CompletionResult is the result of a Completed promotion: Success or
+	// Failure.
+	// +optional
+	CompletionResult PromotionRunCompleteResult `json:"completionResult,omitempty"`
+
+	// EnvironmentStatus has one entry per step of the promotion: a single
+	// step (the targetEnvironment) for a manual promotion, one step per
+	// Environment promoted to for an automated promotion.
+	// +optional
+	EnvironmentStatus []PromotionRunEnvironmentStatus `json:"environmentStatus,omitempty"`
+
+	// ActiveBindings lists the names of the SnapshotEnvironmentBindings that
+	// the promotion is currently deploying with: one for a manual promotion,
+	// possibly several (one per Environment at a depth of the digraph) for an
+	// automated promotion.
+	// +optional
+	ActiveBindings []string `json:"activeBindings,omitempty"`
+
+	// Conditions describe the state of the PromotionRun; a condition of type
+	// ErrorOccurred reports reconciliation errors.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// PromotionStartTime is when the promotion became Active; the promotion
+	// fails if it does not complete within its timeout from this time.
+	// +optional
+	PromotionStartTime metav1.Time `json:"promotionStartTime,omitempty"`
+}
+
+// PromotionRunEnvironmentStatus is the state of one step of a PromotionRun.
+type PromotionRunEnvironmentStatus struct {
+	// Step is the 1-based number of the step.
+	// +kubebuilder:validation:Minimum=1
+	// +required
+	Step int `json:"step"`
+
+	// EnvironmentName is the name of the Environment promoted to in this step.
+	// +required
+	EnvironmentName string `json:"environmentName"`
+
+	// Status is the state of the step: in-progress, success or failure.
+	// +required
+	Status PromotionRunEnvironmentStatusField `json:"status"`
+
+	// DisplayStatus is a human-readable description of the state of the step.
+	// +optional
+	DisplayStatus string `json:"displayStatus,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Application",type=string,JSONPath=`.spec.application`
+// +kubebuilder:printcolumn:name="Snapshot",type=string,JSONPath=`.spec.snapshot`
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.manualPromotion.targetEnvironment`,priority=1
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="Result",type=string,JSONPath=`.status.completionResult`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// PromotionRun promotes a Snapshot of an Application to an Environment
+// (manual promotion) or along the digraph of Environments (automated
+// promotion), through SnapshotEnvironmentBindings. Its spec is immutable.
+type PromotionRun struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired state of the PromotionRun. Immutable.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable"
+	// +required
+	Spec PromotionRunSpec `json:"spec"`
+
+	// Status is the observed state of the PromotionRun.
+	// +optional
+	Status PromotionRunStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// PromotionRunList is a list of PromotionRuns.
+type PromotionRunList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// Items are the PromotionRuns.
+	Items []PromotionRun `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&PromotionRun{}, &PromotionRunList{})
+}

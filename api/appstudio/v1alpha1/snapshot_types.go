@@ -1,0 +1,118 @@
+/*
+Copyright 2026 The gitops-service authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
+package v1alpha1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SnapshotSpec is the desired state of a Snapshot.
+// +kubebuilder:validation:XValidation:rule="has(self.components) == has(oldSelf.components)",message="components are immutable"
+type SnapshotSpec struct {
+	// Application is the name of the Application, in the namespace of the
+	// Snapshot, whose Components the Snapshot gives versions of. Immutable.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="application is immutable"
+	// +required
+	Application string `json:"application"`
+
+	// DisplayName is a user-visible, user-definable name for the Snapshot.
+	// +optional
+	DisplayName string `json:"displayName,omitempty"`
+
+	// DisplayDescription is a user-visible, user-definable description of the
+	// Snapshot.
+	// +optional
+	DisplayDescription string `json:"displayDescription,omitempty"`
+
+	// Components gives the container image of each Component of the
+	// Application. Immutable once the Snapshot is created: to deploy other
+	// images, create a new Snapshot.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="components are immutable"
+	// +optional
+	Components []SnapshotComponent `json:"components,omitempty"`
+
+	// Artifacts is an arbitrary, untyped JSON value for artifact data (for
+	// example {"unstableFields": {...}}). Not interpreted by the GitOps
+	// Service.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +optional
+	Artifacts *apiextensionsv1.JSON `json:"artifacts,omitempty"`
+}
+
+// SnapshotComponent is the version of one Component of a Snapshot.
+type SnapshotComponent struct {
+	// Name is the name of a Component of the Application, a DNS-1123 label.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +required
+	Name string `json:"name"`
+
+	// ContainerImage is the container image of the Component, e.g.
+	// quay.io/org/image@sha256:... or quay.io/org/image:tag.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	ContainerImage string `json:"containerImage"`
+
+	// Source is a pointer so that a client that reads and writes back a
+	// Snapshot does not add an empty "source: {}", which the immutability rule
+	// on components would reject as a change.
+
+	// Source is the source the container image was built from.
+	// +optional
+	Source *ComponentSource `json:"source,omitempty"`
+}
+
+// SnapshotStatus is the observed state of a Snapshot.
+type SnapshotStatus struct {
+	// Conditions describe the state of the Snapshot. Not used by the GitOps
+	// Service; set by other App Studio components (e.g. integration tests).
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Application",type=string,JSONPath=`.spec.application`
+// +kubebuilder:printcolumn:name="Display Name",type=string,JSONPath=`.spec.displayName`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// Snapshot is a set of container image versions, one per Component of an
+// Application. A SnapshotEnvironmentBinding deploys a Snapshot to an
+// Environment. The Snapshot's application and components are immutable.
+type Snapshot struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired state of the Snapshot.
+	// +required
+	Spec SnapshotSpec `json:"spec"`
+
+	// Status is the observed state of the Snapshot.
+	// +optional
+	Status SnapshotStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// SnapshotList is a list of Snapshots.
+type SnapshotList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// Items are the Snapshots.
+	Items []Snapshot `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Snapshot{}, &SnapshotList{})
+}
