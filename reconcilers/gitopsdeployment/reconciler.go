@@ -4,6 +4,7 @@ package gitopsdeployment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -37,6 +38,8 @@ import (
 // deletePollInterval is how often a finalizing GitOpsDeployment checks that its
 // Application is gone (the Application's delete event usually comes first).
 const deletePollInterval = 2 * time.Second
+
+var errNotOurs = errors.New("name collision")
 
 // Reconciler reconciles GitOpsDeployments.
 type Reconciler struct {
@@ -81,6 +84,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // user-facing message when the spec cannot be deployed (then nothing is written).
 func (r *Reconciler) apply(ctx context.Context, gd *v1.GitOpsDeployment) (*argov1alpha1.Application, string, error) {
 	current, err := r.currentApplication(ctx, gd)
+	if errors.Is(err, errNotOurs) {
+		// Never touch an object someone else made, even under our name.
+		return nil, err.Error(), nil
+	}
 	if err != nil {
 		return nil, "", err
 	}
@@ -125,7 +132,7 @@ func (r *Reconciler) currentApplication(ctx context.Context, gd *v1.GitOpsDeploy
 		return nil, err
 	}
 	if !argocd.IsOwnedBy(app.Labels, argocd.OwnerKindGitOpsDeployment, string(gd.UID)) {
-		return nil, fmt.Errorf("application %s exists but is not owned by GitOpsDeployment %s/%s", key, gd.Namespace, gd.Name)
+		return nil, fmt.Errorf("%w: Argo CD Application %s exists and was not created for GitOpsDeployment %s/%s", errNotOurs, key, gd.Namespace, gd.Name)
 	}
 	return app, nil
 }

@@ -29,7 +29,9 @@ func TestValidate(t *testing.T) {
 			s.Type = v1.GitOpsDeploymentSpecTypeManual
 			s.SyncPolicy = &v1.SyncPolicy{SyncOptions: []v1.SyncOption{v1.SyncOptionCreateNamespaceTrue}}
 		}, ""},
-		{"remote namespace with environment", func(s *v1.GitOpsDeploymentSpec) { s.Destination = v1.ApplicationDestination{Environment: "e", Namespace: "other"} }, ""},
+		{"remote namespace with environment", func(s *v1.GitOpsDeploymentSpec) {
+			s.Destination = v1.ApplicationDestination{Environment: "e", Namespace: "other"}
+		}, ""},
 		{"empty path", func(s *v1.GitOpsDeploymentSpec) { s.Source.Path = "" }, v1.ErrMsgPathEmpty},
 		{"root path", func(s *v1.GitOpsDeploymentSpec) { s.Source.Path = "/" }, v1.ErrMsgPathRoot},
 		{"bad type", func(s *v1.GitOpsDeploymentSpec) { s.Type = "Automatic" }, v1.ErrMsgTypeInvalid},

@@ -1,0 +1,374 @@
+package gitopsdeployment_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+)
+
+const (
+	wait = 20 * time.Second
+	tick = 100 * time.Millisecond
+	repo = "https://git.example.com/jane/apps.git"
+)
+
+func tenant(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-" + rand.String(6)}}
+	require.NoError(t, k8s.Create(context.Background(), ns))
+	return ns.Name
+}
+
+func newDeployment(ns, name string, mut func(*v1.GitOpsDeployment)) *v1.GitOpsDeployment {
+	gd := &v1.GitOpsDeployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1.GitOpsDeploymentSpec{
+			Source: v1.ApplicationSource{RepoURL: repo, Path: "guestbook"},
+			Type:   v1.GitOpsDeploymentSpecTypeAutomated,
+		},
+	}
+	if mut != nil {
+		mut(gd)
+	}
+	return gd
+}
+
+func create(t *testing.T, gd *v1.GitOpsDeployment) *v1.GitOpsDeployment {
+	t.Helper()
+	require.NoError(t, k8s.Create(context.Background(), gd))
+	return gd
+}
+
+func appKey(gd *v1.GitOpsDeployment) types.NamespacedName {
+	return types.NamespacedName{Namespace: argoNS, Name: argocd.ApplicationName(string(gd.UID))}
+}
+
+func waitApp(t *testing.T, gd *v1.GitOpsDeployment, cond func(*argov1alpha1.Application) bool) *argov1alpha1.Application {
+	t.Helper()
+	app := &argov1alpha1.Application{}
+	require.Eventually(t, func() bool {
+		return k8s.Get(context.Background(), appKey(gd), app) == nil && cond(app)
+	}, wait, tick, "Application %s never reached the expected state", appKey(gd))
+	return app
+}
+
+func waitGone(t *testing.T, obj client.Object) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		return apierrors.IsNotFound(k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj))
+	}, wait, tick, "%T %s was not deleted", obj, client.ObjectKeyFromObject(obj))
+}
+
+func waitCondition(t *testing.T, gd *v1.GitOpsDeployment, typ v1.GitOpsConditionType, status v1.GitOpsConditionStatus, msgPart string) *v1.GitOpsDeployment {
+	t.Helper()
+	got := &v1.GitOpsDeployment{}
+	require.Eventually(t, func() bool {
+		if k8s.Get(context.Background(), client.ObjectKeyFromObject(gd), got) != nil {
+			return false
+		}
+		for _, c := range got.Status.Conditions {
+			if c.Type == typ && c.Status == status && strings.Contains(c.Message, msgPart) {
+				return true
+			}
+		}
+		return false
+	}, wait, tick, "GitOpsDeployment %s/%s never got condition %s=%s %q", gd.Namespace, gd.Name, typ, status, msgPart)
+	return got
+}
+
+// assertNoApplication checks, for a while, that nothing was written for gd.
+func assertNoApplication(t *testing.T, gd *v1.GitOpsDeployment) {
+	t.Helper()
+	var apps argov1alpha1.ApplicationList
+	require.Never(t, func() bool {
+		require.NoError(t, k8s.List(context.Background(), &apps, client.InNamespace(argoNS), client.MatchingLabels{argocd.LabelOwnerUID: string(gd.UID)}))
+		return len(apps.Items) > 0
+	}, 2*time.Second, 200*time.Millisecond, "an Application was written for an invalid GitOpsDeployment")
+}
+
+func TestCreatesApplicationAndTenantProject(t *testing.T) {
+	ns := tenant(t)
+	gd := create(t, newDeployment(ns, "guestbook", func(gd *v1.GitOpsDeployment) {
+		gd.Spec.SyncPolicy = &v1.SyncPolicy{SyncOptions: []v1.SyncOption{v1.SyncOptionCreateNamespaceTrue}}
+	}))
+	app := waitApp(t, gd, func(*argov1alpha1.Application) bool { return true })
+
+	assert.Equal(t, repo, app.Spec.Source.RepoURL)
+	assert.Equal(t, "guestbook", app.Spec.Source.Path)
+	assert.Equal(t, argocd.LocalServer, app.Spec.Destination.Server)
+	assert.Equal(t, ns, app.Spec.Destination.Namespace, "default destination is the CR's own namespace")
+	require.NotNil(t, app.Spec.SyncPolicy)
+	require.NotNil(t, app.Spec.SyncPolicy.Automated)
+	assert.True(t, app.Spec.SyncPolicy.Automated.Prune && app.Spec.SyncPolicy.Automated.SelfHeal)
+	assert.Contains(t, app.Spec.SyncPolicy.SyncOptions, "CreateNamespace=true")
+	assert.Equal(t, ns+"/guestbook", app.Annotations[argocd.AnnotationOwnerName])
+	assert.Empty(t, app.Finalizers, "no cascade finalizer until the CR is deleted with ours")
+
+	nsObj := &corev1.Namespace{}
+	require.NoError(t, k8s.Get(context.Background(), types.NamespacedName{Name: ns}, nsObj))
+	assert.Equal(t, argocd.ProjectName(string(nsObj.UID)), app.Spec.Project)
+	proj := &argov1alpha1.AppProject{}
+	require.NoError(t, k8s.Get(context.Background(), types.NamespacedName{Namespace: argoNS, Name: app.Spec.Project}, proj))
+	assert.Equal(t, []argov1alpha1.ApplicationDestination{{Server: argocd.LocalServer, Namespace: ns}}, proj.Spec.Destinations)
+	assert.Equal(t, []string{repo}, proj.Spec.SourceRepos)
+	assert.Empty(t, proj.Spec.ClusterResourceWhitelist)
+
+	// An Event tells the user what happened.
+	var events corev1.EventList
+	require.Eventually(t, func() bool {
+		require.NoError(t, k8s.List(context.Background(), &events, client.InNamespace(ns)))
+		for _, e := range events.Items {
+			if e.Reason == "ApplicationCreated" && e.InvolvedObject.UID == gd.UID {
+				return true
+			}
+		}
+		return false
+	}, wait, tick)
+}
+
+func TestManualHasNoAutomatedSync(t *testing.T) {
+	ns := tenant(t)
+	gd := create(t, newDeployment(ns, "manual", func(gd *v1.GitOpsDeployment) { gd.Spec.Type = v1.GitOpsDeploymentSpecTypeManual }))
+	app := waitApp(t, gd, func(*argov1alpha1.Application) bool { return true })
+	assert.Nil(t, app.Spec.SyncPolicy)
+
+	// Switching to automated updates the Application in place (same name).
+	require.NoError(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(gd), gd))
+	gd.Spec.Type = v1.GitOpsDeploymentSpecTypeAutomated
+	require.NoError(t, k8s.Update(context.Background(), gd))
+	waitApp(t, gd, func(a *argov1alpha1.Application) bool { return a.Spec.SyncPolicy != nil && a.Spec.SyncPolicy.Automated != nil })
+}
+
+func TestSpecChangesPropagate(t *testing.T) {
+	ns := tenant(t)
+	gd := create(t, newDeployment(ns, "changes", nil))
+	waitApp(t, gd, func(*argov1alpha1.Application) bool { return true })
+	require.NoError(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(gd), gd))
+	gd.Spec.Source.Path = "other"
+	gd.Spec.Source.TargetRevision = "release-1"
+	gd.Spec.Source.RepoURL = "https://git.example.com/jane/other.git"
+	require.NoError(t, k8s.Update(context.Background(), gd))
+	waitApp(t, gd, func(a *argov1alpha1.Application) bool {
+		return a.Spec.Source.Path == "other" && a.Spec.Source.TargetRevision == "release-1" && a.Spec.Source.RepoURL == "https://git.example.com/jane/other.git"
+	})
+	// The tenant's project follows the repositories its deployments use.
+	nsObj := &corev1.Namespace{}
+	require.NoError(t, k8s.Get(context.Background(), types.NamespacedName{Name: ns}, nsObj))
+	require.Eventually(t, func() bool {
+		proj := &argov1alpha1.AppProject{}
+		err := k8s.Get(context.Background(), types.NamespacedName{Namespace: argoNS, Name: argocd.ProjectName(string(nsObj.UID))}, proj)
+		return err == nil && len(proj.Spec.SourceRepos) == 1 && proj.Spec.SourceRepos[0] == "https://git.example.com/jane/other.git"
+	}, wait, tick)
+}
+
+func TestBadInputGivesConditionAndNoApplication(t *testing.T) {
+	cases := []struct {
+		name string
+		mut  func(*v1.GitOpsDeployment)
+		msg  string
+	}{
+		{"foreign namespace", func(gd *v1.GitOpsDeployment) { gd.Spec.Destination.Namespace = "kube-system" }, v1.ErrMsgEnvironmentNeeded},
+		{"missing environment", func(gd *v1.GitOpsDeployment) { gd.Spec.Destination.Environment = "does-not-exist" }, v1.ErrMsgManagedEnvUnresolved},
+		{"empty path", func(gd *v1.GitOpsDeployment) { gd.Spec.Source.Path = "" }, v1.ErrMsgPathEmpty},
+		{"root path", func(gd *v1.GitOpsDeployment) { gd.Spec.Source.Path = "/" }, v1.ErrMsgPathRoot},
+		{"unsupported sync option", func(gd *v1.GitOpsDeployment) {
+			gd.Spec.SyncPolicy = &v1.SyncPolicy{SyncOptions: []v1.SyncOption{"ServerSideApply=true"}}
+		}, "unsupported sync option"},
+	}
+	ns := tenant(t)
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			gd := create(t, newDeployment(ns, fmt.Sprintf("bad-%d", i), tc.mut))
+			waitCondition(t, gd, v1.GitOpsDeploymentConditionErrorOccurred, v1.GitOpsConditionStatusTrue, tc.msg)
+			assertNoApplication(t, gd)
+			var events corev1.EventList
+			require.Eventually(t, func() bool {
+				require.NoError(t, k8s.List(context.Background(), &events, client.InNamespace(ns)))
+				for _, e := range events.Items {
+					if e.InvolvedObject.UID == gd.UID && e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, tc.msg) {
+						return true
+					}
+				}
+				return false
+			}, wait, tick, "no Warning Event for the bad input")
+		})
+	}
+
+	t.Run("fixing the spec resolves the condition", func(t *testing.T) {
+		gd := create(t, newDeployment(ns, "fixme", func(gd *v1.GitOpsDeployment) { gd.Spec.Destination.Namespace = "default" }))
+		waitCondition(t, gd, v1.GitOpsDeploymentConditionErrorOccurred, v1.GitOpsConditionStatusTrue, v1.ErrMsgEnvironmentNeeded)
+		require.NoError(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(gd), gd))
+		gd.Spec.Destination.Namespace = ns
+		require.NoError(t, k8s.Update(context.Background(), gd))
+		got := waitCondition(t, gd, v1.GitOpsDeploymentConditionErrorOccurred, v1.GitOpsConditionStatusFalse, "")
+		assert.Equal(t, v1.GitOpsConditionReason("ErrorOccurredResolved"), got.Status.Conditions[0].Reason)
+		waitApp(t, gd, func(*argov1alpha1.Application) bool { return true })
+	})
+
+	t.Run("the API server rejects a type outside the enum", func(t *testing.T) {
+		err := k8s.Create(context.Background(), newDeployment(ns, "badtype", func(gd *v1.GitOpsDeployment) { gd.Spec.Type = "sometimes" }))
+		require.Error(t, err)
+		assert.True(t, apierrors.IsInvalid(err), "got %v", err)
+	})
+}
+
+func TestNameCollisionIsNeverAdopted(t *testing.T) {
+	ns := tenant(t)
+	gd := newDeployment(ns, "collide", nil)
+	gd.Spec.Source.Path = "" // keep the sidecar from writing until the squatter exists
+	create(t, gd)
+	waitCondition(t, gd, v1.GitOpsDeploymentConditionErrorOccurred, v1.GitOpsConditionStatusTrue, v1.ErrMsgPathEmpty)
+	squatter := &argov1alpha1.Application{
+		ObjectMeta: metav1.ObjectMeta{Namespace: argoNS, Name: argocd.ApplicationName(string(gd.UID)), Labels: map[string]string{"team": "other"}},
+		Spec: argov1alpha1.ApplicationSpec{
+			Source:      &argov1alpha1.ApplicationSource{RepoURL: "https://elsewhere.example.com/x.git", Path: "x"},
+			Destination: argov1alpha1.ApplicationDestination{Server: argocd.LocalServer, Namespace: "elsewhere"},
+			Project:     "default",
+		},
+	}
+	require.NoError(t, k8s.Create(context.Background(), squatter))
+	require.NoError(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(gd), gd))
+	gd.Spec.Source.Path = "guestbook"
+	require.NoError(t, k8s.Update(context.Background(), gd))
+	waitCondition(t, gd, v1.GitOpsDeploymentConditionErrorOccurred, v1.GitOpsConditionStatusTrue, "was not created for GitOpsDeployment")
+	got := &argov1alpha1.Application{}
+	require.NoError(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(squatter), got))
+	assert.Equal(t, "https://elsewhere.example.com/x.git", got.Spec.Source.RepoURL, "someone else's Application was modified")
+
+	// Deleting our CR must not delete the squatter either.
+	require.NoError(t, k8s.Delete(context.Background(), gd))
+	waitGone(t, gd)
+	require.Never(t, func() bool {
+		return apierrors.IsNotFound(k8s.Get(context.Background(), client.ObjectKeyFromObject(squatter), got))
+	}, 2*time.Second, 200*time.Millisecond, "someone else's Application was deleted")
+}
+
+func TestStatusMirroredFromApplication(t *testing.T) {
+	ns := tenant(t)
+	gd := create(t, newDeployment(ns, "mirror", nil))
+	app := waitApp(t, gd, func(*argov1alpha1.Application) bool { return true })
+
+	// Play Argo CD: report a sync with a comparison error.
+	app.Status = argov1alpha1.ApplicationStatus{
+		Sync: argov1alpha1.SyncStatus{Status: argov1alpha1.SyncStatusCodeSynced, Revision: "abc123",
+			ComparedTo: argov1alpha1.ComparedTo{Source: *app.Spec.Source, Destination: app.Spec.Destination}},
+		Health:     argov1alpha1.HealthStatus{Status: "Healthy"},
+		Resources:  []argov1alpha1.ResourceStatus{{Version: "v1", Kind: "ConfigMap", Namespace: ns, Name: "settings", Status: argov1alpha1.SyncStatusCodeSynced}},
+		Conditions: []argov1alpha1.ApplicationCondition{{Type: "ComparisonError", Message: "rpc error: repository not found"}},
+	}
+	require.NoError(t, k8s.Update(context.Background(), app))
+
+	got := waitCondition(t, gd, "ComparisonError", v1.GitOpsConditionStatusTrue, "repository not found")
+	assert.Equal(t, v1.SyncStatusCodeSynced, got.Status.Sync.Status)
+	assert.Equal(t, "abc123", got.Status.Sync.Revision)
+	assert.Equal(t, v1.HealthStatusHealthy, got.Status.Health.Status)
+	require.Len(t, got.Status.Resources, 1)
+	assert.Equal(t, "settings", got.Status.Resources[0].Name)
+	assert.Equal(t, "guestbook", got.Status.ReconciledState.Source.Path)
+	assert.Equal(t, ns, got.Status.ReconciledState.Destination.Namespace)
+
+	// The condition is resolved once Argo CD stops reporting it.
+	require.NoError(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(app), app))
+	app.Status.Conditions = nil
+	require.NoError(t, k8s.Update(context.Background(), app))
+	got = waitCondition(t, gd, "ComparisonError", v1.GitOpsConditionStatusFalse, "")
+	for _, c := range got.Status.Conditions {
+		if c.Type == "ComparisonError" {
+			assert.Equal(t, v1.GitOpsConditionReason("ComparisonErrorResolved"), c.Reason)
+		}
+	}
+
+	// An unchanged state is not written again: nudge a reconcile and compare versions.
+	require.NoError(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(gd), gd))
+	require.NoError(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(app), app))
+	appRV := app.ResourceVersion
+	gd.Annotations = map[string]string{"nudge": "1"}
+	require.NoError(t, k8s.Update(context.Background(), gd))
+	nudgedRV := gd.ResourceVersion
+	time.Sleep(2 * time.Second)
+	require.NoError(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(gd), gd))
+	require.NoError(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(app), app))
+	assert.Equal(t, nudgedRV, gd.ResourceVersion, "a no-op reconcile wrote the GitOpsDeployment")
+	assert.Equal(t, appRV, app.ResourceVersion, "a no-op reconcile wrote the Application")
+}
+
+func TestDeleteWithoutFinalizerLeavesResources(t *testing.T) {
+	ns := tenant(t)
+	gd := create(t, newDeployment(ns, "plain", nil))
+	app := waitApp(t, gd, func(*argov1alpha1.Application) bool { return true })
+	require.NoError(t, k8s.Delete(context.Background(), gd))
+	waitGone(t, app)
+	// It went without Argo CD's cascade finalizer: had it been added, the
+	// Application would be stuck (no Argo CD controller runs here).
+}
+
+func TestDeleteWithFinalizerCascades(t *testing.T) {
+	ns := tenant(t)
+	gd := create(t, newDeployment(ns, "cascade", func(gd *v1.GitOpsDeployment) {
+		gd.Finalizers = []string{v1.FinalizerResourcesFinalizer}
+	}))
+	app := waitApp(t, gd, func(*argov1alpha1.Application) bool { return true })
+	require.NoError(t, k8s.Delete(context.Background(), gd))
+
+	// The Application is deleted with Argo CD's cascade finalizer...
+	app = waitApp(t, gd, func(a *argov1alpha1.Application) bool {
+		return !a.DeletionTimestamp.IsZero() && controllerutil.ContainsFinalizer(a, argov1alpha1.ResourcesFinalizerName)
+	})
+	// ...and the GitOpsDeployment stays while Argo CD deletes the resources.
+	require.Never(t, func() bool {
+		return apierrors.IsNotFound(k8s.Get(context.Background(), client.ObjectKeyFromObject(gd), &v1.GitOpsDeployment{}))
+	}, 3*time.Second, 200*time.Millisecond, "GitOpsDeployment went before its Application")
+
+	// Play Argo CD: resources deleted, finalizer removed.
+	controllerutil.RemoveFinalizer(app, argov1alpha1.ResourcesFinalizerName)
+	require.NoError(t, k8s.Update(context.Background(), app))
+	waitGone(t, app)
+	waitGone(t, gd)
+}
+
+func TestRecreateWithSameNameReplacesApplication(t *testing.T) {
+	ns := tenant(t)
+	first := create(t, newDeployment(ns, "again", nil))
+	oldApp := waitApp(t, first, func(*argov1alpha1.Application) bool { return true })
+	// Delete and recreate at once: the sidecar may see only the new object.
+	require.NoError(t, k8s.Delete(context.Background(), first))
+	second := create(t, newDeployment(ns, "again", nil))
+	require.NotEqual(t, first.UID, second.UID)
+	waitApp(t, second, func(*argov1alpha1.Application) bool { return true })
+	waitGone(t, oldApp)
+}
+
+func TestTenantProjectRemovedWithLastDeployment(t *testing.T) {
+	ns := tenant(t)
+	gd := create(t, newDeployment(ns, "only", nil))
+	app := waitApp(t, gd, func(*argov1alpha1.Application) bool { return true })
+	proj := &argov1alpha1.AppProject{}
+	require.NoError(t, k8s.Get(context.Background(), types.NamespacedName{Namespace: argoNS, Name: app.Spec.Project}, proj))
+
+	other := tenant(t)
+	gd2 := create(t, newDeployment(other, "neighbour", nil))
+	app2 := waitApp(t, gd2, func(*argov1alpha1.Application) bool { return true })
+	assert.NotEqual(t, app.Spec.Project, app2.Spec.Project, "tenants share no AppProject")
+
+	require.NoError(t, k8s.Delete(context.Background(), gd))
+	waitGone(t, app)
+	waitGone(t, proj)
+	// The neighbour's project is untouched.
+	require.NoError(t, k8s.Get(context.Background(), types.NamespacedName{Namespace: argoNS, Name: app2.Spec.Project}, &argov1alpha1.AppProject{}))
+}

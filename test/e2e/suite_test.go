@@ -1,0 +1,110 @@
+// Package e2e runs the sidecar as a process beside a real Argo CD (repo-server,
+// application-controller, applicationset-controller, server, Redis) on a real
+// kube-apiserver + etcd + kube-controller-manager, deploying from local git
+// repositories.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitops-service/gitops-service/extension/sidecar"
+	"github.com/gitops-service/gitops-service/test/stack"
+)
+
+var (
+	kube    *stack.Kube
+	argo    *stack.ArgoCD
+	side    *stack.Sidecar
+	k8s     client.Client
+	gitRoot string
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) (code int) {
+	if _, err := stack.Binaries(); err != nil {
+		if stack.Required() {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Fprintln(os.Stderr, "SKIP: e2e tests need the real test stack:", err)
+		return 0
+	}
+	ctx := context.Background()
+	fail := func(err error) int { fmt.Fprintln(os.Stderr, "e2e setup:", err); return 1 }
+	start := time.Now()
+	var err error
+	if kube, err = stack.StartKube(ctx, stack.KubeOptions{Name: "e2e", ControllerManager: true}); err != nil {
+		return fail(err)
+	}
+	defer kube.Stop()
+	defer func() {
+		if code != 0 {
+			kube.WriteLogs(os.Stderr)
+			if argo != nil {
+				argo.WriteLogs(os.Stderr)
+			}
+			if side != nil {
+				side.WriteLogs(os.Stderr)
+			}
+		}
+	}()
+	root, err := stack.RepoRoot()
+	if err != nil {
+		return fail(err)
+	}
+	if argo, err = stack.StartArgoCD(ctx, kube, stack.ArgoOptions{}); err != nil {
+		return fail(err)
+	}
+	defer argo.Stop()
+	if err := kube.InstallCRDs(ctx, filepath.Join(root, "manifests", "crd")); err != nil {
+		return fail(err)
+	}
+	if side, err = stack.StartSidecar(ctx, kube, stack.SidecarOptions{}); err != nil {
+		return fail(err)
+	}
+	defer side.Stop()
+	if k8s, err = client.New(kube.Config, client.Options{Scheme: sidecar.NewScheme()}); err != nil {
+		return fail(err)
+	}
+	if gitRoot, err = os.MkdirTemp("", "gitops-e2e-git-"); err != nil {
+		return fail(err)
+	}
+	defer os.RemoveAll(gitRoot)
+	fmt.Fprintf(os.Stderr, "e2e: stack up in %s\n", time.Since(start).Round(100*time.Millisecond))
+	return m.Run()
+}
+
+// tenantNamespace creates a fresh tenant namespace.
+func tenantNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-" + rand.String(6)}}
+	if err := k8s.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+// gitRepo creates a local repository with the given files committed.
+func gitRepo(t *testing.T, files map[string]string) (*stack.GitRepo, string) {
+	t.Helper()
+	r, err := stack.NewGitRepo(gitRoot, "repo-"+rand.String(6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sha, err := r.Commit(files, "initial content")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, sha
+}

@@ -1,0 +1,139 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Sidecar is the gitops-service binary running as its own process against a Kube,
+// exactly as it runs beside Argo CD in a cluster (KUBECONFIG instead of in-cluster).
+type Sidecar struct {
+	MetricsURL string // http://127.0.0.1:PORT/metrics
+	ProbeAddr  string
+	Bin        string
+	Dir        string
+
+	args []string
+	kube *Kube
+	proc *Process
+}
+
+// SidecarOptions configures StartSidecar.
+type SidecarOptions struct {
+	// Bin is a built sidecar; empty builds ./extension from the repo root once.
+	Bin string
+	// ArgoNamespace defaults to "argocd".
+	ArgoNamespace string
+	// Args are extra flags.
+	Args []string
+}
+
+var (
+	buildOnce sync.Once
+	buildBin  string
+	buildErr  error
+)
+
+// BuildSidecar builds the sidecar binary once per test process.
+func BuildSidecar() (string, error) {
+	buildOnce.Do(func() {
+		root, err := RepoRoot()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "gitops-service-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildBin = filepath.Join(dir, "gitops-service")
+		cmd := exec.Command("go", "build", "-o", buildBin, "./extension")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./extension: %w\n%s", err, out)
+		}
+	})
+	return buildBin, buildErr
+}
+
+// StartSidecar starts the sidecar against k and waits until it is ready.
+func StartSidecar(ctx context.Context, k *Kube, o SidecarOptions) (*Sidecar, error) {
+	bin := o.Bin
+	if bin == "" {
+		var err error
+		if bin, err = BuildSidecar(); err != nil {
+			return nil, err
+		}
+	}
+	if o.ArgoNamespace == "" {
+		o.ArgoNamespace = "argocd"
+	}
+	dir, err := os.MkdirTemp("", "gitops-stack-sidecar-")
+	if err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sidecar{
+		MetricsURL: fmt.Sprintf("http://%s/metrics", loopback(ports[0])),
+		ProbeAddr:  loopback(ports[1]),
+		Bin:        bin,
+		Dir:        dir,
+		kube:       k,
+		args: append([]string{
+			"--argocd-namespace=" + o.ArgoNamespace,
+			"--leader-elect=false",
+			"--metrics-bind-address=" + loopback(ports[0]),
+			"--health-probe-bind-address=" + loopback(ports[1]),
+			"--zap-log-level=info",
+		}, o.Args...),
+	}
+	return s, s.Start(ctx)
+}
+
+// Start (re)starts the sidecar process and waits for /readyz.
+func (s *Sidecar) Start(ctx context.Context) error {
+	p, err := StartProcess("gitops-service", filepath.Join(s.Dir, "gitops-service.log"), s.Dir,
+		[]string{"KUBECONFIG=" + s.kube.Kubeconfig}, s.Bin, s.args...)
+	if err != nil {
+		return err
+	}
+	s.proc = p
+	hc := &http.Client{Timeout: 2 * time.Second}
+	return waitReady(ctx, p, 60*time.Second, func(ctx context.Context) error {
+		return httpGetOK(ctx, hc, "http://"+s.ProbeAddr+"/readyz", "ok")
+	})
+}
+
+// Pid is the sidecar's process id.
+func (s *Sidecar) Pid() int { return s.proc.Pid() }
+
+// Stop stops the process (SIGTERM, then SIGKILL); Start may follow.
+func (s *Sidecar) Stop() {
+	if s.proc != nil {
+		s.proc.Stop()
+	}
+}
+
+// Log returns everything the sidecar logged so far.
+func (s *Sidecar) Log() (string, error) {
+	b, err := os.ReadFile(filepath.Join(s.Dir, "gitops-service.log"))
+	return string(b), err
+}
+
+// WriteLogs writes the tail of the sidecar's log.
+func (s *Sidecar) WriteLogs(w io.Writer) {
+	if s.proc != nil {
+		s.proc.WriteLog(w, 200)
+	}
+}
