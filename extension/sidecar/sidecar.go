@@ -27,6 +27,8 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/tenant"
 )
 
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=argocd
+
 // Options configure the sidecar.
 type Options struct {
 	// ArgoNamespace is the namespace of the Argo CD instance we serve.

@@ -152,7 +152,9 @@ func TestManualHasNoAutomatedSync(t *testing.T) {
 	require.NoError(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(gd), gd))
 	gd.Spec.Type = v1.GitOpsDeploymentSpecTypeAutomated
 	require.NoError(t, k8s.Update(context.Background(), gd))
-	waitApp(t, gd, func(a *argov1alpha1.Application) bool { return a.Spec.SyncPolicy != nil && a.Spec.SyncPolicy.Automated != nil })
+	waitApp(t, gd, func(a *argov1alpha1.Application) bool {
+		return a.Spec.SyncPolicy != nil && a.Spec.SyncPolicy.Automated != nil
+	})
 }
 
 func TestSpecChangesPropagate(t *testing.T) {
