@@ -92,6 +92,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	projects := &tenant.Projects{Client: mgr.GetClient(), ArgoNamespace: o.ArgoNamespace}
 	if err := (&gitopsdeployment.Reconciler{
 		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
 		ArgoNamespace: o.ArgoNamespace,
 		Projects:      projects,
 		Recorder:      mgr.GetEventRecorderFor("gitops-service"),

@@ -39,11 +39,18 @@ import (
 // Application is gone (the Application's delete event usually comes first).
 const deletePollInterval = 2 * time.Second
 
-var errNotOurs = errors.New("name collision")
+var (
+	errNotOurs    = errors.New("name collision")
+	errStaleCache = errors.New("the cache does not show an object we created yet")
+)
+
+const staleCacheRetry = 500 * time.Millisecond
 
 // Reconciler reconciles GitOpsDeployments.
 type Reconciler struct {
-	Client        client.Client
+	Client client.Client
+	// APIReader reads around the cache, which only holds Argo CD objects we own.
+	APIReader     client.Reader
 	ArgoNamespace string
 	Projects      *tenant.Projects
 	Recorder      record.EventRecorder
@@ -73,6 +80,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	orig := gd.DeepCopy()
 	app, errMsg, err := r.apply(ctx, gd)
+	if errors.Is(err, errNotOurs) {
+		app, errMsg, err = nil, err.Error(), nil
+	}
+	if errors.Is(err, errStaleCache) {
+		// Our own create has not reached the cache yet; its event requeues us.
+		return ctrl.Result{RequeueAfter: staleCacheRetry}, nil
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -104,12 +118,15 @@ func (r *Reconciler) apply(ctx context.Context, gd *v1.GitOpsDeployment) (*argov
 	desired := argocd.Application(r.ArgoNamespace, gd, target)
 	if current == nil {
 		if err := r.Client.Create(ctx, desired); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return nil, "", r.whyExists(ctx, desired)
+			}
 			return nil, "", fmt.Errorf("creating Application %s: %w", desired.Name, err)
 		}
 		r.Recorder.Eventf(gd, corev1.EventTypeNormal, "ApplicationCreated", "Created Argo CD Application %s/%s", desired.Namespace, desired.Name)
 		return desired, "", nil
 	}
-	if equality.Semantic.DeepEqual(current.Spec, desired.Spec) && argocd.HasMeta(current, desired) {
+	if argocd.Equal(current.Spec, desired.Spec) && argocd.HasMeta(current, desired) {
 		return current, "", nil
 	}
 	updated := current.DeepCopy()
@@ -119,6 +136,20 @@ func (r *Reconciler) apply(ctx context.Context, gd *v1.GitOpsDeployment) (*argov
 		return nil, "", fmt.Errorf("updating Application %s: %w", desired.Name, err)
 	}
 	return updated, "", nil
+}
+
+// whyExists explains a create that found the name taken: either our own create
+// that the cache has not seen yet, or somebody else's object (never adopted).
+func (r *Reconciler) whyExists(ctx context.Context, desired *argov1alpha1.Application) error {
+	existing := &argov1alpha1.Application{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), existing); err != nil {
+		return fmt.Errorf("reading Application %s: %w", desired.Name, err)
+	}
+	if argocd.IsOwnedBy(existing.Labels, argocd.OwnerKindGitOpsDeployment, desired.Labels[argocd.LabelOwnerUID]) {
+		return errStaleCache
+	}
+	return fmt.Errorf("%w: Argo CD Application %s/%s exists and was not created for GitOpsDeployment %s",
+		errNotOurs, desired.Namespace, desired.Name, desired.Annotations[argocd.AnnotationOwnerName])
 }
 
 // currentApplication returns the GitOpsDeployment's Application, or nil.

@@ -8,7 +8,6 @@ import (
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,7 +47,7 @@ func (p *Projects) Ensure(ctx context.Context, namespace string) (string, error)
 	if !argocd.IsOwnedBy(current.Labels, argocd.OwnerKindTenant, string(ns.UID)) {
 		return "", fmt.Errorf("AppProject %s/%s exists but is not owned by the GitOps Service for namespace %s", p.ArgoNamespace, desired.Name, namespace)
 	}
-	if equality.Semantic.DeepEqual(current.Spec, desired.Spec) && argocd.HasMeta(current, desired) {
+	if argocd.Equal(current.Spec, desired.Spec) && argocd.HasMeta(current, desired) {
 		return desired.Name, nil
 	}
 	updated := current.DeepCopy()
