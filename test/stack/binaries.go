@@ -1,0 +1,134 @@
+package stack
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// Versions of the components `make test-stack` builds.
+const (
+	KubeVersion   = "1.32.13"
+	ArgoCDVersion = "2.14.21"
+)
+
+// EnvCache names the cache dir of built binaries; EnvRequire, when "1", turns
+// a missing stack into a test failure instead of a skip.
+const (
+	EnvCache   = "GITOPS_SERVICE_CACHE"
+	EnvRequire = "GITOPS_SERVICE_REQUIRE_STACK"
+	envLogs    = "GITOPS_SERVICE_STACK_LOGS"
+	envKeep    = "GITOPS_SERVICE_STACK_KEEP"
+)
+
+// BinaryPaths holds the absolute paths of every binary the stack runs.
+type BinaryPaths struct {
+	CacheDir              string
+	KubeAPIServer         string
+	KubeControllerManager string
+	Kubectl               string
+	ArgoCD                string // multi-call binary; the symlinks below point to it
+	ArgoCDServer          string
+	ArgoCDRepoServer      string
+	ArgoCDController      string
+	ArgoCDAppSetCtrl      string
+	Etcd                  string
+	RedisServer           string
+	Git                   string
+}
+
+// ErrMissingBinaries is wrapped by the error Binaries returns when something is
+// not installed or built.
+var ErrMissingBinaries = errors.New("test stack binaries missing")
+
+// CacheDir returns $GITOPS_SERVICE_CACHE or $HOME/.cache/gitops-service.
+func CacheDir() string {
+	if d := os.Getenv(EnvCache); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		home = os.TempDir()
+	}
+	return filepath.Join(home, ".cache", "gitops-service")
+}
+
+// Required reports whether GITOPS_SERVICE_REQUIRE_STACK=1, i.e. whether tests
+// must fail (not skip) when the stack is unavailable.
+func Required() bool { return os.Getenv(EnvRequire) == "1" }
+
+// Binaries resolves the cache dir and the paths of all binaries. When any is
+// missing it returns an error (wrapping ErrMissingBinaries) that lists them and
+// says to run `make test-stack`.
+func Binaries() (*BinaryPaths, error) {
+	b := resolveBinaries()
+	return b, b.require(b.KubeAPIServer, b.KubeControllerManager, b.Kubectl, b.ArgoCD,
+		b.ArgoCDServer, b.ArgoCDRepoServer, b.ArgoCDController, b.ArgoCDAppSetCtrl,
+		b.Etcd, b.RedisServer, b.Git)
+}
+
+// aptPackages are the apt packages of the tools looked up on PATH.
+var aptPackages = map[string]string{"etcd": "etcd-server", "redis-server": "redis-server", "git": "git"}
+
+func resolveBinaries() *BinaryPaths {
+	cache := CacheDir()
+	kbin := filepath.Join(cache, "kube-v"+KubeVersion, "bin")
+	abin := filepath.Join(cache, "argocd-v"+ArgoCDVersion, "bin")
+	return &BinaryPaths{
+		CacheDir:              cache,
+		KubeAPIServer:         filepath.Join(kbin, "kube-apiserver"),
+		KubeControllerManager: filepath.Join(kbin, "kube-controller-manager"),
+		Kubectl:               filepath.Join(kbin, "kubectl"),
+		ArgoCD:                filepath.Join(abin, "argocd"),
+		ArgoCDServer:          filepath.Join(abin, "argocd-server"),
+		ArgoCDRepoServer:      filepath.Join(abin, "argocd-repo-server"),
+		ArgoCDController:      filepath.Join(abin, "argocd-application-controller"),
+		ArgoCDAppSetCtrl:      filepath.Join(abin, "argocd-applicationset-controller"),
+		Etcd:                  lookTool("etcd"),
+		RedisServer:           lookTool("redis-server"),
+		Git:                   lookTool("git"),
+	}
+}
+
+// lookTool finds a Debian-packaged tool on PATH (or in the usual dirs);
+// returns the bare name when not found, which require reports.
+func lookTool(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	for _, dir := range []string{"/usr/bin", "/usr/sbin", "/usr/local/bin"} {
+		if st, err := os.Stat(filepath.Join(dir, name)); err == nil && !st.IsDir() {
+			return filepath.Join(dir, name)
+		}
+	}
+	return name
+}
+
+// require checks that the given paths (fields of b) are executable files.
+func (b *BinaryPaths) require(paths ...string) error {
+	var missing, missingPkgs []string
+	for _, p := range paths {
+		if !filepath.IsAbs(p) {
+			missingPkgs = append(missingPkgs, fmt.Sprintf("%s (apt package %s)", p, aptPackages[p]))
+			continue
+		}
+		if st, err := os.Stat(p); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) == 0 && len(missingPkgs) == 0 {
+		return nil
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "run `make test-stack` (cache dir %s)", b.CacheDir)
+	if len(missing) > 0 {
+		fmt.Fprintf(&sb, "; not built: %s", strings.Join(missing, ", "))
+	}
+	if len(missingPkgs) > 0 {
+		fmt.Fprintf(&sb, "; not installed: %s", strings.Join(missingPkgs, ", "))
+	}
+	return fmt.Errorf("%w: %s", ErrMissingBinaries, sb.String())
+}
