@@ -112,7 +112,7 @@ func (r *Reconciler) apply(ctx context.Context, gd *v1.GitOpsDeployment) (*argov
 	if err != nil || msg != "" {
 		return current, msg, err
 	}
-	if target.Project, err = r.Projects.Ensure(ctx, gd.Namespace); err != nil {
+	if target.Project, err = r.Projects.Ensure(ctx, gd.Namespace, gd.Spec.Source.RepoURL); err != nil {
 		return current, "", err
 	}
 	desired := argocd.Application(r.ArgoNamespace, gd, target)

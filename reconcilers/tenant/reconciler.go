@@ -16,12 +16,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	managedgitopsv1alpha1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 )
 
-// Reconciler keeps the AppProject of each tenant namespace up to date and deletes
-// it once the tenant has no GitOpsDeployment and no Application left.
+// Reconciler keeps the AppProject of each tenant namespace in line with the
+// tenant's Applications and deletes it once none is left. It never creates a
+// project: the reconcilers do, through Projects.Ensure, once a CR is valid.
 // Requests are keyed by tenant namespace name.
 type Reconciler struct {
 	Projects *Projects
@@ -29,22 +29,20 @@ type Reconciler struct {
 
 // Reconcile handles one tenant namespace.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	c := r.Projects.Client
-	tenantNS := req.Name
-	var deployments managedgitopsv1alpha1.GitOpsDeploymentList
-	if err := c.List(ctx, &deployments, client.InNamespace(tenantNS)); err != nil {
+	apps, err := r.Projects.applications(ctx, req.Name)
+	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if len(apps) == 0 {
+		return ctrl.Result{}, r.deleteUnused(ctx, req.Name)
 	}
 	ns := &corev1.Namespace{}
-	err := c.Get(ctx, types.NamespacedName{Name: tenantNS}, ns)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, err
+	if err := r.Projects.Client.Get(ctx, types.NamespacedName{Name: req.Name}, ns); err != nil {
+		// A deleted namespace's Applications go with its CRs; nothing to keep in line.
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if len(deployments.Items) > 0 && err == nil && ns.DeletionTimestamp.IsZero() {
-		_, err := r.Projects.Ensure(ctx, tenantNS)
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{}, r.deleteUnused(ctx, tenantNS)
+	_, err = r.Projects.Ensure(ctx, req.Name)
+	return ctrl.Result{}, err
 }
 
 // deleteUnused deletes the tenant's AppProjects that no Application uses any more.
@@ -52,8 +50,8 @@ func (r *Reconciler) deleteUnused(ctx context.Context, tenantNS string) error {
 	c := r.Projects.Client
 	inArgo := client.InNamespace(r.Projects.ArgoNamespace)
 	ofTenant := client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue, argocd.LabelTenantNS: tenantNS}
-	var apps argov1alpha1.ApplicationList
-	if err := c.List(ctx, &apps, inArgo, ofTenant); err != nil {
+	apps, err := r.Projects.applications(ctx, tenantNS)
+	if err != nil {
 		return err
 	}
 	var projects argov1alpha1.AppProjectList
@@ -61,7 +59,7 @@ func (r *Reconciler) deleteUnused(ctx context.Context, tenantNS string) error {
 		return err
 	}
 	used := map[string]bool{}
-	for _, a := range apps.Items {
+	for _, a := range apps {
 		used[a.Spec.Project] = true
 	}
 	for i := range projects.Items {
@@ -78,9 +76,6 @@ func (r *Reconciler) deleteUnused(ctx context.Context, tenantNS string) error {
 
 // SetupWithManager watches the objects that change what a tenant needs.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	byNamespace := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}}}
-	})
 	byTenantLabel := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		if ns := o.GetLabels()[argocd.LabelTenantNS]; ns != "" {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: ns}}}
@@ -89,10 +84,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("tenant").
-		Watches(&managedgitopsv1alpha1.GitOpsDeployment{}, byNamespace,
-			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletes()))).
 		Watches(&argov1alpha1.AppProject{}, byTenantLabel).
-		Watches(&argov1alpha1.Application{}, byTenantLabel, builder.WithPredicates(deletes())).
+		Watches(&argov1alpha1.Application{}, byTenantLabel,
+			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletes()))).
 		Complete(r)
 }
 

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	managedgitopsv1alpha1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 )
 
@@ -22,14 +21,16 @@ type Projects struct {
 	ArgoNamespace string
 }
 
-// Ensure makes the tenant's AppProject match what the tenant's CRs need and
-// returns its name. It writes nothing when the project is already right.
-func (p *Projects) Ensure(ctx context.Context, namespace string) (string, error) {
+// Ensure makes the tenant's AppProject match what the tenant's Applications need,
+// plus the repositories about to be used (repos), and returns its name. It writes
+// nothing when the project is already right. Only callers that have validated a
+// CR call it: a tenant with nothing valid gets no AppProject.
+func (p *Projects) Ensure(ctx context.Context, namespace string, repos ...string) (string, error) {
 	ns := &corev1.Namespace{}
 	if err := p.Client.Get(ctx, types.NamespacedName{Name: namespace}, ns); err != nil {
 		return "", fmt.Errorf("reading tenant namespace %s: %w", namespace, err)
 	}
-	desired, err := p.desired(ctx, ns)
+	desired, err := p.desired(ctx, ns, repos)
 	if err != nil {
 		return "", err
 	}
@@ -59,14 +60,28 @@ func (p *Projects) Ensure(ctx context.Context, namespace string) (string, error)
 	return desired.Name, nil
 }
 
-func (p *Projects) desired(ctx context.Context, ns *corev1.Namespace) (*argov1alpha1.AppProject, error) {
-	var deployments managedgitopsv1alpha1.GitOpsDeploymentList
-	if err := p.Client.List(ctx, &deployments, client.InNamespace(ns.Name)); err != nil {
-		return nil, fmt.Errorf("listing GitOpsDeployments of %s: %w", ns.Name, err)
+// desired is the tenant's AppProject: the repositories of the tenant's existing
+// Applications plus extraRepos.
+func (p *Projects) desired(ctx context.Context, ns *corev1.Namespace, extraRepos []string) (*argov1alpha1.AppProject, error) {
+	apps, err := p.applications(ctx, ns.Name)
+	if err != nil {
+		return nil, err
 	}
-	t := argocd.Tenant{Namespace: ns.Name, UID: string(ns.UID)}
-	for i := range deployments.Items {
-		t.Repos = append(t.Repos, deployments.Items[i].Spec.Source.RepoURL)
+	t := argocd.Tenant{Namespace: ns.Name, UID: string(ns.UID), Repos: extraRepos}
+	for i := range apps {
+		if src := apps[i].Spec.Source; src != nil {
+			t.Repos = append(t.Repos, src.RepoURL)
+		}
 	}
 	return argocd.AppProject(p.ArgoNamespace, t), nil
+}
+
+// applications lists the Applications we made for the tenant's CRs.
+func (p *Projects) applications(ctx context.Context, tenantNS string) ([]argov1alpha1.Application, error) {
+	var apps argov1alpha1.ApplicationList
+	if err := p.Client.List(ctx, &apps, client.InNamespace(p.ArgoNamespace),
+		client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue, argocd.LabelTenantNS: tenantNS}); err != nil {
+		return nil, fmt.Errorf("listing Applications of tenant %s: %w", tenantNS, err)
+	}
+	return apps.Items, nil
 }
