@@ -37,7 +37,9 @@ command -v go >/dev/null 2>&1 || { log "ERROR: go is not on PATH" >&2; exit 1; }
 mkdir -p "$OUT"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/gitops-service-argocd-build.XXXXXX")"
-trap 'rm -rf "$WORK"' EXIT
+tmp=""
+# An interrupted build leaves neither the temp module nor a half-written binary.
+trap 'rm -rf "$WORK"; if [ -n "$tmp" ]; then rm -f "$tmp"; fi' EXIT
 
 export GOWORK=off
 export GOFLAGS="-mod=mod ${GOFLAGS:-}"

@@ -13,8 +13,9 @@ VERSION="${KUBE_VERSION:-1.32.13}"
 MINOR="$(echo "$VERSION" | cut -d. -f2)"
 PATCH="$(echo "$VERSION" | cut -d. -f3)"
 STAGING_VERSION="v0.${MINOR}.${PATCH}"
-# Staging modules the Go proxy does not serve at $STAGING_VERSION. None of them
-# is linked into the three commands; they only have to resolve.
+# Staging modules the Go proxy does not serve at $STAGING_VERSION; they come
+# from the same minor release instead. kube-controller-manager links a little
+# of them (its config types, endpointslice and CSI-translation helpers).
 PINNED_VERSION="${KUBE_PINNED_STAGING_VERSION:-v0.${MINOR}.2}"
 PINNED=(cri-client csi-translation-lib endpointslice kube-controller-manager kube-proxy kube-scheduler
         sample-apiserver sample-cli-plugin sample-controller)
@@ -41,7 +42,9 @@ command -v go >/dev/null 2>&1 || { log "ERROR: go is not on PATH" >&2; exit 1; }
 mkdir -p "$OUT"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/gitops-service-kube-build.XXXXXX")"
-trap 'rm -rf "$WORK"' EXIT
+tmp=""
+# An interrupted build leaves neither the temp module nor a half-written binary.
+trap 'rm -rf "$WORK"; if [ -n "$tmp" ]; then rm -f "$tmp"; fi' EXIT
 
 export GOWORK=off
 export GOFLAGS="-mod=mod ${GOFLAGS:-}"

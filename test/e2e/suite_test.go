@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,7 +74,7 @@ func run(m *testing.M) (code int) {
 	if side, err = stack.StartSidecar(ctx, kube, stack.SidecarOptions{}); err != nil {
 		return fail(err)
 	}
-	defer side.Stop()
+	defer side.Close()
 	if k8s, err = client.New(kube.Config, client.Options{Scheme: sidecar.NewScheme()}); err != nil {
 		return fail(err)
 	}
@@ -82,7 +83,19 @@ func run(m *testing.M) (code int) {
 	}
 	defer os.RemoveAll(gitRoot)
 	fmt.Fprintf(os.Stderr, "e2e: stack up in %s\n", time.Since(start).Round(100*time.Millisecond))
-	return m.Run()
+	code = m.Run()
+	if canaryUsed > 0 {
+		leaks, err := checkLeaks(ctx, kube.Dir, argo.Dir, side.Dir)
+		if err != nil {
+			return fail(fmt.Errorf("leak check: %w", err))
+		}
+		if len(leaks) > 0 {
+			fmt.Fprintf(os.Stderr, "FAIL: %d planted credentials leaked to:\n  %s\n", len(leaks), strings.Join(leaks, "\n  "))
+			return 1
+		}
+		fmt.Fprintf(os.Stderr, "e2e: leak check: %d planted credentials, none in logs, events, status, specs or annotations\n", canaryUsed)
+	}
+	return code
 }
 
 // tenantNamespace creates a fresh tenant namespace.

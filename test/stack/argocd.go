@@ -155,6 +155,8 @@ func StartArgoCD(ctx context.Context, k *Kube, o ArgoOptions) (_ *ArgoCD, err er
 		"HOME=" + filepath.Join(dir, "home"),
 		"TMPDIR=" + filepath.Join(dir, "tmp"),
 		"GIT_CONFIG_NOSYSTEM=1",
+		// The server shells out to the argocd CLI for some features.
+		"PATH=" + filepath.Dir(bins.ArgoCD) + string(os.PathListSeparator) + os.Getenv("PATH"),
 	}
 	envFor := func(component string) []string {
 		env := append([]string(nil), baseEnv...)

@@ -128,8 +128,8 @@ func StartKube(ctx context.Context, o KubeOptions) (_ *Kube, err error) {
 		kcmToken: {Name: "system:kube-controller-manager", Groups: []string{"system:masters"}},
 	}
 	for t, u := range o.ExtraTokens {
-		if t == "" || strings.ContainsAny(t, ",\"\n") {
-			return nil, fmt.Errorf("invalid static token %q", t)
+		if t == "" || strings.ContainsAny(t, ",\"\n") || u.Name == "" || strings.ContainsAny(u.Name+u.UID+strings.Join(u.Groups, ""), ",\"\n") {
+			return nil, fmt.Errorf("invalid static token %q for user %+v (no commas, quotes or newlines; name required)", t, u)
 		}
 		tokens[t] = u
 	}

@@ -137,3 +137,11 @@ func (s *Sidecar) WriteLogs(w io.Writer) {
 		s.proc.WriteLog(w, 200)
 	}
 }
+
+// Close stops the sidecar and removes its state dir.
+func (s *Sidecar) Close() {
+	s.Stop()
+	if !keepDirs() {
+		os.RemoveAll(s.Dir)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	mathrand "math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -40,10 +41,26 @@ var (
 )
 
 // FreePort returns a TCP port that was free on all interfaces a moment ago.
-// Ports handed out before by this process are never returned again.
+// It prefers ports below the kernel's ephemeral range, so that outgoing
+// connections cannot grab the port between this check and the component's
+// bind. Ports handed out before by this process are never returned again.
 func FreePort() (int, error) {
 	portsMu.Lock()
 	defer portsMu.Unlock()
+	if lo := ephemeralLow(); lo > 12000 {
+		const base = 10000
+		for i := 0; i < 200; i++ {
+			port := base + mathrand.IntN(lo-base)
+			if handed[port] {
+				continue
+			}
+			if l, err := net.Listen("tcp", fmt.Sprintf(":%d", port)); err == nil {
+				l.Close()
+				handed[port] = true
+				return port, nil
+			}
+		}
+	}
 	for i := 0; i < 50; i++ {
 		l, err := net.Listen("tcp", ":0")
 		if err != nil {
@@ -57,6 +74,24 @@ func FreePort() (int, error) {
 		}
 	}
 	return 0, errors.New("no free port found")
+}
+
+// ephemeralLow returns the first port of the kernel's ephemeral range
+// (32768 when unknown).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 1 {
+		return 32768
+	}
+	lo, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 32768
+	}
+	return lo
 }
 
 // freePorts returns n distinct free ports.
