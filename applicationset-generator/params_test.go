@@ -1,0 +1,95 @@
+package generator
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+func inputs() BindingInputs {
+	meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: "jane", Name: name} }
+	return BindingInputs{
+		Binding: &as.SnapshotEnvironmentBinding{
+			ObjectMeta: meta("appa-dev-binding"),
+			Spec: as.SnapshotEnvironmentBindingSpec{Application: "appa", Environment: "dev", Snapshot: "snap-2",
+				Components: []as.BindingComponent{{Name: "backend", Configuration: as.BindingComponentConfiguration{
+					Replicas: ptr.To(3), Env: []as.EnvVarPair{{Name: "LOG", Value: "debug"}, {Name: "ONLY_BACKEND", Value: "1"}}}}}},
+			Status: as.SnapshotEnvironmentBindingStatus{Components: []as.BindingComponentStatus{{Name: "backend",
+				GitOpsRepository: as.BindingComponentGitOpsRepository{URL: "https://git.example.com/gitops.git", Branch: "main", Path: "components/backend/overlays/dev"}}}},
+		},
+		Snapshot: &as.Snapshot{ObjectMeta: meta("snap-2"), Spec: as.SnapshotSpec{Application: "appa", Components: []as.SnapshotComponent{
+			{Name: "frontend", ContainerImage: "quay.io/jane/frontend@sha256:aaaa"},
+			{Name: "backend", ContainerImage: "registry.local:5000/jane/backend:v2"},
+		}}},
+		Environment: &as.Environment{ObjectMeta: meta("dev"), Spec: as.EnvironmentSpec{Configuration: as.EnvironmentConfiguration{
+			Env: []as.EnvVarPair{{Name: "LOG", Value: "info"}, {Name: "REGION", Value: "eu"}}}}},
+		Components: map[string]*as.Component{
+			"frontend": {ObjectMeta: meta("frontend"), Spec: as.ComponentSpec{ComponentName: "frontend", Application: "appa", ContainerImage: "quay.io/jane/frontend:latest"},
+				Status: as.ComponentStatus{GitOps: as.GitOpsStatus{RepositoryURL: "https://git.example.com/gitops.git", Branch: "main", Context: "components/frontend/overlays/dev"}}},
+		},
+		DestinationServer: "https://kubernetes.default.svc", DestinationNamespace: "jane", Project: "gitops-tenant-x",
+	}
+}
+
+func TestComponentParamsGolden(t *testing.T) {
+	params, err := ComponentParams(inputs())
+	require.NoError(t, err)
+	require.Len(t, params, 2)
+	assert.Equal(t, "backend", params[0]["component"], "sorted by component")
+	assert.Equal(t, "registry.local:5000/jane/backend", params[0]["imageName"], "a registry port is not a tag")
+	assert.Equal(t, "quay.io/jane/frontend", params[1]["imageName"], "the Component's image names what the manifests use")
+	assert.Equal(t, `[{"name":"LOG","value":"debug"},{"name":"ONLY_BACKEND","value":"1"},{"name":"REGION","value":"eu"}]`, params[0]["env"],
+		"the binding's per-component env overrides the Environment's")
+	assert.Equal(t, "components/frontend/overlays/dev", params[1]["path"], "falls back to the Component's GitOps status")
+	out, err := yaml.Marshal(params)
+	require.NoError(t, err)
+	path := filepath.Join("testdata", "params.golden.yaml")
+	if *update {
+		require.NoError(t, os.WriteFile(path, out, 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(out))
+}
+
+func TestComponentParamsErrors(t *testing.T) {
+	for name, tc := range map[string]struct {
+		mut    func(*BindingInputs)
+		reason string
+	}{
+		"snapshot of another application": {func(in *BindingInputs) { in.Snapshot.Spec.Application = "appb" }, as.BindingReasonErrorOccurred},
+		"duplicate component config": {func(in *BindingInputs) {
+			in.Binding.Spec.Components = append(in.Binding.Spec.Components, in.Binding.Spec.Components[0])
+		}, as.BindingReasonDuplicateComponents},
+		"no gitops repository": {func(in *BindingInputs) { delete(in.Components, "frontend") }, as.BindingReasonWaitingForComponentStatus},
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := inputs()
+			tc.mut(&in)
+			_, err := ComponentParams(in)
+			var ie *InputError
+			require.True(t, errors.As(err, &ie), "got %v", err)
+			assert.Equal(t, tc.reason, ie.Reason)
+		})
+	}
+}
+
+func TestAppName(t *testing.T) {
+	assert.Equal(t, "b-app-dev-comp", appName("b", "app", "dev", "comp"))
+	long := appName(strings.Repeat("b", 40), strings.Repeat("a", 30), "staging", "component")
+	assert.LessOrEqual(t, len(long), maxAppName)
+	assert.NotEqual(t, long, appName(strings.Repeat("b", 40), strings.Repeat("a", 30), "staging", "component2"), "hash keeps long names apart")
+}
