@@ -12,5 +12,6 @@ start=$(date +%s)
 "$HACK/install-deps.sh"
 "$HACK/build-kube.sh"
 "$HACK/build-argocd.sh"
+"$HACK/build-kustomize.sh"
 echo "[test-stack] ready in $(( $(date +%s) - start ))s; cache: $CACHE"
 echo "$CACHE"

@@ -241,3 +241,18 @@ func TestManifestsCannotEscapeTheTenantNamespace(t *testing.T) {
 	err := k8s.Get(context.Background(), types.NamespacedName{Name: "planted-" + attacker}, &rbacv1.ClusterRole{})
 	assert.True(t, apierrors.IsNotFound(err), "a tenant created a cluster-scoped resource: %v", err)
 }
+
+// A kustomize overlay deploys like a plain directory (the repo-server runs kustomize).
+func TestKustomizeOverlayDeploys(t *testing.T) {
+	ns := tenantNamespace(t)
+	repo, sha := gitRepo(t, map[string]string{
+		"base/kustomization.yaml":         "resources:\n- configmap.yaml\n",
+		"base/configmap.yaml":             configMap("settings", "base"),
+		"overlays/dev/kustomization.yaml": "resources:\n- ../../base\nnamePrefix: dev-\n",
+	})
+	gd := deploy(t, ns, "overlay", repo.URL, "overlays/dev", v1.GitOpsDeploymentSpecTypeAutomated, nil)
+	waitStatus(t, gd, "Synced/Healthy", syncedHealthyAt(sha))
+	cm, err := getConfigMap(ns, "dev-settings")
+	require.NoError(t, err)
+	assert.Equal(t, "base", cm.Data["value"])
+}

@@ -71,7 +71,9 @@ func managedEnvironment(ns, name, secret string) *v1.GitOpsDeploymentManagedEnvi
 // isolationCases are filled by each kind's file (init-free: a func per kind).
 func gitopsDeploymentIsolationCases() []isolationCase {
 	destination := func(ns func(tenant, neighbour string) string) func(*v1.GitOpsDeployment, string, string) {
-		return func(gd *v1.GitOpsDeployment, tenant, neighbour string) { gd.Spec.Destination.Namespace = ns(tenant, neighbour) }
+		return func(gd *v1.GitOpsDeployment, tenant, neighbour string) {
+			gd.Spec.Destination.Namespace = ns(tenant, neighbour)
+		}
 	}
 	return []isolationCase{
 		{name: "deployment to kube-system", object: badDeployment("to-kube-system", destination(func(_, _ string) string { return "kube-system" })),
@@ -116,10 +118,10 @@ func gitopsDeploymentIsolationCases() []isolationCase {
 			gd.Spec.SyncPolicy = &v1.SyncPolicy{SyncOptions: []v1.SyncOption{"CreateNamespace=true,ServerSideApply=true"}}
 		}), condition: errorOccurred("unsupported sync option")},
 		{name: "over-long name with a foreign namespace",
-			object: badDeployment(strings.Repeat("n", 253), destination(func(_, _ string) string { return "kube-public" })),
+			object:    badDeployment(strings.Repeat("n", 253), destination(func(_, _ string) string { return "kube-public" })),
 			condition: errorOccurred(v1.ErrMsgEnvironmentNeeded)},
 		{name: "dotted name with a foreign namespace",
-			object: badDeployment("my.app.v2", destination(func(_, n string) string { return n })),
+			object:    badDeployment("my.app.v2", destination(func(_, n string) string { return n })),
 			condition: errorOccurred(v1.ErrMsgEnvironmentNeeded)},
 	}
 }

@@ -96,7 +96,7 @@ func StartArgoCD(ctx context.Context, k *Kube, o ArgoOptions) (_ *ArgoCD, err er
 		o.LogLevel = "info"
 	}
 	bins := resolveBinaries()
-	if err := bins.require(bins.RedisServer, bins.Git, bins.ArgoCD, bins.ArgoCDServer, bins.ArgoCDRepoServer,
+	if err := bins.require(bins.RedisServer, bins.Git, bins.Kustomize, bins.ArgoCD, bins.ArgoCDServer, bins.ArgoCDRepoServer,
 		bins.ArgoCDController, bins.ArgoCDAppSetCtrl); err != nil {
 		return nil, err
 	}
@@ -155,8 +155,10 @@ func StartArgoCD(ctx context.Context, k *Kube, o ArgoOptions) (_ *ArgoCD, err er
 		"HOME=" + filepath.Join(dir, "home"),
 		"TMPDIR=" + filepath.Join(dir, "tmp"),
 		"GIT_CONFIG_NOSYSTEM=1",
-		// The server shells out to the argocd CLI for some features.
-		"PATH=" + filepath.Dir(bins.ArgoCD) + string(os.PathListSeparator) + os.Getenv("PATH"),
+		// The server shells out to the argocd CLI for some features; the
+		// repo-server runs kustomize.
+		"PATH=" + filepath.Dir(bins.ArgoCD) + string(os.PathListSeparator) + filepath.Dir(bins.Kustomize) +
+			string(os.PathListSeparator) + os.Getenv("PATH"),
 	}
 	envFor := func(component string) []string {
 		env := append([]string(nil), baseEnv...)

@@ -11,8 +11,9 @@ import (
 
 // Versions of the components `make test-stack` builds.
 const (
-	KubeVersion   = "1.32.13"
-	ArgoCDVersion = "2.14.21"
+	KubeVersion      = "1.32.13"
+	ArgoCDVersion    = "2.14.21"
+	KustomizeVersion = "5.4.3" // what Argo CD v2.14 ships
 )
 
 // EnvCache names the cache dir of built binaries; EnvRequire, when "1", turns
@@ -38,6 +39,7 @@ type BinaryPaths struct {
 	Etcd                  string
 	RedisServer           string
 	Git                   string
+	Kustomize             string // run by Argo CD's repo-server
 }
 
 // ErrMissingBinaries is wrapped by the error Binaries returns when something is
@@ -67,7 +69,7 @@ func Binaries() (*BinaryPaths, error) {
 	b := resolveBinaries()
 	return b, b.require(b.KubeAPIServer, b.KubeControllerManager, b.Kubectl, b.ArgoCD,
 		b.ArgoCDServer, b.ArgoCDRepoServer, b.ArgoCDController, b.ArgoCDAppSetCtrl,
-		b.Etcd, b.RedisServer, b.Git)
+		b.Etcd, b.RedisServer, b.Git, b.Kustomize)
 }
 
 // aptPackages are the apt packages of the tools looked up on PATH.
@@ -87,6 +89,7 @@ func resolveBinaries() *BinaryPaths {
 		ArgoCDRepoServer:      filepath.Join(abin, "argocd-repo-server"),
 		ArgoCDController:      filepath.Join(abin, "argocd-application-controller"),
 		ArgoCDAppSetCtrl:      filepath.Join(abin, "argocd-applicationset-controller"),
+		Kustomize:             filepath.Join(cache, "kustomize-v"+KustomizeVersion, "bin", "kustomize"),
 		Etcd:                  lookTool("etcd"),
 		RedisServer:           lookTool("redis-server"),
 		Git:                   lookTool("git"),
