@@ -60,18 +60,24 @@ func ApplicationSpec(gd *managedgitopsv1alpha1.GitOpsDeployment, t Target) argov
 		},
 		Destination: argov1alpha1.ApplicationDestination{Server: t.Server, Namespace: t.Namespace},
 		Project:     t.Project,
-		SyncPolicy:  syncPolicy(gd),
+		SyncPolicy:  syncPolicy(gd.Spec.Type == managedgitopsv1alpha1.GitOpsDeploymentSpecTypeAutomated, userOptions(gd)),
 	}
 }
 
-func syncPolicy(gd *managedgitopsv1alpha1.GitOpsDeployment) *argov1alpha1.SyncPolicy {
-	var userOptions argov1alpha1.SyncOptions
+func userOptions(gd *managedgitopsv1alpha1.GitOpsDeployment) argov1alpha1.SyncOptions {
+	var out argov1alpha1.SyncOptions
 	if gd.Spec.SyncPolicy != nil {
 		for _, o := range gd.Spec.SyncPolicy.SyncOptions {
-			userOptions = append(userOptions, string(o))
+			out = append(out, string(o))
 		}
 	}
-	if gd.Spec.Type != managedgitopsv1alpha1.GitOpsDeploymentSpecTypeAutomated {
+	return out
+}
+
+// syncPolicy is the original service's: automated deployments prune, self-heal
+// and retry forever with backoff; manual ones only carry the user's options.
+func syncPolicy(automated bool, userOptions argov1alpha1.SyncOptions) *argov1alpha1.SyncPolicy {
+	if !automated {
 		if len(userOptions) == 0 {
 			return nil
 		}

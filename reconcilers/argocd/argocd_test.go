@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	appstudiov1alpha1 "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 )
 
@@ -108,4 +109,16 @@ func TestMirrorStatus(t *testing.T) {
 	empty := MirrorStatus(&argov1alpha1.Application{}, nil)
 	assert.Nil(t, empty.OperationState)
 	assert.Empty(t, empty.ReconciledState.Source.RepoURL, "nothing compared yet: no reconciledState")
+}
+
+func TestApplicationSet(t *testing.T) {
+	seb := &appstudiov1alpha1.SnapshotEnvironmentBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "jane", Name: "appa-dev", UID: "seb-uid-1"},
+		Spec:       appstudiov1alpha1.SnapshotEnvironmentBindingSpec{Application: "appa", Environment: "dev", Snapshot: "snap-1"},
+	}
+	set := ApplicationSet("argocd", seb)
+	assert.Equal(t, "seb-seb-uid-1", set.Name)
+	assert.True(t, IsOwnedBy(set.Labels, OwnerKindBinding, "seb-uid-1"))
+	assert.True(t, IsOwnedBy(set.Spec.Template.Labels, OwnerKindBinding, "seb-uid-1"), "generated Applications are marked as ours too")
+	golden(t, "applicationset", set)
 }
