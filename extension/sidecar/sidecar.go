@@ -5,9 +5,11 @@ package sidecar
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -105,7 +107,21 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, err
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	// The reconcilers read namespaces; start that informer with the others
+	// instead of lazily on the first reconcile, which would stall it.
+	if _, err := mgr.GetCache().GetInformer(ctx, &corev1.Namespace{}, cache.BlockUntilSynced(false)); err != nil {
+		return nil, fmt.Errorf("namespace informer: %w", err)
+	}
+	// Ready means the caches are synced, so a probe (or a test) that sees ready
+	// knows new objects are acted on at once.
+	if err := mgr.AddReadyzCheck("caches-synced", func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), 100*time.Millisecond)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return fmt.Errorf("caches not synced yet")
+		}
+		return nil
+	}); err != nil {
 		return nil, err
 	}
 	return mgr, nil

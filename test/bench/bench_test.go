@@ -1,0 +1,430 @@
+// Package bench measures the sidecar against a real kube-apiserver with Argo
+// CD's CRDs and no Argo CD controllers: `make bench` (N, M tunable).
+package bench
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/extension/sidecar"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/test/stack"
+)
+
+var (
+	total     = flag.Int("n", 1000, "GitOpsDeployments to create")
+	spaces    = flag.Int("m", 100, "tenant namespaces to spread them over")
+	rate      = flag.Float64("rate", 20, "creates per second in the latency phase")
+	latencyN  = flag.Int("latency-n", 200, "GitOpsDeployments created in the latency phase")
+	converged = flag.Duration("timeout", 10*time.Minute, "give up waiting for Applications after this long")
+)
+
+// Targets of the issue.
+const (
+	targetP50      = 50 * time.Millisecond
+	targetP99      = 250 * time.Millisecond
+	target10kConv  = 60 * time.Second
+	targetRSS10k   = 300 << 20
+	argoNS         = "argocd"
+	writeMethodsRE = "POST PUT PATCH DELETE"
+)
+
+func BenchmarkSidecar(b *testing.B) {
+	if _, err := stack.Binaries(); err != nil {
+		if stack.Required() {
+			b.Fatal(err)
+		}
+		b.Skip(err)
+	}
+	for i := 0; i < b.N; i++ {
+		r := runOnce(b)
+		r.report(b)
+	}
+}
+
+type results struct {
+	n, m                      int
+	p50, p90, p99, max        time.Duration
+	latencyRate               float64
+	createRate                float64
+	convergence               time.Duration
+	writesPerCR, readsPerCR   float64
+	resyncWrites, resyncReads float64
+	resyncTime                time.Duration
+	rssConverged, rssResync   int64
+	hwmConverged, hwmResync   int64
+}
+
+func runOnce(b *testing.B) *results {
+	ctx := context.Background()
+	n, m := *total, *spaces
+	if *latencyN > n {
+		*latencyN = n
+	}
+	kube, err := stack.StartKube(ctx, stack.KubeOptions{Name: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer kube.Stop()
+	root, _ := stack.RepoRoot()
+	argoMod, err := stack.ArgoCDModuleDir()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := kube.InstallCRDs(ctx, filepath.Join(argoMod, "manifests", "crds"), filepath.Join(root, "manifests", "crd")); err != nil {
+		b.Fatal(err)
+	}
+	cfg := rest.CopyConfig(kube.Config)
+	cfg.QPS, cfg.Burst = 5000, 10000
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: sidecar.NewScheme()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	namespaces := []string{argoNS}
+	for i := 0; i < m; i++ {
+		namespaces = append(namespaces, fmt.Sprintf("tenant-%03d", i))
+	}
+	for _, ns := range namespaces {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	side, err := stack.StartSidecar(ctx, kube, stack.SidecarOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer side.Close()
+	fail := func(format string, args ...any) {
+		side.WriteLogs(os.Stderr)
+		b.Fatalf(format, args...)
+	}
+
+	// Every Application's arrival, by name, from one watch started before any create.
+	w, err := c.Watch(ctx, &argov1alpha1.ApplicationList{}, client.InNamespace(argoNS))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	var mu sync.Mutex
+	arrived := map[string]time.Time{}
+	var count atomic.Int64
+	go func() {
+		for ev := range w.ResultChan() {
+			if ev.Type != watch.Added {
+				continue
+			}
+			now := time.Now()
+			app := ev.Object.(*argov1alpha1.Application)
+			mu.Lock()
+			if _, seen := arrived[app.Name]; !seen {
+				arrived[app.Name] = now
+				count.Add(1)
+			}
+			mu.Unlock()
+		}
+	}()
+	waitCount := func(want int) {
+		deadline := time.Now().Add(*converged)
+		for count.Load() < int64(want) {
+			if time.Now().After(deadline) {
+				fail("only %d of %d Applications after %s", count.Load(), want, *converged)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	before, err := scrape(side.MetricsURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	newGD := func(i int) *v1.GitOpsDeployment {
+		return &v1.GitOpsDeployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespaces[1+i%m], Name: fmt.Sprintf("app-%05d", i)},
+			Spec: v1.GitOpsDeploymentSpec{
+				Source: v1.ApplicationSource{RepoURL: "https://git.example.com/bench/apps.git", Path: fmt.Sprintf("apps/%d", i%50)},
+				Type:   v1.GitOpsDeploymentSpecTypeAutomated,
+			},
+		}
+	}
+
+	// Phase 1: latency at a steady rate.
+	fmt.Printf("bench: latency phase, %d GitOpsDeployments at %.0f/s\n", *latencyN, *rate)
+	sent := map[string]time.Time{}
+	var order []string
+	interval := time.Duration(float64(time.Second) / *rate)
+	phaseStart := time.Now()
+	for i := 0; i < *latencyN; i++ {
+		next := phaseStart.Add(time.Duration(i) * interval)
+		time.Sleep(time.Until(next))
+		gd := newGD(i)
+		t0 := time.Now()
+		if err := c.Create(ctx, gd); err != nil {
+			fail("create: %v", err)
+		}
+		sent[argocd.ApplicationName(string(gd.UID))] = t0
+		order = append(order, argocd.ApplicationName(string(gd.UID)))
+	}
+	waitCount(*latencyN)
+	latencyElapsed := time.Since(phaseStart)
+	var lat []time.Duration
+	mu.Lock()
+	for name, t0 := range sent {
+		lat = append(lat, arrived[name].Sub(t0))
+	}
+	mu.Unlock()
+	if os.Getenv("BENCH_DEBUG") == "1" {
+		for i := 0; i < *latencyN; i++ {
+			fmt.Printf("lat %d %s\n", i, arrived[order[i]].Sub(sent[order[i]]))
+		}
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	r := &results{n: n, m: m, latencyRate: float64(*latencyN) / latencyElapsed.Seconds(),
+		p50: pct(lat, 50), p90: pct(lat, 90), p99: pct(lat, 99), max: lat[len(lat)-1]}
+
+	// Phase 2: throughput, as fast as 32 clients can create.
+	rest := n - *latencyN
+	fmt.Printf("bench: throughput phase, %d GitOpsDeployments from 32 clients\n", rest)
+	start := time.Now()
+	var next atomic.Int64
+	next.Store(int64(*latencyN))
+	var wg sync.WaitGroup
+	var createErr atomic.Value
+	for g := 0; g < 32; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := c.Create(ctx, newGD(i)); err != nil {
+					createErr.Store(err)
+					return
+				}
+			}
+		}()
+	}
+	go func() {
+		for step := 1; step <= 10; step++ {
+			for count.Load() < int64(*latencyN+rest*step/10) {
+				time.Sleep(50 * time.Millisecond)
+				if createErr.Load() != nil {
+					return
+				}
+			}
+			fmt.Printf("bench:   %3d%% (%d Applications, %s)\n", step*10, count.Load(), time.Since(start).Round(100*time.Millisecond))
+		}
+	}()
+	wg.Wait()
+	if err := createErr.Load(); err != nil {
+		fail("create: %v", err)
+	}
+	createdIn := time.Since(start)
+	waitCount(n)
+	r.convergence = time.Since(start)
+	r.createRate = float64(rest) / createdIn.Seconds()
+
+	// Let the status writes that follow each create land, then count.
+	after := settle(b, side.MetricsURL)
+	r.writesPerCR = (sumMethods(after, writeMethodsRE) - sumMethods(before, writeMethodsRE)) / float64(n)
+	r.readsPerCR = (sumMethods(after, "GET LIST WATCH") - sumMethods(before, "GET LIST WATCH")) / float64(n)
+	r.rssConverged, r.hwmConverged = rss(side.Pid())
+
+	// Idle resync: a restarted sidecar lists and reconciles everything again.
+	fmt.Println("bench: restarting the sidecar to measure an idle resync")
+	side.Stop()
+	restart := time.Now()
+	if err := side.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	for {
+		s, err := scrape(side.MetricsURL)
+		if err == nil && s.sum("controller_runtime_reconcile_total", `controller="gitopsdeployment"`) >= float64(n) {
+			break
+		}
+		if time.Since(restart) > *converged {
+			fail("the restarted sidecar did not reconcile %d objects", n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r.resyncTime = time.Since(restart)
+	final := settle(b, side.MetricsURL)
+	r.resyncWrites = sumMethods(final, writeMethodsRE)
+	r.resyncReads = sumMethods(final, "GET LIST")
+	r.rssResync, r.hwmResync = rss(side.Pid())
+	return r
+}
+
+func pct(sorted []time.Duration, p int) time.Duration {
+	i := (len(sorted)*p+99)/100 - 1
+	if i < 0 {
+		i = 0
+	}
+	return sorted[i]
+}
+
+// metrics is one scrape: "name{labels}" -> value.
+type metrics map[string]float64
+
+func scrape(url string) (metrics, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := metrics{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out, sc.Err()
+}
+
+// sum adds every series of name whose labels contain label.
+func (m metrics) sum(name, label string) float64 {
+	var s float64
+	for k, v := range m {
+		if strings.HasPrefix(k, name+"{") && strings.Contains(k, label) {
+			s += v
+		}
+	}
+	return s
+}
+
+// sumMethods adds the client's requests with any of the HTTP methods.
+func sumMethods(m metrics, methods string) float64 {
+	var s float64
+	for _, meth := range strings.Fields(methods) {
+		s += m.sum("rest_client_requests_total", `method="`+meth+`"`)
+	}
+	return s
+}
+
+// settle waits until the sidecar's request counters stop moving for 2 s.
+func settle(b *testing.B, url string) metrics {
+	var last float64 = -1
+	stableSince := time.Now()
+	for {
+		m, err := scrape(url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cur := m.sum("rest_client_requests_total", "")
+		if cur != last {
+			last, stableSince = cur, time.Now()
+		} else if time.Since(stableSince) > 2*time.Second {
+			return m
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// rss returns VmRSS and VmHWM (peak) of a process, in bytes.
+func rss(pid int) (int64, int64) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0
+	}
+	var cur, peak int64
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && (f[0] == "VmRSS:" || f[0] == "VmHWM:") {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			if f[0] == "VmRSS:" {
+				cur = kb << 10
+			} else {
+				peak = kb << 10
+			}
+		}
+	}
+	return cur, peak
+}
+
+func (r *results) report(b *testing.B) {
+	mib := func(v int64) string { return fmt.Sprintf("%.0f MiB", float64(v)/(1<<20)) }
+	rows := [][3]string{
+		{fmt.Sprintf("latency p50 (CR created -> Application created, %.0f creates/s)", r.latencyRate), r.p50.Round(time.Millisecond / 10).String(), "<= 50ms: " + mark(r.p50 <= targetP50)},
+		{"latency p90", r.p90.Round(time.Millisecond / 10).String(), ""},
+		{"latency p99", r.p99.Round(time.Millisecond / 10).String(), "<= 250ms: " + mark(r.p99 <= targetP99)},
+		{"latency max", r.max.Round(time.Millisecond / 10).String(), ""},
+		{fmt.Sprintf("throughput phase: %d creates at %.0f/s, all Applications exist after", r.n-*latencyN, r.createRate), r.convergence.Round(time.Millisecond * 10).String(), convTarget(r)},
+		{"API writes per GitOpsDeployment (Application, status, AppProject, Event)", fmt.Sprintf("%.2f", r.writesPerCR), ""},
+		{"API reads per GitOpsDeployment (cache misses)", fmt.Sprintf("%.2f", r.readsPerCR), ""},
+		{fmt.Sprintf("idle resync (restart, %d objects reconciled again): writes", r.n), fmt.Sprintf("%.0f", r.resyncWrites), "0: " + mark(r.resyncWrites == 0)},
+		{"idle resync: time to reconcile everything again", r.resyncTime.Round(time.Millisecond * 10).String(), ""},
+		{"sidecar RSS after convergence (peak)", mib(r.rssConverged) + " (" + mib(r.hwmConverged) + ")", rssTarget(r)},
+		{"sidecar RSS after the resync (peak)", mib(r.rssResync) + " (" + mib(r.hwmResync) + ")", ""},
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "### N=%d GitOpsDeployments across M=%d namespaces\n\n", r.n, r.m)
+	fmt.Fprintf(&sb, "%s, 2 cores; kube-apiserver %s + etcd 3.4 on the same machine; sidecar defaults (QPS 500, 8 workers).\n\n", time.Now().UTC().Format("2006-01-02"), stack.KubeVersion)
+	sb.WriteString("| measure | value | target |\n|---|---|---|\n")
+	for _, row := range rows {
+		fmt.Fprintf(&sb, "| %s | %s | %s |\n", row[0], row[1], row[2])
+	}
+	fmt.Println()
+	fmt.Print(sb.String())
+	b.ReportMetric(float64(r.p50.Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(r.p99.Microseconds())/1000, "p99-ms")
+	b.ReportMetric(r.convergence.Seconds(), "converge-s")
+	b.ReportMetric(r.writesPerCR, "writes/CR")
+	b.ReportMetric(r.resyncWrites, "resync-writes")
+	b.ReportMetric(float64(r.hwmConverged)/(1<<20), "peak-RSS-MiB")
+	if os.Getenv("BENCH_WRITE_RESULTS") == "1" {
+		path := fmt.Sprintf("RESULTS-N%d.md", r.n)
+		if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		fmt.Println("bench: wrote test/bench/" + path)
+	}
+}
+
+func convTarget(r *results) string {
+	if r.n < 10000 {
+		return "(10,000 in <= 60s)"
+	}
+	return "<= 60s: " + mark(r.convergence <= target10kConv)
+}
+
+func rssTarget(r *results) string {
+	if r.n < 10000 {
+		return "(<= 300 MiB at 10,000)"
+	}
+	return "<= 300 MiB: " + mark(r.hwmConverged <= targetRSS10k)
+}
+
+func mark(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "MISSED"
+}
