@@ -1,11 +1,22 @@
-// Command demo starts a local Kubernetes + Argo CD, installs the GitOps Service
-// CRDs and sidecar, deploys the sample GitOpsDeployment from a local git
-// repository with kubectl, and shows it reaching Synced/Healthy.
+// Command demo is `make demo`: it starts a local Kubernetes (etcd,
+// kube-apiserver, kube-controller-manager) and Argo CD with test/stack,
+// installs the GitOps Service CRDs, runs the gitops-service sidecar
+// (bin/gitops-service) beside them, pushes manifests/samples/guestbook to a
+// local git repository and deploys it with the sample GitOpsDeployment, using
+// kubectl the way a user would. It then keeps everything running until Ctrl-C.
+//
+// DEMO_EXIT=1 exits right after the sample is shown Synced/Healthy (smoke checks).
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -14,148 +25,534 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
 
+const (
+	tenant      = "jane"
+	sampleName  = "guestbook" // metadata.name in manifests/samples/gitopsdeployment.yaml
+	appPath     = "guestbook" // spec.source.path there
+	syncTimeout = 3 * time.Minute
+)
+
 func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "demo failed:", err)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	d := &demo{ctx: ctx, stopSignals: stop, start: time.Now()}
+	err := d.run()
+	interrupted := d.cleanup(err)
+	switch {
+	case err == nil:
+	case interrupted:
+		fmt.Fprintln(os.Stderr, "interrupted; everything is stopped")
+		os.Exit(130)
+	default:
+		fmt.Fprintf(os.Stderr, "\nmake demo failed: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func step(format string, args ...any) { fmt.Printf("==> "+format+"\n", args...) }
+type demo struct {
+	ctx         context.Context
+	stopSignals func()
+	start       time.Time
 
-func run() error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	root, err := stack.RepoRoot()
-	if err != nil {
-		return err
-	}
-	bins, err := stack.Binaries()
-	if err != nil {
-		return err
-	}
-	start := time.Now()
+	root string // repository root
+	dir  string // the demo's own dir: git repository, sidecar log and token
+	bins *stack.BinaryPaths
+	kube *stack.Kube
+	argo *stack.ArgoCD
+	side *stack.Process
+	repo *stack.GitRepo
+}
 
-	step("starting etcd, kube-apiserver, kube-controller-manager")
-	kube, err := stack.StartKube(ctx, stack.KubeOptions{Name: "demo", ControllerManager: true})
-	if err != nil {
+func (d *demo) run() error {
+	var err error
+	if d.root, err = stack.RepoRoot(); err != nil {
 		return err
 	}
-	defer kube.Stop()
-	step("starting Argo CD %s (redis, repo-server, application-controller, applicationset-controller, server)", stack.ArgoCDVersion)
-	argo, err := stack.StartArgoCD(ctx, kube, stack.ArgoOptions{})
-	if err != nil {
+	if d.bins, err = stack.Binaries(); err != nil {
+		return fmt.Errorf("%w\n(`make demo` builds them; `make deps` installs etcd, redis and git)", err)
+	}
+	sidecarBin := filepath.Join(d.root, "bin", "gitops-service")
+	if _, err := os.Stat(sidecarBin); err != nil {
+		return fmt.Errorf("%s not found: run `make build` (or `make demo`, which builds it)", sidecarBin)
+	}
+	if d.dir, err = os.MkdirTemp("", "gitops-demo-"); err != nil {
 		return err
 	}
-	defer argo.Stop()
-	step("installing the GitOps Service CRDs (manifests/crd)")
-	if err := kube.InstallCRDs(ctx, filepath.Join(root, "manifests", "crd")); err != nil {
-		return err
-	}
-	step("starting the gitops-service sidecar")
-	side, err := stack.StartSidecar(ctx, kube, stack.SidecarOptions{Bin: filepath.Join(root, "bin", "gitops-service")})
-	if err != nil {
-		return fmt.Errorf("%w (run `make build` first)", err)
-	}
-	defer side.Close()
+	fmt.Printf("GitOps Service demo: Kubernetes %s, Argo CD %s and the gitops-service sidecar, all local (files in %s)\n\n",
+		stack.KubeVersion, stack.ArgoCDVersion, d.dir)
 
-	dir, err := os.MkdirTemp("", "gitops-demo-git-")
-	if err != nil {
+	if err := d.step("starting etcd, kube-apiserver, kube-controller-manager", func() (err error) {
+		d.kube, err = stack.StartKube(d.ctx, stack.KubeOptions{Name: "demo", ControllerManager: true})
+		return err
+	}); err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	repo, err := stack.NewGitRepo(dir, "demo")
-	if err != nil {
+	if err := d.step("starting Argo CD (redis, repo-server, application-controller, applicationset-controller, server)", func() (err error) {
+		d.argo, err = stack.StartArgoCD(d.ctx, d.kube, stack.ArgoOptions{})
+		return err
+	}); err != nil {
 		return err
 	}
-	files := map[string]string{}
-	for _, name := range []string{"configmap.yaml", "service.yaml"} {
-		b, err := os.ReadFile(filepath.Join(root, "manifests", "samples", "guestbook", name))
+	if err := d.step("installing the GitOps Service CRDs from manifests/crd", func() error {
+		return d.kube.InstallCRDs(d.ctx, filepath.Join(d.root, "manifests", "crd"))
+	}); err != nil {
+		return err
+	}
+	if err := d.step("starting the sidecar bin/gitops-service", func() error { return d.startSidecar(sidecarBin) }); err != nil {
+		return err
+	}
+	if err := d.step("creating a git repository with manifests/samples/guestbook/ as "+appPath+"/", d.createRepo); err != nil {
+		return err
+	}
+
+	deployStart := time.Now()
+	if err := d.deploySample(); err != nil {
+		return err
+	}
+	if err := d.waitSynced(); err != nil {
+		return err
+	}
+	fmt.Printf("\n==> deployed %.1fs after the kubectl apply (%.0fs in all); what Argo CD put into namespace %s:\n",
+		time.Since(deployStart).Seconds(), time.Since(d.start).Seconds(), tenant)
+	if err := d.show("-n", tenant, "get", "configmap,service"); err != nil {
+		return err
+	}
+	// "applications" alone would be the appstudio.redhat.com kind, also installed.
+	if err := d.show("-n", "argocd", "get", "applications.argoproj.io"); err != nil {
+		return err
+	}
+	if os.Getenv("DEMO_EXIT") == "1" {
+		fmt.Println("\nDEMO_EXIT=1: stopping")
+		return nil
+	}
+	d.printHowTo()
+	return d.waitForever()
+}
+
+// step prints what is starting, runs f and prints how long it took.
+func (d *demo) step(what string, f func() error) error {
+	fmt.Printf("==> %s... ", what)
+	t := time.Now()
+	if err := f(); err != nil {
+		if d.ctx.Err() != nil {
+			fmt.Println("interrupted")
+		} else {
+			fmt.Println("FAILED")
+		}
+		return err
+	}
+	fmt.Printf("%.1fs\n", time.Since(t).Seconds())
+	return nil
+}
+
+// startSidecar runs the sidecar the way it runs beside Argo CD in a cluster,
+// with the admin kubeconfig instead of a service account, and waits for /readyz.
+func (d *demo) startSidecar(bin string) error {
+	token := randomHex(16)
+	tokenFile := filepath.Join(d.dir, "generator-token")
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+		return err
+	}
+	logPath := filepath.Join(d.dir, "gitops-service.log")
+	for attempt := 1; ; attempt++ {
+		var ports [3]int
+		for i := range ports {
+			p, err := stack.FreePort()
+			if err != nil {
+				return err
+			}
+			ports[i] = p
+		}
+		probe := fmt.Sprintf("127.0.0.1:%d", ports[1])
+		generator := fmt.Sprintf("127.0.0.1:%d", ports[2])
+		p, err := stack.StartProcess("gitops-service", logPath, d.dir, []string{"KUBECONFIG=" + d.kube.Kubeconfig}, bin,
+			"--argocd-namespace=argocd",
+			"--leader-elect=false",
+			fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]),
+			"--health-probe-bind-address="+probe,
+			"--generator-bind-address="+generator,
+			"--generator-token-file="+tokenFile,
+		)
 		if err != nil {
 			return err
 		}
-		files["guestbook/"+name] = string(b)
-	}
-	sha, err := repo.Commit(files, "guestbook sample")
-	if err != nil {
-		return err
-	}
-	step("git repository %s at %s (work clone: %s)", repo.URL, sha[:8], repo.Work)
-
-	kubectl := func(stdin string, args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, bins.Kubectl, append([]string{"--kubeconfig", kube.Kubeconfig}, args...)...)
-		cmd.Stdin = strings.NewReader(stdin)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			return string(out), fmt.Errorf("kubectl %s: %w\n%s", strings.Join(args, " "), err, out)
+		err = waitReadyz(d.ctx, p, "http://"+probe+"/readyz", time.Minute)
+		if err == nil {
+			d.side = p
+			// The ApplicationSet plugin generator, registered with Argo CD as the
+			// install manifests do (SnapshotEnvironmentBindings use it).
+			return d.argo.RegisterGenerator(d.ctx, argocd.GeneratorConfigMap, "http://"+generator, token)
 		}
-		return string(out), nil
+		p.Stop()
+		if attempt == 3 || !strings.Contains(p.Tail(40), "address already in use") {
+			return err
+		}
 	}
-	sample, err := os.ReadFile(filepath.Join(root, "manifests", "samples", "gitopsdeployment.yaml"))
-	if err != nil {
-		return err
-	}
-	step("kubectl create namespace jane; kubectl -n jane apply -f manifests/samples/gitopsdeployment.yaml")
-	if _, err := kubectl("", "create", "namespace", "jane"); err != nil {
-		return err
-	}
-	out, err := kubectl(strings.ReplaceAll(string(sample), "REPO_URL", repo.URL), "-n", "jane", "apply", "-f", "-")
-	if err != nil {
-		return err
-	}
-	fmt.Print(out)
+}
 
-	step("kubectl -n jane get gitopsdeployments (until Synced/Healthy)")
-	deadline := time.Now().Add(3 * time.Minute)
+// waitReadyz polls url until it answers 200, the process exits or timeout passes.
+func waitReadyz(ctx context.Context, p *stack.Process, url string, timeout time.Duration) error {
+	hc := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(timeout)
+	last := errors.New("no answer yet")
 	for {
-		out, err := kubectl("", "-n", "jane", "get", "gitopsdeployments", "-o", "wide")
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return err
 		}
-		fmt.Print(out)
-		if strings.Contains(out, "Synced") && strings.Contains(out, "Healthy") {
-			break
+		if resp, err := hc.Do(req); err != nil {
+			last = err
+		} else {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
 		}
 		if time.Now().After(deadline) {
-			side.WriteLogs(os.Stderr)
-			argo.WriteLogs(os.Stderr)
-			return fmt.Errorf("the sample did not reach Synced/Healthy in 3 minutes; the logs above say why")
+			return fmt.Errorf("gitops-service not ready after %s (%s: %v); last lines of %s:\n%s", timeout, url, last, p.LogPath, p.Tail(40))
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(2 * time.Second):
+		case <-p.Done():
+			_, werr := p.Exited()
+			return fmt.Errorf("gitops-service exited (%v) before it was ready; last lines of %s:\n%s", werr, p.LogPath, p.Tail(40))
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	for _, args := range [][]string{
-		{"-n", "jane", "get", "configmap/guestbook-settings", "service/guestbook"},
-		{"-n", "argocd", "get", "applications.argoproj.io"},
-	} {
-		step("kubectl %s", strings.Join(args, " "))
-		out, err := kubectl("", args...)
+}
+
+// createRepo makes the git repository Argo CD reads (bare, file://) with the
+// guestbook sample committed under appPath/.
+func (d *demo) createRepo() error {
+	var err error
+	if d.repo, err = stack.NewGitRepo(d.dir, "apps"); err != nil {
+		return err
+	}
+	src := filepath.Join(d.root, "manifests", "samples", "guestbook")
+	names, err := filepath.Glob(filepath.Join(src, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("no *.yaml in %s", src)
+	}
+	files := map[string]string{}
+	for _, n := range names {
+		b, err := os.ReadFile(n)
 		if err != nil {
 			return err
 		}
-		fmt.Print(out)
+		files[appPath+"/"+filepath.Base(n)] = string(b)
 	}
-	step("the sample is deployed, %s after start", time.Since(start).Round(time.Second))
-	if os.Getenv("DEMO_EXIT") == "1" {
-		return nil
+	if _, err := d.repo.Commit(files, "guestbook sample"); err != nil {
+		return err
 	}
-	fmt.Printf(`
-Try it:
-  export KUBECONFIG=%s
-  %s -n jane get gitopsdeployments
-  # change the app and watch it deploy:
-  cd %s && $EDITOR guestbook/configmap.yaml && git commit -am change && git push origin HEAD:main
-  # Argo CD API/UI (auth disabled, plain HTTP): http://%s
-  %s app list --server %s --plaintext --insecure
-Press Ctrl-C to stop everything.
-`, kube.Kubeconfig, bins.Kubectl, repo.Work, argo.ServerAddr, bins.ArgoCD, argo.ServerAddr)
-	<-ctx.Done()
-	step("stopping")
+	// So that the user can commit in the work clone without a git identity of their own.
+	for _, kv := range [][2]string{{"user.name", "GitOps demo"}, {"user.email", "demo@gitops-service.invalid"}} {
+		if out, err := exec.Command(d.bins.Git, "-C", d.repo.Work, "config", kv[0], kv[1]).CombinedOutput(); err != nil {
+			return fmt.Errorf("git config %s: %w: %s", kv[0], err, out)
+		}
+	}
 	return nil
+}
+
+// deploySample creates the tenant namespace and applies the sample
+// GitOpsDeployment into it with kubectl, pointing it at the demo repository.
+func (d *demo) deploySample() error {
+	sample := filepath.Join(d.root, "manifests", "samples", "gitopsdeployment.yaml")
+	b, err := os.ReadFile(sample)
+	if err != nil {
+		return err
+	}
+	if !bytes.Contains(b, []byte("REPO_URL")) {
+		return fmt.Errorf("%s has no REPO_URL placeholder for the demo's repository URL", sample)
+	}
+	manifest := strings.ReplaceAll(string(b), "REPO_URL", d.repo.URL)
+	fmt.Printf("\n==> deploying the sample into tenant namespace %s (kubectl: %s)\n", tenant, d.bins.Kubectl)
+	if err := d.show("create", "namespace", tenant); err != nil {
+		return err
+	}
+	fmt.Printf("$ sed 's|REPO_URL|%s|' manifests/samples/gitopsdeployment.yaml | kubectl -n %s apply -f -\n", d.repo.URL, tenant)
+	out, err := d.kubectl(manifest, "-n", tenant, "apply", "-f", "-")
+	fmt.Print(out)
+	return err
+}
+
+// waitSynced runs `kubectl get gitopsdeployments` whenever the sample's
+// status changes (and every 20s) until it is Synced and Healthy.
+func (d *demo) waitSynced() error {
+	fmt.Printf("\n==> waiting for the sidecar and Argo CD to sync it (up to %s)\n", syncTimeout)
+	crashed := d.watchProcesses()
+	deadline := time.Now().Add(syncTimeout)
+	var lastStatus string
+	var lastPrint time.Time
+	for {
+		args := []string{"-n", tenant, "get", "gitopsdeployments"}
+		table, err := d.kubectl("", args...)
+		if err != nil {
+			return err
+		}
+		// Decided from the very table shown, so what is printed last is what ended the wait.
+		status := sampleStatus(table)
+		if status != lastStatus || time.Since(lastPrint) >= 20*time.Second {
+			fmt.Printf("$ kubectl %s\n%s", strings.Join(args, " "), table)
+			lastStatus, lastPrint = status, time.Now()
+		}
+		if status == "Synced/Healthy" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			syncSt, health, _ := strings.Cut(status, "/")
+			why := fmt.Sprintf("the GitOpsDeployment %s/%s is not Synced and Healthy after %s (sync status %q, health %q)",
+				tenant, sampleName, syncTimeout, syncSt, health)
+			// Its true conditions say why, e.g. "ComparisonError: ... app path does not exist".
+			conds, _ := d.kubectl("", "-n", tenant, "get", "gitopsdeployment", sampleName, "-o",
+				`jsonpath={range .status.conditions[?(@.status=="True")]}{.type}: {.message}{"\n"}{end}`)
+			if conds = strings.TrimSpace(conds); conds != "" {
+				why += "; its conditions:\n  " + strings.ReplaceAll(conds, "\n", "\n  ")
+			}
+			return d.syncFailed(why)
+		}
+		select {
+		case <-d.ctx.Done():
+			return d.ctx.Err()
+		case p := <-crashed:
+			return d.syncFailed(p.Name + " exited unexpectedly")
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// sampleStatus reads "SYNC/HEALTH" of the sample from `kubectl get
+// gitopsdeployments` output: each value starts where its column header does.
+func sampleStatus(table string) string {
+	lines := strings.Split(table, "\n")
+	if len(lines) < 2 {
+		return "/"
+	}
+	header := lines[0]
+	syncCol, healthCol := strings.Index(header, "SYNC STATUS"), strings.Index(header, "HEALTH STATUS")
+	field := func(line string, col int) string {
+		if col < 0 || col >= len(line) {
+			return ""
+		}
+		f := strings.Fields(line[col:])
+		if len(f) == 0 || line[col] == ' ' {
+			return ""
+		}
+		return f[0]
+	}
+	for _, l := range lines[1:] {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == sampleName {
+			return field(l, syncCol) + "/" + field(l, healthCol)
+		}
+	}
+	return "/"
+}
+
+// syncFailed prints what there is to know about a sample that did not deploy
+// and returns the error that says where to look next.
+func (d *demo) syncFailed(why string) error {
+	w := os.Stderr
+	fmt.Fprintf(w, "\n==> %s; last lines of each component's log:\n", why)
+	for _, p := range d.processes() {
+		n := 25
+		if p == d.side {
+			n = 80
+		}
+		p.WriteLog(w, n)
+	}
+	fmt.Fprintln(w, "\n==> what the API server holds:")
+	for _, args := range [][]string{
+		{"-n", tenant, "get", "gitopsdeployment", sampleName, "-o", "yaml"},
+		{"-n", "argocd", "get", "applications.argoproj.io", "-o", "yaml"},
+		{"-n", tenant, "get", "events"},
+	} {
+		fmt.Fprintf(w, "$ kubectl %s\n", strings.Join(args, " "))
+		out, _ := d.kubectl("", args...)
+		fmt.Fprint(w, out)
+	}
+	logs := filepath.Join(d.dir, "logs") // filled by cleanup
+	return fmt.Errorf("%s\n"+
+		"The component logs above say why; their full versions are in %s.\n"+
+		"Look for errors in gitops-service.log first (the sidecar), then application-controller.log and repo-server.log (Argo CD).",
+		why, logs)
+}
+
+// saveLogs copies every component's log into the demo dir (the stack's own
+// dirs go away on stop) and returns where.
+func (d *demo) saveLogs() string {
+	dst := filepath.Join(d.dir, "logs")
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return d.dir
+	}
+	for _, p := range d.processes() {
+		if p == d.side {
+			continue // already in d.dir
+		}
+		b, err := os.ReadFile(p.LogPath)
+		if err != nil {
+			continue
+		}
+		_ = os.WriteFile(filepath.Join(dst, filepath.Base(p.LogPath)), b, 0o644)
+	}
+	if d.side != nil {
+		if b, err := os.ReadFile(d.side.LogPath); err == nil {
+			_ = os.WriteFile(filepath.Join(dst, "gitops-service.log"), b, 0o644)
+		}
+	}
+	return dst
+}
+
+// processes lists every running component.
+func (d *demo) processes() []*stack.Process {
+	var ps []*stack.Process
+	if d.kube != nil {
+		ps = append(ps, d.kube.Processes()...)
+	}
+	if d.argo != nil {
+		ps = append(ps, d.argo.Processes()...)
+	}
+	if d.side != nil {
+		ps = append(ps, d.side)
+	}
+	return ps
+}
+
+// watchProcesses reports the first component that exits.
+func (d *demo) watchProcesses() <-chan *stack.Process {
+	ps := d.processes()
+	ch := make(chan *stack.Process, len(ps))
+	for _, p := range ps {
+		go func() {
+			<-p.Done()
+			ch <- p
+		}()
+	}
+	return ch
+}
+
+func (d *demo) printHowTo() {
+	kbin, abin := filepath.Dir(d.bins.Kubectl), filepath.Dir(d.bins.ArgoCD)
+	argoLogs := filepath.Join(d.argo.Dir, "logs")
+	kubeLogs := filepath.Join(d.kube.Dir, "logs")
+	fmt.Printf(`
+Everything is running. In another terminal:
+
+  export KUBECONFIG=%[1]s
+  export PATH=%[2]s:%[3]s:$PATH     # kubectl and argocd as built by make test-stack
+  kubectl -n %[4]s get gitopsdeployments -w
+
+Change the app and watch it deploy (Argo CD polls the repository every 10s):
+
+  cd %[5]s
+  sed -i 's/Hello from the GitOps Service/Hello again/' %[6]s/configmap.yaml
+  git commit -qam 'new greeting' && git push -q origin HEAD:main
+  kubectl -n %[4]s get configmap guestbook-settings -o jsonpath='{.data.greeting}'
+
+Argo CD's API server is at %[7]s (plain HTTP, authentication disabled; this
+Argo CD build has no web UI, use the argocd CLI):
+
+  argocd app list --server %[7]s --plaintext
+  kubectl -n argocd get applications.argoproj.io    # plain "applications" are appstudio.redhat.com's
+
+Logs: sidecar %[8]s, Argo CD %[9]s, Kubernetes %[10]s
+
+Press Ctrl-C to stop everything.
+`, d.kube.Kubeconfig, kbin, abin, tenant, d.repo.Work, appPath, d.argo.ServerAddr,
+		d.side.LogPath, argoLogs, kubeLogs)
+}
+
+// waitForever waits for Ctrl-C (or SIGTERM), or for a component to die.
+func (d *demo) waitForever() error {
+	crashed := d.watchProcesses()
+	select {
+	case <-d.ctx.Done():
+		fmt.Println()
+		return nil
+	case p := <-crashed:
+		fmt.Fprintf(os.Stderr, "\n%s exited unexpectedly; last lines of its log:\n", p.Name)
+		p.WriteLog(os.Stderr, 60)
+		return fmt.Errorf("%s exited; every component's full log is in %s", p.Name, filepath.Join(d.dir, "logs"))
+	}
+}
+
+// cleanup stops every component (sidecar first) and removes the demo dir
+// unless something failed. It reports whether the demo was interrupted.
+func (d *demo) cleanup(runErr error) (interrupted bool) {
+	interrupted = d.ctx.Err() != nil
+	d.stopSignals() // cancels d.ctx; a second Ctrl-C now kills the demo at once
+	if d.dir == "" {
+		return interrupted
+	}
+	failed := runErr != nil && !interrupted
+	if failed && d.kube != nil {
+		d.saveLogs() // the stack removes its own dirs on stop
+	}
+	fmt.Print("==> stopping everything... ")
+	t := time.Now()
+	d.side.Stop()
+	d.argo.Stop()
+	d.kube.Stop()
+	fmt.Printf("%.1fs\n", time.Since(t).Seconds())
+	if failed {
+		fmt.Fprintf(os.Stderr, "kept %s (component logs, git repository) for a look\n", d.dir)
+		return interrupted
+	}
+	os.RemoveAll(d.dir)
+	return interrupted
+}
+
+// kubectl runs the cached kubectl against the demo cluster and returns its
+// combined output.
+func (d *demo) kubectl(stdin string, args ...string) (string, error) {
+	cmd := exec.CommandContext(d.ctx, d.bins.Kubectl, append([]string{"--kubeconfig", d.kube.Kubeconfig}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	out = dropFinalizerWarning(out)
+	if err != nil {
+		if d.ctx.Err() != nil {
+			return string(out), d.ctx.Err()
+		}
+		return string(out), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return string(out), nil
+}
+
+// show prints a kubectl command line and runs it, printing its output.
+func (d *demo) show(args ...string) error {
+	fmt.Printf("$ kubectl %s\n", strings.Join(args, " "))
+	out, err := d.kubectl("", args...)
+	if err != nil {
+		return err
+	}
+	fmt.Print(out)
+	return nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// dropFinalizerWarning removes the API server's advice to put a "/" in
+// finalizer names, which the sample's resources-finalizer.managed-gitops.redhat.com
+// (named like Argo CD's own) draws on every apply: noise in a demo.
+func dropFinalizerWarning(out []byte) []byte {
+	var keep [][]byte
+	for _, l := range bytes.SplitAfter(out, []byte("\n")) {
+		if !bytes.HasPrefix(l, []byte("Warning: metadata.finalizers: ")) {
+			keep = append(keep, l)
+		}
+	}
+	return bytes.Join(keep, nil)
 }
