@@ -41,6 +41,14 @@ const (
 	ManagedEnvironmentReasonUnableToInstallServiceAccount      = "UnableToInstallServiceAccount"
 	ManagedEnvironmentReasonUnableToValidateClusterCredentials = "UnableToValidateClusterCredentials"
 	ManagedEnvironmentReasonInvalidNamespaceList               = "InvalidNamespaceList"
+	// ManagedEnvironmentReasonClusterSecretNameCollision: the Argo CD cluster
+	// Secret's name is taken by an object the GitOps Service did not create.
+	ManagedEnvironmentReasonClusterSecretNameCollision = "ClusterSecretNameCollision"
+
+	// FinalizerManagedEnvironment keeps a ManagedEnvironment until its Argo CD
+	// cluster Secret and, with createNewServiceAccount, the ServiceAccount and
+	// roles on the target cluster are removed.
+	FinalizerManagedEnvironment = "managed-gitops.redhat.com/managed-environment"
 )
 
 // RepositoryCredentials condition types and reasons.

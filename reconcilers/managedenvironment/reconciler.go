@@ -1,0 +1,380 @@
+// Package managedenvironment reconciles GitOpsDeploymentManagedEnvironments into
+// Argo CD cluster Secrets: it checks the referenced credentials (only a bearer
+// token and CA data are accepted), verifies them by connecting, optionally
+// installs a ServiceAccount for Argo CD on the cluster, and reports the outcome
+// on the ConnectionInitializationSucceeded condition.
+package managedenvironment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+)
+
+// +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentmanagedenvironments,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentmanagedenvironments/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentmanagedenvironments/finalizers,verbs=update
+// A tenant's credentials Secret is read one at a time, uncached, and only from
+// the environment's own namespace.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// Cluster Secrets are written only in the Argo CD namespace (a Role there;
+// kustomize renames the namespace).
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete,namespace=argocd
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Defaults of the Reconciler's intervals.
+const (
+	DefaultRecheckInterval = 5 * time.Minute
+	DefaultRetryInterval   = 30 * time.Second
+	DefaultCleanupTimeout  = 2 * time.Minute
+
+	staleCacheRetry = 500 * time.Millisecond
+	cleanupRetry    = 5 * time.Second
+)
+
+var errStaleCache = errors.New("the cache does not show a Secret we created yet")
+
+// Reconciler reconciles GitOpsDeploymentManagedEnvironments.
+type Reconciler struct {
+	Client client.Client
+	// APIReader reads the tenants' credentials Secrets, which are not cached.
+	APIReader     client.Reader
+	ArgoNamespace string
+	Recorder      record.EventRecorder
+	// RemoteClient makes clients of target clusters (default NewRemoteClient).
+	RemoteClient RemoteClientFunc
+	// RecheckInterval is how often a connected environment is verified again;
+	// RetryInterval how often a failing one is retried (tenant Secrets are not
+	// watched). CleanupTimeout is how long a deletion keeps trying to remove
+	// what was installed on the target cluster.
+	RecheckInterval, RetryInterval, CleanupTimeout time.Duration
+	// Now is the clock for condition times; tests may set it.
+	Now func() metav1.Time
+}
+
+// Reconcile brings one ManagedEnvironment's Argo CD cluster Secret in line with
+// its spec and credentials.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	env := &v1.GitOpsDeploymentManagedEnvironment{}
+	if err := r.Client.Get(ctx, req.NamespacedName, env); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Gone (our finalizer was removed, or never added): nothing of it may
+			// stay in Argo CD.
+			return ctrl.Result{}, r.deleteClusterSecrets(ctx, req.NamespacedName, anyUID)
+		}
+		return ctrl.Result{}, err
+	}
+	if !env.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, env)
+	}
+	// An environment deleted and recreated under the same name is a new one.
+	if err := r.deleteClusterSecrets(ctx, req.NamespacedName, otherUID(env.UID)); err != nil {
+		return ctrl.Result{}, err
+	}
+	orig := env.DeepCopy()
+	refusal, err := r.apply(ctx, env)
+	if errors.Is(err, errStaleCache) {
+		// Our own create has not reached the cache yet; its event requeues us.
+		return ctrl.Result{RequeueAfter: staleCacheRetry}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	r.setCondition(env, refusal)
+	if err := r.patchStatus(ctx, orig, env); err != nil {
+		return ctrl.Result{}, err
+	}
+	if refusal != nil {
+		return ctrl.Result{RequeueAfter: r.RetryInterval}, nil
+	}
+	return ctrl.Result{RequeueAfter: r.RecheckInterval}, nil
+}
+
+// apply writes the cluster Secret when the environment's credentials work, and
+// deletes it when they do not; it returns why they do not.
+func (r *Reconciler) apply(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (*Refusal, error) {
+	current, refusal, err := r.currentClusterSecret(ctx, env)
+	if err != nil || refusal != nil {
+		return refusal, err
+	}
+	creds, refusal, err := r.credentials(ctx, env, current)
+	if err != nil {
+		return nil, err
+	}
+	if refusal != nil {
+		if current != nil {
+			if err := r.deleteSecret(ctx, current); err != nil {
+				return nil, err
+			}
+			ctrl.LoggerFrom(ctx).Info("deleted the Argo CD cluster Secret of a failing environment", "secret", current.Name, "reason", refusal.Reason)
+		}
+		return refusal, nil
+	}
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: env.Namespace}, ns); err != nil {
+		return nil, fmt.Errorf("reading namespace %s: %w", env.Namespace, err)
+	}
+	if err := r.addFinalizer(ctx, env); err != nil {
+		return nil, err
+	}
+	desired := argocd.ClusterSecret(r.ArgoNamespace, env, argocd.ProjectName(string(ns.UID)), creds)
+	return r.writeClusterSecret(ctx, current, desired)
+}
+
+// credentials runs the checks, in the original service's order (but the
+// namespace list is checked before anything is done on the cluster), and
+// returns what Argo CD should connect with.
+func (r *Reconciler) credentials(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment, current *corev1.Secret) (argocd.ClusterCredentials, *Refusal, error) {
+	none := argocd.ClusterCredentials{}
+	if refusal := ValidateAPIURL(env.Spec.APIURL); refusal != nil {
+		return none, refusal, nil
+	}
+	kc, refusal, err := r.readKubeconfig(ctx, env)
+	if err != nil || refusal != nil {
+		return none, refusal, err
+	}
+	namespaces, refusal := ValidateNamespaces(env.Spec.Namespaces)
+	if refusal != nil {
+		return none, refusal, nil
+	}
+	user := argocd.ClusterCredentials{BearerToken: kc.Token, CAData: kc.CAData, Insecure: env.Spec.AllowInsecureSkipTLSVerify}
+	userClient, err := r.RemoteClient(restConfig(env.Spec.APIURL, user))
+	if err != nil {
+		return none, refuse(v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials,
+			"Unable to create a client of the cluster with the provided credentials: %s", describe(err)), nil
+	}
+	creds, check := user, userClient
+	if env.Spec.CreateNewServiceAccount {
+		// What we install must be removable: the finalizer goes on first.
+		if err := r.addFinalizer(ctx, env); err != nil {
+			return none, nil, err
+		}
+		token, err := installServiceAccount(ctx, userClient, env.Namespace, env.UID, namespaces)
+		if err != nil {
+			return none, refuse(v1.ManagedEnvironmentReasonUnableToInstallServiceAccount,
+				"Unable to install a ServiceAccount on the cluster with the credentials of Secret '%s': %s", env.Spec.ClusterCredentialsSecret, err), nil
+		}
+		creds = argocd.ClusterCredentials{BearerToken: token, CAData: kc.CAData, Insecure: user.Insecure, ServiceAccount: ServiceAccountRef(env.UID)}
+		if check, err = r.RemoteClient(restConfig(env.Spec.APIURL, creds)); err != nil {
+			return none, nil, fmt.Errorf("creating a client of the cluster: %w", err)
+		}
+	} else if current != nil && current.Annotations[argocd.AnnotationServiceAccount] != "" {
+		// createNewServiceAccount was turned off: what we installed goes.
+		if err := uninstallServiceAccount(ctx, userClient, env.UID, namespaces); err != nil {
+			r.Recorder.Eventf(env, corev1.EventTypeWarning, "ServiceAccountCleanupFailed",
+				"createNewServiceAccount was turned off, but the ServiceAccount %s and its roles could not be removed from the cluster, remove them by hand: %s",
+				current.Annotations[argocd.AnnotationServiceAccount], err)
+		}
+	}
+	if msg := verify(ctx, check, namespaces); msg != "" {
+		return none, refuse(v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials, "%s", msg), nil
+	}
+	return creds, nil, nil
+}
+
+// readKubeconfig reads the credentials Secret, uncached and only from the
+// environment's own namespace, and parses its kubeconfig.
+func (r *Reconciler) readKubeconfig(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (Kubeconfig, *Refusal, error) {
+	name := env.Spec.ClusterCredentialsSecret
+	notFound := refuse(v1.ManagedEnvironmentReasonSecretNotFound,
+		"secret '%s' referenced by managed environment '%s' in '%s', could not be retrieved: not found", name, env.Name, env.Namespace)
+	if len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return Kubeconfig{}, notFound, nil
+	}
+	secret := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: name}, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return Kubeconfig{}, notFound, nil
+		}
+		return Kubeconfig{}, nil, fmt.Errorf("reading Secret %s/%s: %w", env.Namespace, name, err)
+	}
+	if secret.Type != v1.ManagedEnvironmentSecretType {
+		return Kubeconfig{}, refuse(v1.ManagedEnvironmentReasonInvalidSecretType,
+			"invalid secret type: %s (expected %s)", secret.Type, v1.ManagedEnvironmentSecretType), nil
+	}
+	data, ok := secret.Data[KubeconfigKey]
+	if !ok || len(data) == 0 {
+		return Kubeconfig{}, refuse(v1.ManagedEnvironmentReasonMissingKubeConfigField, "missing %s field in Secret", KubeconfigKey), nil
+	}
+	kc, refusal := ParseKubeconfig(data, env.Spec.APIURL)
+	return kc, refusal, nil
+}
+
+// currentClusterSecret returns the environment's cluster Secret, or nil. A
+// Secret of that name that is not ours is a refusal: it is never touched.
+func (r *Reconciler) currentClusterSecret(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (*corev1.Secret, *Refusal, error) {
+	s := &corev1.Secret{}
+	key := types.NamespacedName{Namespace: r.ArgoNamespace, Name: argocd.ClusterSecretName(string(env.UID))}
+	if err := r.Client.Get(ctx, key, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil, nil
+		}
+		return nil, nil, err
+	}
+	if !argocd.IsOwnedBy(s.Labels, argocd.OwnerKindManagedEnvironment, string(env.UID)) {
+		return nil, collision(key), nil
+	}
+	return s, nil, nil
+}
+
+func collision(key types.NamespacedName) *Refusal {
+	return refuse(v1.ManagedEnvironmentReasonClusterSecretNameCollision,
+		"the Argo CD cluster Secret %s exists and was not created by the GitOps Service for this environment", key)
+}
+
+// writeClusterSecret creates or updates the cluster Secret, only when it changed.
+func (r *Reconciler) writeClusterSecret(ctx context.Context, current, desired *corev1.Secret) (*Refusal, error) {
+	if current == nil {
+		err := r.Client.Create(ctx, desired)
+		if apierrors.IsAlreadyExists(err) {
+			// The cache shows only our Secrets: this is ours, not yet cached, or someone else's.
+			existing := &corev1.Secret{}
+			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), existing); err != nil {
+				return nil, fmt.Errorf("reading Secret %s: %w", desired.Name, err)
+			}
+			if argocd.IsOwnedBy(existing.Labels, argocd.OwnerKindManagedEnvironment, desired.Labels[argocd.LabelOwnerUID]) {
+				return nil, errStaleCache
+			}
+			return collision(client.ObjectKeyFromObject(desired)), nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("creating Secret %s: %w", desired.Name, err)
+		}
+		return nil, nil
+	}
+	if argocd.ClusterSecretUpToDate(current, desired) {
+		return nil, nil
+	}
+	updated := current.DeepCopy()
+	updated.Data = desired.Data
+	argocd.CopyMeta(updated, desired)
+	if _, ok := desired.Annotations[argocd.AnnotationServiceAccount]; !ok {
+		delete(updated.Annotations, argocd.AnnotationServiceAccount)
+	}
+	if err := r.Client.Update(ctx, updated); err != nil {
+		return nil, fmt.Errorf("updating Secret %s: %w", desired.Name, err)
+	}
+	return nil, nil
+}
+
+// addFinalizer adds our finalizer before anything is written for the environment.
+func (r *Reconciler) addFinalizer(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) error {
+	if controllerutil.ContainsFinalizer(env, v1.FinalizerManagedEnvironment) {
+		return nil
+	}
+	status := env.Status.DeepCopy()
+	patch := client.MergeFrom(env.DeepCopy())
+	controllerutil.AddFinalizer(env, v1.FinalizerManagedEnvironment)
+	if err := r.Client.Patch(ctx, env, patch); err != nil {
+		return fmt.Errorf("adding finalizer: %w", err)
+	}
+	// Keep the status being computed (the patch returned the stored one).
+	env.Status = *status
+	return nil
+}
+
+// finalize runs while an environment is being deleted: what was installed on
+// the cluster is removed with the user's credentials (given up on, with an
+// Event, when they no longer work), then the cluster Secret, then the finalizer.
+func (r *Reconciler) finalize(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (ctrl.Result, error) {
+	key := client.ObjectKeyFromObject(env)
+	if !controllerutil.ContainsFinalizer(env, v1.FinalizerManagedEnvironment) {
+		return ctrl.Result{}, r.deleteClusterSecrets(ctx, key, anyUID)
+	}
+	current, _, err := r.currentClusterSecret(ctx, env)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if env.Spec.CreateNewServiceAccount || (current != nil && current.Annotations[argocd.AnnotationServiceAccount] != "") {
+		permanent, err := r.cleanupTarget(ctx, env)
+		if err != nil {
+			msg := "Unable to remove the ServiceAccount and roles created on the cluster: " + err.Error()
+			if !permanent && time.Since(env.DeletionTimestamp.Time) < r.CleanupTimeout {
+				r.Recorder.Event(env, corev1.EventTypeWarning, "CleanupFailed", msg)
+				return ctrl.Result{RequeueAfter: cleanupRetry}, nil
+			}
+			r.Recorder.Event(env, corev1.EventTypeWarning, "CleanupAbandoned",
+				msg+". Giving up: remove ServiceAccount "+ServiceAccountRef(env.UID)+" and its roles from the cluster by hand.")
+			ctrl.LoggerFrom(ctx).Info("gave up removing the ServiceAccount from the target cluster", "serviceAccount", ServiceAccountRef(env.UID), "error", err.Error())
+		}
+	}
+	if err := r.deleteClusterSecrets(ctx, key, anyUID); err != nil {
+		return ctrl.Result{}, err
+	}
+	patch := client.MergeFrom(env.DeepCopy())
+	controllerutil.RemoveFinalizer(env, v1.FinalizerManagedEnvironment)
+	if err := r.Client.Patch(ctx, env, patch); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("removing finalizer: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// cleanupTarget removes our ServiceAccount, roles and token from the cluster
+// with the user's credentials. permanent says that retrying cannot help (the
+// credentials are gone or unusable).
+func (r *Reconciler) cleanupTarget(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (permanent bool, err error) {
+	if refusal := ValidateAPIURL(env.Spec.APIURL); refusal != nil {
+		return true, refusal
+	}
+	kc, refusal, err := r.readKubeconfig(ctx, env)
+	if err != nil {
+		return false, err
+	}
+	if refusal != nil {
+		return true, errors.New(refusal.Message)
+	}
+	namespaces, _ := ValidateNamespaces(env.Spec.Namespaces)
+	c, err := r.RemoteClient(restConfig(env.Spec.APIURL, argocd.ClusterCredentials{BearerToken: kc.Token, CAData: kc.CAData, Insecure: env.Spec.AllowInsecureSkipTLSVerify}))
+	if err != nil {
+		return true, errors.New(describe(err))
+	}
+	return false, uninstallServiceAccount(ctx, c, env.UID, namespaces)
+}
+
+func anyUID(types.UID) bool { return true }
+
+func otherUID(uid types.UID) func(types.UID) bool {
+	return func(u types.UID) bool { return u != uid }
+}
+
+// deleteClusterSecrets deletes the cluster Secrets made for the environment key
+// whose owner UID satisfies match.
+func (r *Reconciler) deleteClusterSecrets(ctx context.Context, key types.NamespacedName, match func(types.UID) bool) error {
+	var list corev1.SecretList
+	if err := r.Client.List(ctx, &list, client.InNamespace(r.ArgoNamespace), client.MatchingFields{ownerIndex: key.String()}); err != nil {
+		return fmt.Errorf("listing cluster Secrets of %s: %w", key, err)
+	}
+	for i := range list.Items {
+		s := &list.Items[i]
+		uid := types.UID(s.Labels[argocd.LabelOwnerUID])
+		if argocd.IsOwnedBy(s.Labels, argocd.OwnerKindManagedEnvironment, string(uid)) && match(uid) {
+			if err := r.deleteSecret(ctx, s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// deleteSecret deletes exactly the Secret we read (UID precondition), nothing newer.
+func (r *Reconciler) deleteSecret(ctx context.Context, s *corev1.Secret) error {
+	if err := r.Client.Delete(ctx, s, client.Preconditions{UID: &s.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting Secret %s: %w", s.Name, err)
+	}
+	return nil
+}
