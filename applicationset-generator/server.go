@@ -93,8 +93,9 @@ func (s *Server) getParams(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	params, err := s.Params(ctx, req)
+	var inputErr *InputError
 	switch {
-	case errors.Is(err, ErrBadRequest):
+	case errors.Is(err, ErrBadRequest), errors.As(err, &inputErr):
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	case errors.Is(err, context.DeadlineExceeded):

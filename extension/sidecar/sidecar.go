@@ -26,6 +26,8 @@ import (
 	managedgitopsv1alpha1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/gitopsdeployment"
+	"github.com/gitops-service/gitops-service/reconcilers/managedenvironment"
+	"github.com/gitops-service/gitops-service/reconcilers/snapshotenvironmentbinding"
 	"github.com/gitops-service/gitops-service/reconcilers/tenant"
 )
 
@@ -48,6 +50,10 @@ type Options struct {
 	Concurrency int
 	// SyncPeriod is how often every object is reconciled without changes.
 	SyncPeriod time.Duration
+	// GeneratorAddr is where the ApplicationSet plugin generator listens; "0" disables it.
+	GeneratorAddr string
+	// GeneratorTokenFile holds the bearer token Argo CD presents (a mounted Secret).
+	GeneratorTokenFile string
 }
 
 // NewScheme has every type the sidecar reads or writes.
@@ -82,9 +88,15 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		GracefulShutdownTimeout:       ptr.To(30 * time.Second),
 		Cache: cache.Options{
 			SyncPeriod: &o.SyncPeriod,
+			// managedFields are never read here and are a large part of each object.
+			DefaultTransform: cache.TransformStripManagedFields(),
 			ByObject: map[client.Object]cache.ByObject{
-				&argov1alpha1.Application{}: argoOnly,
-				&argov1alpha1.AppProject{}:  argoOnly,
+				&argov1alpha1.Application{}:    argoOnly,
+				&argov1alpha1.AppProject{}:     argoOnly,
+				&argov1alpha1.ApplicationSet{}: argoOnly,
+				// Only our cluster Secrets are cached; tenants' Secrets are read
+				// one at a time with the API reader, never listed or watched.
+				&corev1.Secret{}: argoOnly,
 			},
 		},
 	})
@@ -101,11 +113,32 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
 		return nil, fmt.Errorf("setting up the GitOpsDeployment reconciler: %w", err)
 	}
-	if err := (&tenant.Reconciler{Projects: projects}).SetupWithManager(mgr); err != nil {
+	if err := (&managedenvironment.Reconciler{
+		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
+		ArgoNamespace: o.ArgoNamespace,
+		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
+	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
+		return nil, fmt.Errorf("setting up the GitOpsDeploymentManagedEnvironment reconciler: %w", err)
+	}
+	if err := (&tenant.Reconciler{Projects: projects}).SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("setting up the tenant reconciler: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, err
+	}
+	if err := (&snapshotenvironmentbinding.Reconciler{
+		Client:        mgr.GetClient(),
+		ArgoNamespace: o.ArgoNamespace,
+		Projects:      projects,
+		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
+	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
+		return nil, fmt.Errorf("setting up the SnapshotEnvironmentBinding reconciler: %w", err)
+	}
+	if o.GeneratorAddr != "" && o.GeneratorAddr != "0" {
+		if err := mgr.Add(generatorServer(o, mgr.GetClient())); err != nil {
+			return nil, err
+		}
 	}
 	// The reconcilers read namespaces; start that informer with the others
 	// instead of lazily on the first reconcile, which would stall it.

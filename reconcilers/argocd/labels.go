@@ -12,6 +12,10 @@ const (
 	LabelOwnerUID       = "managed-gitops.redhat.com/owner-uid"
 	LabelOwnerKind      = "managed-gitops.redhat.com/owner-kind"
 	AnnotationOwnerName = "managed-gitops.redhat.com/owner-name"
+	// AnnotationRepositories lists (comma-separated) the repositories the
+	// Applications an ApplicationSet generates will use, so the tenant's
+	// AppProject allows them before the Applications exist.
+	AnnotationRepositories = "managed-gitops.redhat.com/repositories"
 
 	OwnerKindGitOpsDeployment = "GitOpsDeployment"
 	OwnerKindTenant           = "Namespace"

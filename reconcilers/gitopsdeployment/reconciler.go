@@ -44,7 +44,10 @@ var (
 	errStaleCache = errors.New("the cache does not show an object we created yet")
 )
 
-const staleCacheRetry = 500 * time.Millisecond
+const (
+	staleCacheRetry = 500 * time.Millisecond
+	waitingRetry    = 30 * time.Second
+)
 
 // Reconciler reconciles GitOpsDeployments.
 type Reconciler struct {
@@ -91,7 +94,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	r.setStatus(ctx, gd, app, errMsg)
-	return ctrl.Result{}, r.patchStatus(ctx, orig, gd)
+	var result ctrl.Result
+	if errMsg == v1.ErrMsgManagedEnvUnresolved {
+		// Waiting for another object: its watch usually wakes us, but look again
+		// anyway in case the event came before this deployment was cached.
+		result.RequeueAfter = waitingRetry
+	}
+	return result, r.patchStatus(ctx, orig, gd)
 }
 
 // apply writes the Application. It returns the Application as now known, or a
@@ -123,7 +132,6 @@ func (r *Reconciler) apply(ctx context.Context, gd *v1.GitOpsDeployment) (*argov
 			}
 			return nil, "", fmt.Errorf("creating Application %s: %w", desired.Name, err)
 		}
-		r.Recorder.Eventf(gd, corev1.EventTypeNormal, "ApplicationCreated", "Created Argo CD Application %s/%s", desired.Namespace, desired.Name)
 		return desired, "", nil
 	}
 	if argocd.Equal(current.Spec, desired.Spec) && argocd.HasMeta(current, desired) {

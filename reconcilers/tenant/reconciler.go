@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 )
 
@@ -33,7 +34,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if len(apps) == 0 {
+	sets, err := r.Projects.applicationSets(ctx, req.Name)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(apps) == 0 && len(sets) == 0 {
 		return ctrl.Result{}, r.deleteUnused(ctx, req.Name)
 	}
 	ns := &corev1.Namespace{}
@@ -45,7 +50,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, err
 }
 
-// deleteUnused deletes the tenant's AppProjects that no Application uses any more.
+// deleteUnused deletes the tenant's AppProjects that no Application uses any
+// more; it is only called when the tenant has no ApplicationSet either.
 func (r *Reconciler) deleteUnused(ctx context.Context, tenantNS string) error {
 	c := r.Projects.Client
 	inArgo := client.InNamespace(r.Projects.ArgoNamespace)
@@ -74,8 +80,19 @@ func (r *Reconciler) deleteUnused(ctx context.Context, tenantNS string) error {
 	return nil
 }
 
+// tenantIndex indexes our Applications by tenant namespace.
+const tenantIndex = "tenant.namespace"
+
 // SetupWithManager watches the objects that change what a tenant needs.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &argov1alpha1.Application{}, tenantIndex, func(o client.Object) []string {
+		if l := o.GetLabels(); l[argocd.LabelManagedBy] == argocd.ManagedByValue && l[argocd.LabelTenantNS] != "" {
+			return []string{l[argocd.LabelTenantNS]}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 	byTenantLabel := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		if ns := o.GetLabels()[argocd.LabelTenantNS]; ns != "" {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: ns}}}
@@ -85,6 +102,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("tenant").
 		Watches(&argov1alpha1.AppProject{}, byTenantLabel).
+		Watches(&argov1alpha1.ApplicationSet{}, byTenantLabel).
+		// A ManagedEnvironment connecting or failing changes the destinations.
+		Watches(&v1.GitOpsDeploymentManagedEnvironment{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}}}
+		})).
 		Watches(&argov1alpha1.Application{}, byTenantLabel,
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletes()))).
 		Complete(r)

@@ -5,13 +5,17 @@ package tenant
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 )
 
@@ -67,20 +71,69 @@ func (p *Projects) desired(ctx context.Context, ns *corev1.Namespace, extraRepos
 	if err != nil {
 		return nil, err
 	}
+	sets, err := p.applicationSets(ctx, ns.Name)
+	if err != nil {
+		return nil, err
+	}
 	t := argocd.Tenant{Namespace: ns.Name, UID: string(ns.UID), Repos: extraRepos}
 	for i := range apps {
 		if src := apps[i].Spec.Source; src != nil {
 			t.Repos = append(t.Repos, src.RepoURL)
 		}
 	}
+	for i := range sets {
+		if repos := sets[i].Annotations[argocd.AnnotationRepositories]; repos != "" {
+			t.Repos = append(t.Repos, strings.Split(repos, ",")...)
+		}
+	}
+	if t.Destinations, err = p.destinations(ctx, ns.Name); err != nil {
+		return nil, err
+	}
 	return argocd.AppProject(p.ArgoNamespace, t), nil
+}
+
+// destinations are the clusters of the tenant's connected ManagedEnvironments:
+// each of their namespaces, or all ("*") for a cluster-wide environment. An
+// environment counts only while its condition is True for its current spec.
+func (p *Projects) destinations(ctx context.Context, tenantNS string) ([]argocd.Destination, error) {
+	var envs v1.GitOpsDeploymentManagedEnvironmentList
+	if err := p.Client.List(ctx, &envs, client.InNamespace(tenantNS)); err != nil {
+		return nil, fmt.Errorf("listing ManagedEnvironments of tenant %s: %w", tenantNS, err)
+	}
+	var out []argocd.Destination
+	for i := range envs.Items {
+		env := &envs.Items[i]
+		c := meta.FindStatusCondition(env.Status.Conditions, v1.ManagedEnvironmentConditionConnectionInitializationSucceeded)
+		if !env.DeletionTimestamp.IsZero() || c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != env.Generation {
+			continue
+		}
+		server := argocd.ClusterServer(env.Spec.APIURL, string(env.UID))
+		if len(env.Spec.Namespaces) == 0 {
+			out = append(out, argocd.Destination{Server: server, Namespace: "*"})
+		}
+		for _, ns := range argocd.ClusterNamespaces(env.Spec.Namespaces) {
+			out = append(out, argocd.Destination{Server: server, Namespace: ns})
+		}
+	}
+	return out, nil
+}
+
+// applicationSets lists the ApplicationSets we made for the tenant's bindings
+// (a handful per tenant, so a label selection is cheap).
+func (p *Projects) applicationSets(ctx context.Context, tenantNS string) ([]argov1alpha1.ApplicationSet, error) {
+	var sets argov1alpha1.ApplicationSetList
+	if err := p.Client.List(ctx, &sets, client.InNamespace(p.ArgoNamespace),
+		client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue, argocd.LabelTenantNS: tenantNS}); err != nil {
+		return nil, fmt.Errorf("listing ApplicationSets of tenant %s: %w", tenantNS, err)
+	}
+	return sets.Items, nil
 }
 
 // applications lists the Applications we made for the tenant's CRs.
 func (p *Projects) applications(ctx context.Context, tenantNS string) ([]argov1alpha1.Application, error) {
 	var apps argov1alpha1.ApplicationList
-	if err := p.Client.List(ctx, &apps, client.InNamespace(p.ArgoNamespace),
-		client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue, argocd.LabelTenantNS: tenantNS}); err != nil {
+	// An index, not a label selector: the cache would scan every Application.
+	if err := p.Client.List(ctx, &apps, client.InNamespace(p.ArgoNamespace), client.MatchingFields{tenantIndex: tenantNS}); err != nil {
 		return nil, fmt.Errorf("listing Applications of tenant %s: %w", tenantNS, err)
 	}
 	return apps.Items, nil

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-service/gitops-service/extension/sidecar"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
 
@@ -75,6 +76,9 @@ func run(m *testing.M) (code int) {
 		return fail(err)
 	}
 	defer side.Close()
+	if err := argo.RegisterGenerator(ctx, argocd.GeneratorConfigMap, side.GeneratorURL, side.GeneratorToken); err != nil {
+		return fail(err)
+	}
 	if k8s, err = client.New(kube.Config, client.Options{Scheme: sidecar.NewScheme()}); err != nil {
 		return fail(err)
 	}

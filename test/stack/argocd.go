@@ -553,3 +553,28 @@ func cmdParamsEnv(modDir string, params map[string]string) (map[string]map[strin
 	}
 	return out, nil
 }
+
+// RegisterGenerator tells Argo CD's applicationset-controller about a plugin
+// generator: the ConfigMap name (what ApplicationSets reference) with its base
+// URL, and a Secret holding its bearer token, as the install manifests do.
+func (a *ArgoCD) RegisterGenerator(ctx context.Context, name, baseURL, token string) error {
+	cs, err := kubernetes.NewForConfig(a.Kube.Config)
+	if err != nil {
+		return err
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: a.Namespace, Labels: map[string]string{argoPartOfLabel: "argocd"}},
+		StringData: map[string]string{"token": token},
+	}
+	if _, err := cs.CoreV1().Secrets(a.Namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("generator Secret: %w", err)
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: a.Namespace, Labels: map[string]string{argoPartOfLabel: "argocd"}},
+		Data:       map[string]string{"baseUrl": baseURL, "token": "$" + name + ":token", "requestTimeout": "10"},
+	}
+	if _, err := cs.CoreV1().ConfigMaps(a.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("generator ConfigMap: %w", err)
+	}
+	return nil
+}

@@ -17,8 +17,12 @@ import (
 type Sidecar struct {
 	MetricsURL string // http://127.0.0.1:PORT/metrics
 	ProbeAddr  string
-	Bin        string
-	Dir        string
+	// GeneratorURL and GeneratorToken are the ApplicationSet plugin generator's
+	// base URL and bearer token (see ArgoCD.RegisterGenerator).
+	GeneratorURL   string
+	GeneratorToken string
+	Bin            string
+	Dir            string
 
 	args []string
 	kube *Kube
@@ -80,21 +84,30 @@ func StartSidecar(ctx context.Context, k *Kube, o SidecarOptions) (*Sidecar, err
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(2)
+	ports, err := freePorts(3)
 	if err != nil {
 		return nil, err
 	}
+	token := randomHex(16)
+	tokenFile := filepath.Join(dir, "generator-token")
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+		return nil, err
+	}
 	s := &Sidecar{
-		MetricsURL: fmt.Sprintf("http://%s/metrics", loopback(ports[0])),
-		ProbeAddr:  loopback(ports[1]),
-		Bin:        bin,
-		Dir:        dir,
-		kube:       k,
+		MetricsURL:     fmt.Sprintf("http://%s/metrics", loopback(ports[0])),
+		ProbeAddr:      loopback(ports[1]),
+		GeneratorURL:   "http://" + loopback(ports[2]),
+		GeneratorToken: token,
+		Bin:            bin,
+		Dir:            dir,
+		kube:           k,
 		args: append([]string{
 			"--argocd-namespace=" + o.ArgoNamespace,
 			"--leader-elect=false",
 			"--metrics-bind-address=" + loopback(ports[0]),
 			"--health-probe-bind-address=" + loopback(ports[1]),
+			"--generator-bind-address=" + loopback(ports[2]),
+			"--generator-token-file=" + tokenFile,
 			"--zap-log-level=info",
 		}, o.Args...),
 	}
@@ -141,6 +154,7 @@ func (s *Sidecar) WriteLogs(w io.Writer) {
 // Close stops the sidecar and removes its state dir.
 func (s *Sidecar) Close() {
 	s.Stop()
+	s.proc.saveTail(200) // WriteLogs still works afterwards
 	if !keepDirs() {
 		os.RemoveAll(s.Dir)
 	}

@@ -1,0 +1,120 @@
+package generator
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appstudiov1alpha1 "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	managedgitopsv1alpha1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+)
+
+// ManagedEnvironmentName is the GitOpsDeploymentManagedEnvironment made for an
+// Environment with credentials, as in the original service.
+func ManagedEnvironmentName(environment string) string { return "managed-environment-" + environment }
+
+// Resolve reads everything a binding's parameters come from. Every reference is
+// looked up in the binding's own namespace only. Missing or unusable inputs are
+// *InputError (a condition for the user); anything else is a transient error.
+func Resolve(ctx context.Context, c client.Reader, seb *appstudiov1alpha1.SnapshotEnvironmentBinding) (BindingInputs, error) {
+	in := BindingInputs{Binding: seb, Components: map[string]*appstudiov1alpha1.Component{}}
+	ns := seb.Namespace
+	get := func(name string, obj client.Object, what string) error {
+		err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj)
+		if apierrors.IsNotFound(err) {
+			return &InputError{Reason: appstudiov1alpha1.BindingReasonErrorOccurred,
+				Message: fmt.Sprintf("%s %q not found in namespace %q", what, name, ns)}
+		}
+		return err
+	}
+	if err := get(seb.Spec.Application, &appstudiov1alpha1.Application{}, "Application"); err != nil {
+		return in, err
+	}
+	in.Snapshot = &appstudiov1alpha1.Snapshot{}
+	if err := get(seb.Spec.Snapshot, in.Snapshot, "Snapshot"); err != nil {
+		return in, err
+	}
+	in.Environment = &appstudiov1alpha1.Environment{}
+	if err := get(seb.Spec.Environment, in.Environment, "Environment"); err != nil {
+		return in, err
+	}
+	var comps appstudiov1alpha1.ComponentList
+	if err := c.List(ctx, &comps, client.InNamespace(ns)); err != nil {
+		return in, err
+	}
+	for i := range comps.Items {
+		comp := &comps.Items[i]
+		if comp.Spec.Application == seb.Spec.Application {
+			in.Components[comp.Name] = comp
+		}
+	}
+	tenant := &corev1.Namespace{}
+	if err := c.Get(ctx, types.NamespacedName{Name: ns}, tenant); err != nil {
+		return in, err
+	}
+	in.Project = argocd.ProjectName(string(tenant.UID))
+	var err error
+	in.DestinationServer, in.DestinationNamespace, err = destination(ctx, c, in.Environment)
+	return in, err
+}
+
+// destination is where an Environment deploys: its own ManagedEnvironment's
+// cluster when it has credentials, else the tenant's namespace on this cluster.
+func destination(ctx context.Context, c client.Reader, env *appstudiov1alpha1.Environment) (string, string, error) {
+	if env.Spec.Configuration.Target.DeploymentTargetClaim.ClaimName != "" {
+		return "", "", &InputError{Reason: appstudiov1alpha1.BindingReasonErrorOccurred,
+			Message: fmt.Sprintf("Environment %q uses a DeploymentTargetClaim, which this version does not support yet", env.Name)}
+	}
+	creds := env.Spec.UnstableConfigurationFields
+	if creds == nil || creds.APIURL == "" {
+		return argocd.LocalServer, env.Namespace, nil
+	}
+	me := &managedgitopsv1alpha1.GitOpsDeploymentManagedEnvironment{}
+	err := c.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: ManagedEnvironmentName(env.Name)}, me)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return "", "", err
+	}
+	if err != nil || !meta.IsStatusConditionTrue(me.Status.Conditions, managedgitopsv1alpha1.ManagedEnvironmentConditionConnectionInitializationSucceeded) {
+		return "", "", &InputError{Reason: appstudiov1alpha1.BindingReasonErrorOccurred,
+			Message: fmt.Sprintf("the cluster of Environment %q is not connected yet (GitOpsDeploymentManagedEnvironment %q)", env.Name, ManagedEnvironmentName(env.Name))}
+	}
+	ns := creds.TargetNamespace
+	if ns == "" {
+		ns = env.Namespace
+	}
+	return argocd.ClusterServer(me.Spec.APIURL, string(me.UID)), ns, nil
+}
+
+// ServerParams answers the plugin protocol from the cache: the request names
+// the binding (namespace + name) and must come for that binding's own
+// ApplicationSet.
+func ServerParams(c client.Reader) ParamsFunc {
+	return func(ctx context.Context, req Request) ([]map[string]any, error) {
+		ns, _ := req.Input.Parameters["namespace"].(string)
+		name, _ := req.Input.Parameters["binding"].(string)
+		if ns == "" || name == "" {
+			return nil, fmt.Errorf("%w: input.parameters must name the binding (namespace, binding)", ErrBadRequest)
+		}
+		seb := &appstudiov1alpha1.SnapshotEnvironmentBinding{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, seb); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("%w: SnapshotEnvironmentBinding %s/%s not found", ErrBadRequest, ns, name)
+			}
+			return nil, err
+		}
+		if req.ApplicationSetName != argocd.ApplicationSetName(string(seb.UID)) {
+			return nil, fmt.Errorf("%w: ApplicationSet %q is not the one of SnapshotEnvironmentBinding %s/%s", ErrBadRequest, req.ApplicationSetName, ns, name)
+		}
+		in, err := Resolve(ctx, c, seb)
+		if err != nil {
+			return nil, err
+		}
+		return ComponentParams(in)
+	}
+}

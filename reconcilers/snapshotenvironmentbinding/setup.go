@@ -1,0 +1,82 @@
+package snapshotenvironmentbinding
+
+import (
+	"context"
+	"strings"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+)
+
+// ownerUIDIndex indexes Argo CD objects made for a binding by the binding's UID.
+const ownerUIDIndex = "binding.owner-uid"
+
+// SetupWithManager registers the reconciler and everything whose change must
+// reach Argo CD: the binding, its Snapshot, Environment and Components, and the
+// Argo CD objects made for it.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &argov1alpha1.Application{}, ownerUIDIndex, func(o client.Object) []string {
+		if l := o.GetLabels(); l[argocd.LabelManagedBy] == argocd.ManagedByValue && l[argocd.LabelOwnerKind] == argocd.OwnerKindBinding {
+			return []string{l[argocd.LabelOwnerUID]}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	ours := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		l := o.GetLabels()
+		if l[argocd.LabelManagedBy] != argocd.ManagedByValue || l[argocd.LabelOwnerKind] != argocd.OwnerKindBinding {
+			return nil
+		}
+		ns, name, ok := strings.Cut(o.GetAnnotations()[argocd.AnnotationOwnerName], "/")
+		if !ok || ns != l[argocd.LabelTenantNS] {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("snapshotenvironmentbinding").
+		For(&as.SnapshotEnvironmentBinding{}).
+		Watches(&argov1alpha1.ApplicationSet{}, ours).
+		Watches(&argov1alpha1.Application{}, ours).
+		Watches(&as.Snapshot{}, r.bindingsWhere(func(seb *as.SnapshotEnvironmentBinding, o client.Object) bool {
+			return seb.Spec.Snapshot == o.GetName()
+		})).
+		Watches(&as.Environment{}, r.bindingsWhere(func(seb *as.SnapshotEnvironmentBinding, o client.Object) bool {
+			return seb.Spec.Environment == o.GetName()
+		})).
+		Watches(&as.Component{}, r.bindingsWhere(func(seb *as.SnapshotEnvironmentBinding, o client.Object) bool {
+			return seb.Spec.Application == o.(*as.Component).Spec.Application
+		})).
+		Watches(&as.Application{}, r.bindingsWhere(func(seb *as.SnapshotEnvironmentBinding, o client.Object) bool {
+			return seb.Spec.Application == o.GetName()
+		})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Complete(r)
+}
+
+// bindingsWhere maps an object to the bindings of its namespace that use it.
+func (r *Reconciler) bindingsWhere(uses func(*as.SnapshotEnvironmentBinding, client.Object) bool) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		var list as.SnapshotEnvironmentBindingList
+		if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "listing SnapshotEnvironmentBindings")
+			return nil
+		}
+		var reqs []reconcile.Request
+		for i := range list.Items {
+			if uses(&list.Items[i], o) {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+			}
+		}
+		return reqs
+	})
+}

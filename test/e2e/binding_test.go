@@ -1,0 +1,195 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+)
+
+// componentFiles is a kustomize base (a Deployment named like the component)
+// and a dev overlay, as App Studio's GitOps repositories lay them out.
+func componentFiles(component string) map[string]string {
+	base := "components/" + component + "/base/"
+	return map[string]string{
+		base + "kustomization.yaml": "resources:\n- deployment.yaml\n",
+		base + "deployment.yaml": fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: %[1]s
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: %[1]s}
+  template:
+    metadata:
+      labels: {app: %[1]s}
+    spec:
+      containers:
+      - name: app
+        image: quay.io/example/%[1]s:placeholder
+`, component),
+		"components/" + component + "/overlays/dev/kustomization.yaml": "resources:\n- ../../base\n",
+	}
+}
+
+func deployment(ns, name string) (*appsv1.Deployment, error) {
+	d := &appsv1.Deployment{}
+	return d, k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, d)
+}
+
+func envOf(d *appsv1.Deployment) map[string]string {
+	out := map[string]string{}
+	for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+		out[e.Name] = e.Value
+	}
+	return out
+}
+
+func TestBindingDeploysSnapshotWithConfiguration(t *testing.T) {
+	ctx := context.Background()
+	ns := tenantNamespace(t)
+	files := componentFiles("frontend")
+	for k, v := range componentFiles("backend") {
+		files[k] = v
+	}
+	repo, sha := gitRepo(t, files)
+
+	require.NoError(t, k8s.Create(ctx, &as.Application{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "appa"}, Spec: as.ApplicationSpec{DisplayName: "App A"}}))
+	for _, c := range []string{"frontend", "backend"} {
+		comp := &as.Component{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c},
+			Spec: as.ComponentSpec{ComponentName: c, Application: "appa", ContainerImage: "quay.io/example/" + c + ":placeholder"}}
+		require.NoError(t, k8s.Create(ctx, comp))
+		comp.Status.GitOps = as.GitOpsStatus{RepositoryURL: repo.URL, Branch: "main", Context: "components/" + c + "/overlays/dev"}
+		require.NoError(t, k8s.Status().Update(ctx, comp))
+	}
+	require.NoError(t, k8s.Create(ctx, &as.Environment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev"},
+		Spec: as.EnvironmentSpec{DisplayName: "Dev", DeploymentStrategy: as.DeploymentStrategyAppStudioAutomated,
+			Configuration: as.EnvironmentConfiguration{Env: []as.EnvVarPair{{Name: "REGION", Value: "eu"}, {Name: "LOG", Value: "info"}}}}}))
+	snapshot := func(name, tag string) *as.Snapshot {
+		return &as.Snapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: as.SnapshotSpec{Application: "appa",
+			Components: []as.SnapshotComponent{
+				{Name: "frontend", ContainerImage: "quay.io/example/frontend:" + tag},
+				{Name: "backend", ContainerImage: "quay.io/example/backend:" + tag},
+			}}}
+	}
+	require.NoError(t, k8s.Create(ctx, snapshot("snap-1", "v1")))
+	seb := &as.SnapshotEnvironmentBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "appa-dev"},
+		Spec: as.SnapshotEnvironmentBindingSpec{Application: "appa", Environment: "dev", Snapshot: "snap-1",
+			Components: []as.BindingComponent{{Name: "backend", Configuration: as.BindingComponentConfiguration{
+				Replicas: ptr.To(3), Env: []as.EnvVarPair{{Name: "LOG", Value: "debug"}}}}}}}
+	require.NoError(t, k8s.Create(ctx, seb))
+
+	// Both components run the Snapshot's images, with the binding's replicas
+	// and the env of the Environment overridden by the binding's.
+	require.Eventually(t, func() bool {
+		fe, err1 := deployment(ns, "frontend")
+		be, err2 := deployment(ns, "backend")
+		return err1 == nil && err2 == nil &&
+			fe.Spec.Template.Spec.Containers[0].Image == "quay.io/example/frontend:v1" &&
+			be.Spec.Template.Spec.Containers[0].Image == "quay.io/example/backend:v1"
+	}, deployWait, poll, "the Snapshot's images were not deployed")
+	be, _ := deployment(ns, "backend")
+	fe, _ := deployment(ns, "frontend")
+	assert.Equal(t, int32(3), *be.Spec.Replicas)
+	assert.Equal(t, map[string]string{"REGION": "eu", "LOG": "debug"}, envOf(be))
+	assert.Equal(t, int32(1), *fe.Spec.Replicas)
+	assert.Equal(t, map[string]string{"REGION": "eu", "LOG": "info"}, envOf(fe))
+
+	got := waitBinding(t, seb, "all components deployed at the commit", func(b *as.SnapshotEnvironmentBinding) bool {
+		return meta.IsStatusConditionTrue(b.Status.ComponentDeploymentConditions, as.ComponentDeploymentConditionAllComponentsDeployed) &&
+			len(b.Status.GitOpsDeployments) == 2 && b.Status.GitOpsDeployments[0].GitOpsDeploymentCommitID == sha
+	})
+	assert.Equal(t, "2 of 2 components deployed", meta.FindStatusCondition(got.Status.ComponentDeploymentConditions, as.ComponentDeploymentConditionAllComponentsDeployed).Message)
+	var apps argov1alpha1.ApplicationList
+	require.NoError(t, k8s.List(ctx, &apps, client.InNamespace(argo.Namespace), client.MatchingLabels{argocd.LabelOwnerUID: string(seb.UID)}))
+	require.Len(t, apps.Items, 2)
+	for _, a := range apps.Items {
+		assert.Equal(t, "appa", a.Labels[as.LabelApplication])
+		assert.Equal(t, "dev", a.Labels[as.LabelEnvironment])
+		assert.Contains(t, []string{"frontend", "backend"}, a.Labels[as.LabelComponent])
+	}
+
+	// A new Snapshot rolls both components, without waiting for the plugin's requeue.
+	require.NoError(t, k8s.Create(ctx, snapshot("snap-2", "v2")))
+	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(seb), seb))
+	seb.Spec.Snapshot = "snap-2"
+	require.NoError(t, k8s.Update(ctx, seb))
+	require.Eventually(t, func() bool {
+		fe, err1 := deployment(ns, "frontend")
+		be, err2 := deployment(ns, "backend")
+		return err1 == nil && err2 == nil &&
+			fe.Spec.Template.Spec.Containers[0].Image == "quay.io/example/frontend:v2" &&
+			be.Spec.Template.Spec.Containers[0].Image == "quay.io/example/backend:v2"
+	}, deployWait, poll, "the new Snapshot was not rolled out")
+
+	// Deleting the binding removes what it deployed.
+	require.NoError(t, k8s.Delete(ctx, seb))
+	waitDeleted(t, seb)
+	require.Eventually(t, func() bool {
+		_, err1 := deployment(ns, "frontend")
+		_, err2 := deployment(ns, "backend")
+		return err1 != nil && err2 != nil
+	}, deployWait, poll, "the binding's Deployments outlived it")
+}
+
+func waitBinding(t *testing.T, seb *as.SnapshotEnvironmentBinding, what string, ok func(*as.SnapshotEnvironmentBinding) bool) *as.SnapshotEnvironmentBinding {
+	t.Helper()
+	got := &as.SnapshotEnvironmentBinding{}
+	require.Eventually(t, func() bool {
+		return k8s.Get(context.Background(), client.ObjectKeyFromObject(seb), got) == nil && ok(got)
+	}, deployWait, poll, "binding %s never had %s; status: %+v", seb.Name, what, got.Status)
+	return got
+}
+
+func TestBindingErrorsWriteNothing(t *testing.T) {
+	ctx := context.Background()
+	ns := tenantNamespace(t)
+	require.NoError(t, k8s.Create(ctx, &as.Application{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "appa"}, Spec: as.ApplicationSpec{DisplayName: "A"}}))
+	// One Environment per case: two bindings of one application and environment
+	// are themselves an error (checked last).
+	for _, env := range []string{"env-1", "env-2", "env-3", "env-4"} {
+		require.NoError(t, k8s.Create(ctx, &as.Environment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: env}}))
+	}
+	require.NoError(t, k8s.Create(ctx, &as.Snapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "of-b"},
+		Spec: as.SnapshotSpec{Application: "appb", Components: []as.SnapshotComponent{{Name: "x", ContainerImage: "quay.io/x:1"}}}}))
+	cases := map[string]struct {
+		spec as.SnapshotEnvironmentBindingSpec
+		msg  string
+	}{
+		"missing snapshot":    {as.SnapshotEnvironmentBindingSpec{Application: "appa", Environment: "env-1", Snapshot: "nope"}, `Snapshot "nope" not found`},
+		"missing environment": {as.SnapshotEnvironmentBindingSpec{Application: "appa", Environment: "nope", Snapshot: "of-b"}, `Environment "nope" not found`},
+		"missing application": {as.SnapshotEnvironmentBindingSpec{Application: "nope", Environment: "env-3", Snapshot: "of-b"}, `Application "nope" not found`},
+		"snapshot of another application": {as.SnapshotEnvironmentBindingSpec{Application: "appa", Environment: "env-4", Snapshot: "of-b"},
+			`is of Application "appb"`},
+		"second binding of one application and environment": {as.SnapshotEnvironmentBindingSpec{Application: "appa", Environment: "env-4", Snapshot: "of-b"},
+			"duplicate combination of Application (appa) and Environment (env-4). Duplicated by: "},
+	}
+	for _, name := range []string{"missing snapshot", "missing environment", "missing application", "snapshot of another application",
+		"second binding of one application and environment"} {
+		tc := cases[name]
+		t.Run(name, func(t *testing.T) {
+			seb := &as.SnapshotEnvironmentBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "bad-"}, Spec: tc.spec}
+			require.NoError(t, k8s.Create(ctx, seb))
+			got := waitBinding(t, seb, "an error condition", func(b *as.SnapshotEnvironmentBinding) bool {
+				c := meta.FindStatusCondition(b.Status.BindingConditions, as.BindingConditionErrorOccurred)
+				return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, tc.msg)
+			})
+			assertNothingWrittenFor(t, got, ns)
+			assertWarningEvent(t, got)
+		})
+	}
+}
