@@ -53,7 +53,7 @@ func generatorServer(o Options, c client.Reader) *generatorRunnable {
 		Token: func() []byte {
 			b, err := os.ReadFile(o.GeneratorTokenFile)
 			if err != nil {
-				log.Error(err, "cannot read the generator token: every request is refused", "file", o.GeneratorTokenFile)
+				log.Error(err, "cannot read the generator token, so every request is refused: create the Secret named by the plugin ConfigMap (key \"token\") and mount it at this file", "file", o.GeneratorTokenFile)
 				return nil
 			}
 			return bytes.TrimSpace(b)

@@ -183,6 +183,11 @@ func TestBindingErrorsWriteNothing(t *testing.T) {
 		tc := cases[name]
 		t.Run(name, func(t *testing.T) {
 			seb := &as.SnapshotEnvironmentBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "bad-"}, Spec: tc.spec}
+			if name == "second binding of one application and environment" {
+				// Created in the same second as the first, the older one is the
+				// one whose name sorts first: make that the first.
+				seb.GenerateName = "zz-second-"
+			}
 			require.NoError(t, k8s.Create(ctx, seb))
 			got := waitBinding(t, seb, "an error condition", func(b *as.SnapshotEnvironmentBinding) bool {
 				c := meta.FindStatusCondition(b.Status.BindingConditions, as.BindingConditionErrorOccurred)
