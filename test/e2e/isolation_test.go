@@ -131,7 +131,7 @@ func gitopsDeploymentIsolationCases() []isolationCase {
 // namespace on its behalf.
 func TestTenantIsolationMatrix(t *testing.T) {
 	cases := isolationCases()
-	require.GreaterOrEqual(t, len(cases), 15)
+	require.GreaterOrEqual(t, len(cases), 30)
 	type created struct {
 		c      isolationCase
 		obj    client.Object
@@ -195,5 +195,5 @@ func assertWarningEvent(t *testing.T, obj client.Object) {
 
 // isolationCases gathers the cases of every kind.
 func isolationCases() []isolationCase {
-	return gitopsDeploymentIsolationCases()
+	return append(gitopsDeploymentIsolationCases(), managedEnvironmentIsolationCases()...)
 }
