@@ -162,13 +162,17 @@ func managedEnvironmentIsolationCases() []isolationCase {
 			func(env *v1.GitOpsDeploymentManagedEnvironment) { env.Spec.APIURL = "http://127.0.0.1:6443" },
 			func() string { return kubeconfigYAML("http://127.0.0.1:6443", token("http"), "") }),
 		badEnvironment("apiURL with a query smuggling a second server", v1.ManagedEnvironmentReasonUnsupportedAPIURL, "? or &",
-			func(env *v1.GitOpsDeploymentManagedEnvironment) { env.Spec.APIURL = kube.Config.Host + "?server=https://10.0.0.1" }, nil),
+			func(env *v1.GitOpsDeploymentManagedEnvironment) {
+				env.Spec.APIURL = kube.Config.Host + "?server=https://10.0.0.1"
+			}, nil),
 		badEnvironment("apiURL with credentials in it", v1.ManagedEnvironmentReasonUnsupportedAPIURL, "credentials",
 			func(env *v1.GitOpsDeploymentManagedEnvironment) {
 				env.Spec.APIURL = strings.Replace(kube.Config.Host, "https://", "https://admin:"+canary("url-password")+"@", 1)
 			}, nil),
 		badEnvironment("namespaces list with an invalid name", v1.ManagedEnvironmentReasonInvalidNamespaceList, "invalid namespace",
-			func(env *v1.GitOpsDeploymentManagedEnvironment) { env.Spec.Namespaces = []string{"ok", "Not_A_Namespace"} },
+			func(env *v1.GitOpsDeploymentManagedEnvironment) {
+				env.Spec.Namespaces = []string{"ok", "Not_A_Namespace"}
+			},
 			func() string { return kubeconfigYAML(server(), token("bad-namespaces"), "") }),
 		badEnvironment("token the cluster does not accept", v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials, "",
 			nil, func() string {
