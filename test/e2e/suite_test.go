@@ -50,9 +50,13 @@ func run(m *testing.M) (code int) {
 		return fail(err)
 	}
 	defer kube.Stop()
+	// The remote cluster (started by the first test that needs it) stops after
+	// the leak check has read its logs.
+	defer stopRemote()
 	defer func() {
 		if code != 0 {
 			kube.WriteLogs(os.Stderr)
+			remoteKube.WriteLogs(os.Stderr)
 			if argo != nil {
 				argo.WriteLogs(os.Stderr)
 			}
@@ -89,7 +93,7 @@ func run(m *testing.M) (code int) {
 	fmt.Fprintf(os.Stderr, "e2e: stack up in %s\n", time.Since(start).Round(100*time.Millisecond))
 	code = m.Run()
 	if canaryUsed > 0 {
-		leaks, err := checkLeaks(ctx, kube.Dir, argo.Dir, side.Dir)
+		leaks, err := checkLeaks(ctx, append([]string{kube.Dir, argo.Dir, side.Dir}, remoteLogDirs()...)...)
 		if err != nil {
 			return fail(fmt.Errorf("leak check: %w", err))
 		}
