@@ -25,6 +25,7 @@ import (
 	appstudiov1alpha1 "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	managedgitopsv1alpha1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/environment"
 	"github.com/gitops-service/gitops-service/reconcilers/gitopsdeployment"
 	"github.com/gitops-service/gitops-service/reconcilers/managedenvironment"
 	"github.com/gitops-service/gitops-service/reconcilers/snapshotenvironmentbinding"
@@ -120,6 +121,13 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
 	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
 		return nil, fmt.Errorf("setting up the GitOpsDeploymentManagedEnvironment reconciler: %w", err)
+	}
+	if err := (&environment.Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorderFor("gitops-service"),
+	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
+		return nil, fmt.Errorf("setting up the Environment reconciler: %w", err)
 	}
 	if err := (&tenant.Reconciler{Projects: projects}).SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("setting up the tenant reconciler: %w", err)

@@ -77,6 +77,24 @@ const (
 	// EnvironmentReasonSecretNotFound: the cluster credentials Secret does not
 	// exist.
 	EnvironmentReasonSecretNotFound = "SecretNotFound"
+	// EnvironmentReasonInvalidSecretType: the cluster credentials Secret is
+	// not of type managed-gitops.redhat.com/managed-environment.
+	EnvironmentReasonInvalidSecretType = "InvalidSecretType"
+	// EnvironmentReasonMissingKubeConfigField: the cluster credentials Secret
+	// has no (or an empty) 'kubeconfig' key.
+	EnvironmentReasonMissingKubeConfigField = "MissingKubeConfigField"
+	// EnvironmentReasonUnsupportedAPIURL: kubernetesCredentials.apiURL is not
+	// an https URL the GitOps Service accepts (same rules as the apiURL of a
+	// GitOpsDeploymentManagedEnvironment).
+	EnvironmentReasonUnsupportedAPIURL = "UnsupportedAPIURL"
+	// EnvironmentReasonNameCollision: the GitOpsDeploymentManagedEnvironment
+	// or Secret the Environment would be turned into exists and was not
+	// created by the GitOps Service for this Environment; it is left alone.
+	EnvironmentReasonNameCollision = "NameCollision"
+	// EnvironmentReasonDeploymentTargetClaimNotSupported: the Environment
+	// names a DeploymentTargetClaim, which this version of the GitOps Service
+	// does not deploy to yet.
+	EnvironmentReasonDeploymentTargetClaimNotSupported = "DeploymentTargetClaimNotSupported"
 )
 
 // PromotionRun: .status.conditions.
