@@ -7,12 +7,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appstudiov1alpha1 "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	managedgitopsv1alpha1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/environment"
 )
 
 // ManagedEnvironmentName is the GitOpsDeploymentManagedEnvironment made for an
@@ -71,24 +73,42 @@ func destination(ctx context.Context, c client.Reader, env *appstudiov1alpha1.En
 		return "", "", &InputError{Reason: appstudiov1alpha1.BindingReasonErrorOccurred,
 			Message: fmt.Sprintf("Environment %q uses a DeploymentTargetClaim, which this version does not support yet", env.Name)}
 	}
-	creds := env.Spec.UnstableConfigurationFields
-	if creds == nil || creds.APIURL == "" {
+	if !environment.HasCredentials(env) {
 		return argocd.LocalServer, env.Namespace, nil
 	}
 	me := &managedgitopsv1alpha1.GitOpsDeploymentManagedEnvironment{}
 	err := c.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: ManagedEnvironmentName(env.Name)}, me)
-	if err != nil && !apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(err) {
+		me = nil
+	} else if err != nil {
 		return "", "", err
 	}
-	if err != nil || !meta.IsStatusConditionTrue(me.Status.Conditions, managedgitopsv1alpha1.ManagedEnvironmentConditionConnectionInitializationSucceeded) {
+	return managedDestination(env, me)
+}
+
+// managedDestination is where an Environment with credentials deploys: the
+// Argo CD cluster of the ManagedEnvironment made for it (me, nil when there is
+// none) and the Environment's targetNamespace. A ManagedEnvironment of that
+// name that this Environment does not control, that still has another apiURL,
+// or whose connection is not verified for its current spec is not used.
+func managedDestination(env *appstudiov1alpha1.Environment, me *managedgitopsv1alpha1.GitOpsDeploymentManagedEnvironment) (string, string, error) {
+	creds := env.Spec.UnstableConfigurationFields
+	if me == nil || !metav1.IsControlledBy(me, env) || !me.DeletionTimestamp.IsZero() || me.Spec.APIURL != creds.APIURL || !connected(me) {
 		return "", "", &InputError{Reason: appstudiov1alpha1.BindingReasonErrorOccurred,
-			Message: fmt.Sprintf("the cluster of Environment %q is not connected yet (GitOpsDeploymentManagedEnvironment %q)", env.Name, ManagedEnvironmentName(env.Name))}
+			Message: fmt.Sprintf("the cluster of Environment %q is not connected yet (GitOpsDeploymentManagedEnvironment %q): see the status of both", env.Name, ManagedEnvironmentName(env.Name))}
 	}
 	ns := creds.TargetNamespace
 	if ns == "" {
 		ns = env.Namespace
 	}
 	return argocd.ClusterServer(me.Spec.APIURL, string(me.UID)), ns, nil
+}
+
+// connected says whether the ManagedEnvironment reconciler verified me's
+// current spec.
+func connected(me *managedgitopsv1alpha1.GitOpsDeploymentManagedEnvironment) bool {
+	c := meta.FindStatusCondition(me.Status.Conditions, managedgitopsv1alpha1.ManagedEnvironmentConditionConnectionInitializationSucceeded)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == me.Generation
 }
 
 // ServerParams answers the plugin protocol from the cache: the request names
