@@ -4,25 +4,19 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/zap/zapcore"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/gitops-service/gitops-service/extension/sidecar"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
 
-const argoNS = "argocd"
+const argoNS = stack.SuiteArgoNamespace
 
 var (
 	// k8s is a client of the real API server the sidecar runs against (the
@@ -44,72 +38,19 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	if _, err := stack.Binaries(); err != nil {
-		if stack.Required() {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		fmt.Fprintln(os.Stderr, "SKIP: reconciler tests need the real API server:", err)
-		return 0
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	suiteCtx = ctx
-	kube, err := stack.StartKube(ctx, stack.KubeOptions{Name: "managedenvironment"})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer kube.Stop()
-	defer func() {
-		if remoteKube != nil {
+	os.Exit(stack.RunSuite(m, "managedenvironment", func(s *stack.Suite) error {
+		k8s, suiteCtx = s.Client, s.Ctx
+		s.Cleanup(func(failed bool) {
+			if remoteKube == nil {
+				return
+			}
+			if failed {
+				remoteKube.WriteLogs(os.Stderr)
+			}
 			remoteKube.Stop()
-		}
-	}()
-	code := 1
-	defer func() {
-		if code != 0 {
-			kube.WriteLogs(os.Stderr)
-			remoteKube.WriteLogs(os.Stderr)
-		}
-	}()
-	root, _ := stack.RepoRoot()
-	argoMod, err := stack.ArgoCDModuleDir()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := kube.InstallCRDs(ctx, filepath.Join(argoMod, "manifests", "crds"), filepath.Join(root, "manifests", "crd")); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
-	mgr, err := sidecar.New(ctx, kube.Config, sidecar.Options{
-		ArgoNamespace: argoNS, MetricsAddr: "0", ProbeAddr: "0", QPS: 200, Burst: 400, Concurrency: 4, SyncPeriod: time.Hour,
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if k8s, err = client.New(kube.Config, client.Options{Scheme: mgr.GetScheme()}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: argoNS}}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "manager:", err)
-		}
-	}()
-	code = m.Run()
-	return code
+		})
+		return nil
+	}))
 }
 
 // remote returns the remote cluster, starting it on first use.
@@ -129,11 +70,4 @@ func remote(t *testing.T) *stack.Kube {
 	})
 	require.NoError(t, remoteErr, "starting the remote cluster")
 	return remoteKube
-}
-
-func zapLevel() zapcore.Level {
-	if os.Getenv("TEST_VERBOSE_SIDECAR") == "1" {
-		return zapcore.DebugLevel
-	}
-	return zapcore.ErrorLevel
 }
