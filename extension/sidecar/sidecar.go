@@ -28,6 +28,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/environment"
 	"github.com/gitops-service/gitops-service/reconcilers/gitopsdeployment"
 	"github.com/gitops-service/gitops-service/reconcilers/managedenvironment"
+	"github.com/gitops-service/gitops-service/reconcilers/repositorycredentials"
 	"github.com/gitops-service/gitops-service/reconcilers/snapshotenvironmentbinding"
 	"github.com/gitops-service/gitops-service/reconcilers/tenant"
 )
@@ -121,6 +122,14 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
 	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
 		return nil, fmt.Errorf("setting up the GitOpsDeploymentManagedEnvironment reconciler: %w", err)
+	}
+	if err := (&repositorycredentials.Reconciler{
+		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
+		ArgoNamespace: o.ArgoNamespace,
+		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
+	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
+		return nil, fmt.Errorf("setting up the GitOpsDeploymentRepositoryCredentials reconciler: %w", err)
 	}
 	if err := (&environment.Reconciler{
 		Client:    mgr.GetClient(),

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // GitHTTPServer serves the bare repositories under a directory (the GitRepo
@@ -198,5 +200,27 @@ func (a *ArgoCD) TrustGitServerCA(host string, caPEM []byte) error {
 		os.Remove(tmp.Name())
 		return err
 	}
-	return os.Rename(tmp.Name(), filepath.Join(dir, host))
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, host)); err != nil {
+		return err
+	}
+	// The ConfigMap too, as in a cluster: the GitOps Service verifies
+	// repository credentials with the CAs Argo CD trusts, read from it.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := a.Kube.Clientset()
+	if err != nil {
+		return err
+	}
+	return retryConflict(ctx, func() error {
+		cm, err := cs.CoreV1().ConfigMaps(a.Namespace).Get(ctx, "argocd-tls-certs-cm", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		cm.Data[host] = string(caPEM)
+		_, err = cs.CoreV1().ConfigMaps(a.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
+		return err
+	})
 }

@@ -64,6 +64,19 @@ const (
 	RepositoryCredentialReasonInvalidCredentials           = "InvalidCredentials"
 	RepositoryCredentialReasonValidRepositoryURL           = "ValidRepositoryUrl"
 	RepositoryCredentialReasonRepositoryCredentialUpToDate = "RepositoryCredentialUpToDate"
+	// RepositoryCredentialReasonNotChecked: an earlier problem (or an ssh://
+	// URL, which is not contacted) left this condition unchecked.
+	RepositoryCredentialReasonNotChecked = "NotChecked"
+	// RepositoryCredentialReasonDuplicate: an older GitOpsDeploymentRepositoryCredentials
+	// of the namespace already gives credentials for the same repository.
+	RepositoryCredentialReasonDuplicate = "DuplicateRepositoryCredentials"
+	// RepositoryCredentialReasonSecretNameCollision: the Argo CD repository
+	// Secret's name is taken by an object the GitOps Service did not create.
+	RepositoryCredentialReasonSecretNameCollision = "RepositorySecretNameCollision"
+
+	// FinalizerRepositoryCredentials keeps a GitOpsDeploymentRepositoryCredentials
+	// until its Argo CD repository Secret is deleted.
+	FinalizerRepositoryCredentials = "managed-gitops.redhat.com/repository-credentials"
 
 	// RepositoryCredentialSecretType is the type of the Secret a RepositoryCredentials references.
 	RepositoryCredentialSecretType = "managed-gitops.redhat.com/repository-credential"

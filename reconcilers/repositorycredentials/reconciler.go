@@ -1,0 +1,348 @@
+// Package repositorycredentials reconciles GitOpsDeploymentRepositoryCredentials
+// into Argo CD repository Secrets scoped to the tenant's AppProject: it takes the
+// credentials from the tenant's Secret, checks them against the repository, and
+// reports the outcome on the ErrorOccurred, ValidRepositoryUrl and
+// ValidRepositoryCredential conditions.
+package repositorycredentials
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+)
+
+// +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentrepositorycredentials,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentrepositorycredentials/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentrepositorycredentials/finalizers,verbs=update
+// A tenant's Secret is read one at a time, uncached, from the CR's own namespace.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// Repository Secrets are written, and Argo CD's trusted CAs read, only in the
+// Argo CD namespace.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete,namespace=argocd
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get,namespace=argocd
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Defaults of the Reconciler's intervals.
+const (
+	// DefaultRecheckInterval: working credentials are checked again this often
+	// (a revoked token shows up without any change here).
+	DefaultRecheckInterval = 5 * time.Minute
+	// DefaultRetryInterval: a refused CR is looked at again this often, since
+	// the tenants' Secrets are not watched.
+	DefaultRetryInterval = 10 * time.Second
+
+	staleCacheRetry = 500 * time.Millisecond
+	// tlsCertsConfigMap holds the CAs Argo CD trusts for https repositories, by host.
+	tlsCertsConfigMap = "argocd-tls-certs-cm"
+)
+
+var errStaleCache = errors.New("the cache does not show a Secret we created yet")
+
+// Reconciler reconciles GitOpsDeploymentRepositoryCredentials.
+type Reconciler struct {
+	Client client.Client
+	// APIReader reads the tenants' Secrets and Argo CD's CA ConfigMap, which are not cached.
+	APIReader     client.Reader
+	ArgoNamespace string
+	Recorder      record.EventRecorder
+	// Verifier checks a repository with its credentials (default HTTPVerifier).
+	Verifier Verifier
+	// RecheckInterval and RetryInterval: see the defaults.
+	RecheckInterval, RetryInterval time.Duration
+	// Now is the clock for condition times; tests may set it.
+	Now func() metav1.Time
+}
+
+// outcome is what one reconcile found: refusal when Argo CD was not given the
+// credentials, else the verdict of checking them.
+type outcome struct {
+	refusal *Refusal
+	verdict Verdict
+}
+
+func (o outcome) failed() bool {
+	return o.refusal != nil || o.verdict.URL != nil || o.verdict.Credential != nil
+}
+
+// Reconcile brings one RepositoryCredentials' Argo CD repository Secret in line
+// with its spec and the tenant's Secret.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	rc := &v1.GitOpsDeploymentRepositoryCredentials{}
+	if err := r.Client.Get(ctx, req.NamespacedName, rc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.deleteRepositorySecrets(ctx, req.NamespacedName, anyUID)
+		}
+		return ctrl.Result{}, err
+	}
+	if !rc.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, rc)
+	}
+	// Deleted and recreated under the same name: the old one's Secret goes.
+	if err := r.deleteRepositorySecrets(ctx, req.NamespacedName, otherUID(rc.UID)); err != nil {
+		return ctrl.Result{}, err
+	}
+	orig := rc.DeepCopy()
+	out, err := r.apply(ctx, rc)
+	if errors.Is(err, errStaleCache) {
+		return ctrl.Result{RequeueAfter: staleCacheRetry}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	r.setConditions(rc, out)
+	if err := r.patchStatus(ctx, orig, rc); err != nil {
+		return ctrl.Result{}, err
+	}
+	if out.failed() {
+		return ctrl.Result{RequeueAfter: r.RetryInterval}, nil
+	}
+	return ctrl.Result{RequeueAfter: r.RecheckInterval}, nil
+}
+
+// apply writes the repository Secret when the tenant's Secret is usable and
+// deletes it when not, then checks the credentials against the repository.
+func (r *Reconciler) apply(ctx context.Context, rc *v1.GitOpsDeploymentRepositoryCredentials) (outcome, error) {
+	current, refusal, err := r.currentRepositorySecret(ctx, rc)
+	if err != nil || refusal != nil {
+		return outcome{refusal: refusal}, err
+	}
+	creds, refusal, err := r.credentials(ctx, rc)
+	if err != nil {
+		return outcome{}, err
+	}
+	if refusal != nil {
+		if current != nil {
+			if err := r.deleteSecret(ctx, current); err != nil {
+				return outcome{}, err
+			}
+			ctrl.LoggerFrom(ctx).Info("deleted the Argo CD repository Secret of refused credentials", "secret", current.Name, "reason", refusal.Reason)
+		}
+		return outcome{refusal: refusal}, nil
+	}
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: rc.Namespace}, ns); err != nil {
+		return outcome{}, fmt.Errorf("reading namespace %s: %w", rc.Namespace, err)
+	}
+	if err := r.addFinalizer(ctx, rc); err != nil {
+		return outcome{}, err
+	}
+	desired := argocd.RepositorySecret(r.ArgoNamespace, rc, argocd.ProjectName(string(ns.UID)), creds)
+	if refusal, err := r.writeRepositorySecret(ctx, current, desired); err != nil || refusal != nil {
+		return outcome{refusal: refusal}, err
+	}
+	roots, err := r.trustedCAs(ctx, rc.Spec.Repository)
+	if err != nil {
+		return outcome{}, err
+	}
+	return outcome{verdict: r.Verifier.Verify(ctx, strings.TrimSpace(rc.Spec.Repository), creds, roots)}, nil
+}
+
+// credentials runs the checks that decide whether Argo CD gets the credentials.
+func (r *Reconciler) credentials(ctx context.Context, rc *v1.GitOpsDeploymentRepositoryCredentials) (argocd.RepositoryCredentials, *Refusal, error) {
+	none := argocd.RepositoryCredentials{}
+	if refusal := ValidateURL(rc.Spec.Repository); refusal != nil {
+		return none, refusal, nil
+	}
+	if older, err := r.olderDuplicate(ctx, rc); err != nil || older != "" {
+		return none, refuse(v1.RepositoryCredentialReasonDuplicate,
+			"GitOpsDeploymentRepositoryCredentials '%s' of this namespace already gives credentials for %s; delete one of them", older, rc.Spec.Repository), err
+	}
+	name := rc.Spec.Secret
+	if name == "" {
+		return none, refuse(v1.RepositoryCredentialReasonSecretNotSpecified, "spec.secret is empty: name the Secret holding the credentials"), nil
+	}
+	notFound := refuse(v1.RepositoryCredentialReasonSecretNotFound, "Secret '%s' was not found in namespace '%s'", name, rc.Namespace)
+	if len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return none, notFound, nil
+	}
+	secret := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: rc.Namespace, Name: name}, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return none, notFound, nil
+		}
+		return none, nil, fmt.Errorf("reading Secret %s/%s: %w", rc.Namespace, name, err)
+	}
+	creds, refusal := Credentials(rc, secret)
+	return creds, refusal, nil
+}
+
+// olderDuplicate returns the name of an older RepositoryCredentials of the
+// namespace for the same repository: Argo CD would pick one of two project
+// Secrets for a URL at random, so only the oldest is used.
+func (r *Reconciler) olderDuplicate(ctx context.Context, rc *v1.GitOpsDeploymentRepositoryCredentials) (string, error) {
+	var list v1.GitOpsDeploymentRepositoryCredentialsList
+	if err := r.Client.List(ctx, &list, client.InNamespace(rc.Namespace)); err != nil {
+		return "", fmt.Errorf("listing GitOpsDeploymentRepositoryCredentials of %s: %w", rc.Namespace, err)
+	}
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.UID == rc.UID || !o.DeletionTimestamp.IsZero() || !argocd.SameRepository(o.Spec.Repository, rc.Spec.Repository) {
+			continue
+		}
+		if o.CreationTimestamp.Before(&rc.CreationTimestamp) || (o.CreationTimestamp.Equal(&rc.CreationTimestamp) && o.Name < rc.Name) {
+			return o.Name, nil
+		}
+	}
+	return "", nil
+}
+
+// trustedCAs are the system's roots plus the CA Argo CD trusts for the
+// repository's host (argocd-tls-certs-cm), so the check trusts what Argo CD does.
+func (r *Reconciler) trustedCAs(ctx context.Context, repoURL string) (*x509.CertPool, error) {
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	u, err := url.Parse(strings.TrimSpace(repoURL))
+	if err != nil || u.Scheme != "https" {
+		return pool, nil
+	}
+	cm := &corev1.ConfigMap{}
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: r.ArgoNamespace, Name: tlsCertsConfigMap}, cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return pool, nil
+		}
+		return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", r.ArgoNamespace, tlsCertsConfigMap, err)
+	}
+	if pem, ok := cm.Data[u.Hostname()]; ok {
+		pool.AppendCertsFromPEM([]byte(pem))
+	}
+	return pool, nil
+}
+
+// currentRepositorySecret returns the CR's repository Secret, or nil. A Secret
+// of that name that is not ours is a refusal: it is never touched.
+func (r *Reconciler) currentRepositorySecret(ctx context.Context, rc *v1.GitOpsDeploymentRepositoryCredentials) (*corev1.Secret, *Refusal, error) {
+	s := &corev1.Secret{}
+	key := types.NamespacedName{Namespace: r.ArgoNamespace, Name: argocd.RepositorySecretName(string(rc.UID))}
+	if err := r.Client.Get(ctx, key, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil, nil
+		}
+		return nil, nil, err
+	}
+	if !argocd.IsOwnedBy(s.Labels, argocd.OwnerKindRepositoryCredentials, string(rc.UID)) {
+		return nil, collision(key), nil
+	}
+	return s, nil, nil
+}
+
+func collision(key types.NamespacedName) *Refusal {
+	return refuse(v1.RepositoryCredentialReasonSecretNameCollision,
+		"the Argo CD repository Secret %s exists and was not created by the GitOps Service for these credentials", key)
+}
+
+// writeRepositorySecret creates or updates the repository Secret, only when it changed.
+func (r *Reconciler) writeRepositorySecret(ctx context.Context, current, desired *corev1.Secret) (*Refusal, error) {
+	if current == nil {
+		err := r.Client.Create(ctx, desired)
+		if apierrors.IsAlreadyExists(err) {
+			// The cache shows only our Secrets: this is ours, not yet cached, or someone else's.
+			existing := &corev1.Secret{}
+			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), existing); err != nil {
+				return nil, fmt.Errorf("reading Secret %s: %w", desired.Name, err)
+			}
+			if argocd.IsOwnedBy(existing.Labels, argocd.OwnerKindRepositoryCredentials, desired.Labels[argocd.LabelOwnerUID]) {
+				return nil, errStaleCache
+			}
+			return collision(client.ObjectKeyFromObject(desired)), nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("creating Secret %s: %w", desired.Name, err)
+		}
+		return nil, nil
+	}
+	if argocd.SecretUpToDate(current, desired) {
+		return nil, nil
+	}
+	updated := current.DeepCopy()
+	updated.Type = desired.Type
+	updated.Data = desired.Data
+	argocd.CopyMeta(updated, desired)
+	if err := r.Client.Update(ctx, updated); err != nil {
+		return nil, fmt.Errorf("updating Secret %s: %w", desired.Name, err)
+	}
+	return nil, nil
+}
+
+// addFinalizer adds our finalizer before the repository Secret is written.
+func (r *Reconciler) addFinalizer(ctx context.Context, rc *v1.GitOpsDeploymentRepositoryCredentials) error {
+	if controllerutil.ContainsFinalizer(rc, v1.FinalizerRepositoryCredentials) {
+		return nil
+	}
+	status := rc.Status.DeepCopy()
+	patch := client.MergeFrom(rc.DeepCopy())
+	controllerutil.AddFinalizer(rc, v1.FinalizerRepositoryCredentials)
+	if err := r.Client.Patch(ctx, rc, patch); err != nil {
+		return fmt.Errorf("adding finalizer: %w", err)
+	}
+	rc.Status = *status
+	return nil
+}
+
+// finalize deletes the repository Secret, then releases the CR.
+func (r *Reconciler) finalize(ctx context.Context, rc *v1.GitOpsDeploymentRepositoryCredentials) error {
+	if err := r.deleteRepositorySecrets(ctx, client.ObjectKeyFromObject(rc), anyUID); err != nil {
+		return err
+	}
+	if !controllerutil.ContainsFinalizer(rc, v1.FinalizerRepositoryCredentials) {
+		return nil
+	}
+	patch := client.MergeFrom(rc.DeepCopy())
+	controllerutil.RemoveFinalizer(rc, v1.FinalizerRepositoryCredentials)
+	if err := r.Client.Patch(ctx, rc, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing finalizer: %w", err)
+	}
+	return nil
+}
+
+func anyUID(types.UID) bool { return true }
+
+func otherUID(uid types.UID) func(types.UID) bool {
+	return func(u types.UID) bool { return u != uid }
+}
+
+// deleteRepositorySecrets deletes the repository Secrets made for the CR key
+// whose owner UID satisfies match.
+func (r *Reconciler) deleteRepositorySecrets(ctx context.Context, key types.NamespacedName, match func(types.UID) bool) error {
+	var list corev1.SecretList
+	if err := r.Client.List(ctx, &list, client.InNamespace(r.ArgoNamespace), client.MatchingFields{ownerIndex: key.String()}); err != nil {
+		return fmt.Errorf("listing repository Secrets of %s: %w", key, err)
+	}
+	for i := range list.Items {
+		s := &list.Items[i]
+		uid := types.UID(s.Labels[argocd.LabelOwnerUID])
+		if argocd.IsOwnedBy(s.Labels, argocd.OwnerKindRepositoryCredentials, string(uid)) && match(uid) {
+			if err := r.deleteSecret(ctx, s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// deleteSecret deletes exactly the Secret we read (UID precondition), nothing newer.
+func (r *Reconciler) deleteSecret(ctx context.Context, s *corev1.Secret) error {
+	if err := r.Client.Delete(ctx, s, client.Preconditions{UID: &s.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting Secret %s: %w", s.Name, err)
+	}
+	return nil
+}

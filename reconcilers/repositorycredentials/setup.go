@@ -1,0 +1,112 @@
+package repositorycredentials
+
+import (
+	"context"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+)
+
+// ownerIndex indexes our repository Secrets by "<tenant namespace>/<CR name>".
+const ownerIndex = "repositorycredentials.owner"
+
+// SetupWithManager registers the reconciler, its index and watches. The
+// manager's cache must hold only our Secrets of the Argo CD namespace (see
+// extension/sidecar); the tenants' Secrets are read uncached.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
+	if r.Now == nil {
+		r.Now = metav1.Now
+	}
+	if r.Verifier == nil {
+		r.Verifier = HTTPVerifier{}
+	}
+	if r.RecheckInterval == 0 {
+		r.RecheckInterval = DefaultRecheckInterval
+	}
+	if r.RetryInterval == 0 {
+		r.RetryInterval = DefaultRetryInterval
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Secret{}, ownerIndex, func(o client.Object) []string {
+		if owner := ownerOf(o); owner != nil {
+			return []string{owner.String()}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("repositorycredentials").
+		// Our own status writes need no other look; the requeues cover the rest.
+		For(&v1.GitOpsDeploymentRepositoryCredentials{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		// A duplicate waits for the older one of its namespace: when that one
+		// changes or goes, the others of the namespace are looked at again.
+		Watches(&v1.GitOpsDeploymentRepositoryCredentials{}, handler.EnqueueRequestsFromMapFunc(r.sameNamespace),
+			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleted()))).
+		// A repository Secret edited or deleted by someone else is put back.
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if owner := ownerOf(o); owner != nil {
+				return []reconcile.Request{{NamespacedName: *owner}}
+			}
+			return nil
+		})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Complete(r)
+}
+
+// deleted passes deletions only (also when marked for deletion).
+func deleted() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return false },
+		GenericFunc: func(e event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+		},
+		DeleteFunc: func(e event.DeleteEvent) bool { return true },
+	}
+}
+
+// sameNamespace enqueues the other RepositoryCredentials of o's namespace for the same repository.
+func (r *Reconciler) sameNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	rc, ok := o.(*v1.GitOpsDeploymentRepositoryCredentials)
+	if !ok {
+		return nil
+	}
+	var list v1.GitOpsDeploymentRepositoryCredentialsList
+	if err := r.Client.List(ctx, &list, client.InNamespace(rc.Namespace)); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if other := &list.Items[i]; other.UID != rc.UID && argocd.SameRepository(other.Spec.Repository, rc.Spec.Repository) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(other)})
+		}
+	}
+	return out
+}
+
+// ownerOf returns the RepositoryCredentials a repository Secret of ours was made for.
+func ownerOf(o client.Object) *types.NamespacedName {
+	l := o.GetLabels()
+	if l[argocd.LabelManagedBy] != argocd.ManagedByValue || l[argocd.LabelOwnerKind] != argocd.OwnerKindRepositoryCredentials {
+		return nil
+	}
+	ns, name, ok := strings.Cut(o.GetAnnotations()[argocd.AnnotationOwnerName], "/")
+	if !ok || ns == "" || name == "" || ns != l[argocd.LabelTenantNS] {
+		return nil
+	}
+	return &types.NamespacedName{Namespace: ns, Name: name}
+}

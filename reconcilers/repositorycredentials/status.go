@@ -1,0 +1,95 @@
+package repositorycredentials
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+)
+
+// Reasons of a refusal that is about the credentials rather than the URL.
+var credentialReasons = map[string]bool{
+	v1.RepositoryCredentialReasonSecretNotSpecified: true,
+	v1.RepositoryCredentialReasonSecretNotFound:     true,
+	v1.RepositoryCredentialReasonSecretInvalidType:  true,
+	v1.RepositoryCredentialReasonInvalidCredentials: true,
+}
+
+// conditions derives the three conditions from an outcome: ErrorOccurred says
+// whether anything is wrong (and what first); ValidRepositoryUrl and
+// ValidRepositoryCredential say what was found about each, Unknown when an
+// earlier problem kept it from being checked.
+func conditions(out outcome) []metav1.Condition {
+	cond := func(t string, s metav1.ConditionStatus, reason, msg string) metav1.Condition {
+		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg}
+	}
+	notChecked := func(t, why string) metav1.Condition {
+		return cond(t, metav1.ConditionUnknown, v1.RepositoryCredentialReasonNotChecked, why)
+	}
+	const (
+		errType  = v1.RepositoryCredentialConditionErrorOccurred
+		urlType  = v1.RepositoryCredentialConditionValidRepositoryURL
+		credType = v1.RepositoryCredentialConditionValidCredential
+	)
+	if r := out.refusal; r != nil {
+		errCond := cond(errType, metav1.ConditionTrue, r.Reason, r.Message+" Argo CD has no credentials for this repository until this is fixed.")
+		switch {
+		case r.Reason == v1.RepositoryCredentialReasonInvalidRepositoryURL:
+			return []metav1.Condition{errCond, cond(urlType, metav1.ConditionFalse, r.Reason, r.Message), notChecked(credType, "the repository URL is invalid")}
+		case credentialReasons[r.Reason]:
+			return []metav1.Condition{errCond, notChecked(urlType, "the credentials are unusable"), cond(credType, metav1.ConditionFalse, r.Reason, r.Message)}
+		default:
+			return []metav1.Condition{errCond, notChecked(urlType, r.Message), notChecked(credType, r.Message)}
+		}
+	}
+	v := out.verdict
+	switch {
+	case v.URL != nil:
+		return []metav1.Condition{cond(errType, metav1.ConditionTrue, v.URL.Reason, v.URL.Message),
+			cond(urlType, metav1.ConditionFalse, v.URL.Reason, v.URL.Message), notChecked(credType, "the repository could not be reached")}
+	case v.Credential != nil:
+		return []metav1.Condition{cond(errType, metav1.ConditionTrue, v.Credential.Reason, v.Credential.Message),
+			cond(urlType, metav1.ConditionTrue, v1.RepositoryCredentialReasonValidRepositoryURL, "the repository answered"),
+			cond(credType, metav1.ConditionFalse, v.Credential.Reason, v.Credential.Message)}
+	case v.Unverified != "":
+		return []metav1.Condition{cond(errType, metav1.ConditionFalse, v1.RepositoryCredentialReasonRepositoryCredentialUpToDate, "Argo CD has the credentials of this repository"),
+			notChecked(urlType, v.Unverified), notChecked(credType, v.Unverified)}
+	}
+	return []metav1.Condition{cond(errType, metav1.ConditionFalse, v1.RepositoryCredentialReasonRepositoryCredentialUpToDate, "Argo CD has the credentials of this repository"),
+		cond(urlType, metav1.ConditionTrue, v1.RepositoryCredentialReasonValidRepositoryURL, "the repository answered"),
+		cond(credType, metav1.ConditionTrue, v1.RepositoryCredentialReasonRepositoryCredentialUpToDate, "the repository accepted the credentials")}
+}
+
+// setConditions records the outcome. A Warning Event is emitted when an error
+// appears or changes; transition times move only when a status flips, so
+// observing the same state again writes nothing.
+func (r *Reconciler) setConditions(rc *v1.GitOpsDeploymentRepositoryCredentials, out outcome) {
+	for _, c := range conditions(out) {
+		c.ObservedGeneration = rc.Generation
+		before := meta.FindStatusCondition(rc.Status.Conditions, c.Type)
+		changed := before == nil || before.Status != c.Status || before.Reason != c.Reason || before.Message != c.Message
+		if changed && c.Type == v1.RepositoryCredentialConditionErrorOccurred && c.Status == metav1.ConditionTrue {
+			r.Recorder.Event(rc, corev1.EventTypeWarning, c.Reason, c.Message)
+		}
+		c.LastTransitionTime = r.Now()
+		meta.SetStatusCondition(&rc.Status.Conditions, c)
+	}
+}
+
+// patchStatus writes the status only when it changed.
+func (r *Reconciler) patchStatus(ctx context.Context, orig, rc *v1.GitOpsDeploymentRepositoryCredentials) error {
+	if equality.Semantic.DeepEqual(orig.Status, rc.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, rc, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("updating status: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,127 @@
+package repositorycredentials
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+)
+
+// verifyTimeout bounds one check of a repository.
+const verifyTimeout = 10 * time.Second
+
+// Verdict is the outcome of checking a repository with its credentials; each
+// part is nil when it passed.
+type Verdict struct {
+	URL, Credential *Refusal
+	// Unverified says why nothing was checked (the conditions are Unknown).
+	Unverified string
+}
+
+// Verifier checks that a repository exists and accepts the credentials, as
+// `git ls-remote` would.
+type Verifier interface {
+	Verify(ctx context.Context, repoURL string, creds argocd.RepositoryCredentials, roots *x509.CertPool) Verdict
+}
+
+// HTTPVerifier asks an https repository for its refs (the first request of
+// every git fetch over smart HTTP) with the credentials.
+type HTTPVerifier struct{}
+
+// Verify implements Verifier. ssh repositories are not contacted: their host
+// keys live in Argo CD's known-hosts configuration, and Argo CD reports a
+// failing connection on the GitOpsDeployments that use the repository.
+func (HTTPVerifier) Verify(ctx context.Context, repoURL string, creds argocd.RepositoryCredentials, roots *x509.CertPool) Verdict {
+	u, err := url.Parse(repoURL)
+	if err != nil || u.Scheme != "https" {
+		return Verdict{Unverified: "ssh repositories are not contacted by the GitOps Service; Argo CD reports connection errors on the GitOpsDeployments that use this repository"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, verifyTimeout)
+	defer cancel()
+	refs := strings.TrimSuffix(repoURL, "/") + "/info/refs?service=git-upload-pack"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, refs, nil)
+	if err != nil {
+		return Verdict{URL: refuse(v1.RepositoryCredentialReasonInvalidRepositoryURL, "Repository does not exist: %s: %s", repoURL, err)}
+	}
+	req.SetBasicAuth(creds.Username, creds.Password)
+	req.Header.Set("User-Agent", "git/2.0 (gitops-service)")
+	c := &http.Client{
+		Transport: &http.Transport{
+			Proxy:               http.ProxyFromEnvironment,
+			TLSClientConfig:     &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+			TLSHandshakeTimeout: verifyTimeout,
+		},
+		// A redirect to another host must not receive the credentials (Go drops
+		// them), and then the check would not say anything about them.
+		CheckRedirect: func(r *http.Request, via []*http.Request) error {
+			if len(via) >= 5 || r.URL.Host != via[0].URL.Host {
+				return http.ErrUseLastResponse
+			}
+			return nil
+		},
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return Verdict{URL: refuse(v1.RepositoryCredentialReasonInvalidRepositoryURL, "Repository does not exist: %s: %s", repoURL, describe(err))}
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	switch {
+	case resp.StatusCode == http.StatusOK && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/x-git-upload-pack-advertisement"):
+		return Verdict{}
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return Verdict{Credential: refuse(v1.RepositoryCredentialReasonInvalidCredentials,
+			"the repository %s refused the credentials (HTTP %d): check username and password in the Secret", repoURL, resp.StatusCode)}
+	case resp.StatusCode == http.StatusNotFound:
+		return Verdict{URL: refuse(v1.RepositoryCredentialReasonInvalidRepositoryURL, "Repository does not exist: %s", repoURL)}
+	default:
+		return Verdict{URL: refuse(v1.RepositoryCredentialReasonInvalidRepositoryURL,
+			"Repository does not exist: %s: the server answered HTTP %d, not a git repository", repoURL, resp.StatusCode)}
+	}
+}
+
+// describe turns a connection error into a short sentence.
+func describe(err error) string {
+	var certErr *tls.CertificateVerificationError
+	var unknownAuthority x509.UnknownAuthorityError
+	var dnsErr *net.DNSError
+	switch {
+	case errors.As(err, &certErr) || errors.As(err, &unknownAuthority):
+		return "the server's certificate is not trusted: add its CA to Argo CD's argocd-tls-certs-cm (argocd cert add-tls)"
+	case errors.As(err, &dnsErr):
+		return "unknown host " + dnsErr.Name
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("no answer within %s", verifyTimeout)
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) {
+		return opErr.Err.Error()
+	}
+	return "connection failed"
+}
+
+// checkSSHKey says whether key is a private key Argo CD can use (PEM or
+// OpenSSH format, without a passphrase).
+func checkSSHKey(key string) error {
+	_, err := ssh.ParseRawPrivateKey([]byte(key))
+	var missing *ssh.PassphraseMissingError
+	if errors.As(err, &missing) {
+		return errors.New("sshPrivateKey is protected by a passphrase, which Argo CD cannot use")
+	}
+	if err != nil {
+		return errors.New("sshPrivateKey is not a PEM or OpenSSH private key")
+	}
+	return nil
+}
