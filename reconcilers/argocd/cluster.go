@@ -111,20 +111,9 @@ func ClusterSecret(argoNamespace string, env *v1.GitOpsDeploymentManagedEnvironm
 	}
 }
 
-// ClusterSecretUpToDate says whether current already has everything of desired:
-// type, data and our labels and annotations (others' labels are kept). The
-// service-account annotation must match exactly, present or not.
+// ClusterSecretUpToDate is SecretUpToDate, and the service-account annotation
+// must match exactly, present or not.
 func ClusterSecretUpToDate(current, desired *corev1.Secret) bool {
-	if current.Type != desired.Type || len(current.Data) != len(desired.Data) || !HasMeta(current, desired) {
-		return false
-	}
-	if current.Annotations[AnnotationServiceAccount] != desired.Annotations[AnnotationServiceAccount] {
-		return false
-	}
-	for k, v := range desired.Data {
-		if cv, ok := current.Data[k]; !ok || string(cv) != string(v) {
-			return false
-		}
-	}
-	return true
+	return SecretUpToDate(current, desired) &&
+		current.Annotations[AnnotationServiceAccount] == desired.Annotations[AnnotationServiceAccount]
 }

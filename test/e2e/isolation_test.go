@@ -195,5 +195,6 @@ func assertWarningEvent(t *testing.T, obj client.Object) {
 
 // isolationCases gathers the cases of every kind.
 func isolationCases() []isolationCase {
-	return append(gitopsDeploymentIsolationCases(), managedEnvironmentIsolationCases()...)
+	cases := append(gitopsDeploymentIsolationCases(), managedEnvironmentIsolationCases()...)
+	return append(cases, repositoryCredentialsIsolationCases()...)
 }

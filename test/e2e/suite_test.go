@@ -53,6 +53,7 @@ func run(m *testing.M) (code int) {
 	// The remote cluster (started by the first test that needs it) stops after
 	// the leak check has read its logs.
 	defer stopRemote()
+	defer stopPrivateGit()
 	defer func() {
 		if code != 0 {
 			kube.WriteLogs(os.Stderr)
