@@ -23,6 +23,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/argosecret"
 )
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentmanagedenvironments,verbs=get;list;watch;update;patch
@@ -47,8 +48,6 @@ const (
 	cleanupRetry    = 5 * time.Second
 )
 
-var errStaleCache = errors.New("the cache does not show a Secret we created yet")
-
 // Reconciler reconciles GitOpsDeploymentManagedEnvironments.
 type Reconciler struct {
 	Client client.Client
@@ -65,6 +64,8 @@ type Reconciler struct {
 	RecheckInterval, RetryInterval, CleanupTimeout time.Duration
 	// Now is the clock for condition times; tests may set it.
 	Now func() metav1.Time
+
+	secrets argosecret.Store
 }
 
 // Reconcile brings one ManagedEnvironment's Argo CD cluster Secret in line with
@@ -75,7 +76,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			// Gone (our finalizer was removed, or never added): nothing of it may
 			// stay in Argo CD.
-			return ctrl.Result{}, r.deleteClusterSecrets(ctx, req.NamespacedName, anyUID)
+			return ctrl.Result{}, r.secrets.DeleteFor(ctx, req.NamespacedName, argosecret.AnyUID)
 		}
 		return ctrl.Result{}, err
 	}
@@ -83,12 +84,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.finalize(ctx, env)
 	}
 	// An environment deleted and recreated under the same name is a new one.
-	if err := r.deleteClusterSecrets(ctx, req.NamespacedName, otherUID(env.UID)); err != nil {
+	if err := r.secrets.DeleteFor(ctx, req.NamespacedName, argosecret.OtherUID(env.UID)); err != nil {
 		return ctrl.Result{}, err
 	}
 	orig := env.DeepCopy()
 	refusal, err := r.apply(ctx, env)
-	if errors.Is(err, errStaleCache) {
+	if errors.Is(err, argosecret.ErrStaleCache) {
 		// Our own create has not reached the cache yet; its event requeues us.
 		return ctrl.Result{RequeueAfter: staleCacheRetry}, nil
 	}
@@ -118,7 +119,7 @@ func (r *Reconciler) apply(ctx context.Context, env *v1.GitOpsDeploymentManagedE
 	}
 	if refusal != nil {
 		if current != nil {
-			if err := r.deleteSecret(ctx, current); err != nil {
+			if err := r.secrets.Delete(ctx, current); err != nil {
 				return nil, err
 			}
 			ctrl.LoggerFrom(ctx).Info("deleted the Argo CD cluster Secret of a failing environment", "secret", current.Name, "reason", refusal.Reason)
@@ -133,7 +134,11 @@ func (r *Reconciler) apply(ctx context.Context, env *v1.GitOpsDeploymentManagedE
 		return nil, err
 	}
 	desired := argocd.ClusterSecret(r.ArgoNamespace, env, argocd.ProjectName(string(ns.UID)), creds)
-	return r.writeClusterSecret(ctx, current, desired)
+	collided, err := r.secrets.Write(ctx, current, desired, argocd.ClusterSecretUpToDate, argocd.AnnotationServiceAccount)
+	if collided {
+		return collision(desired.Name), err
+	}
+	return nil, err
 }
 
 // credentials runs the checks, in the original service's order (but the
@@ -215,61 +220,20 @@ func (r *Reconciler) readKubeconfig(ctx context.Context, env *v1.GitOpsDeploymen
 	return kc, refusal, nil
 }
 
-// currentClusterSecret returns the environment's cluster Secret, or nil. A
-// Secret of that name that is not ours is a refusal: it is never touched.
-func (r *Reconciler) currentClusterSecret(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (*corev1.Secret, *Refusal, error) {
-	s := &corev1.Secret{}
-	key := types.NamespacedName{Namespace: r.ArgoNamespace, Name: argocd.ClusterSecretName(string(env.UID))}
-	if err := r.Client.Get(ctx, key, s); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil, nil
-		}
-		return nil, nil, err
-	}
-	if !argocd.IsOwnedBy(s.Labels, argocd.OwnerKindManagedEnvironment, string(env.UID)) {
-		return nil, collision(key), nil
-	}
-	return s, nil, nil
-}
-
-func collision(key types.NamespacedName) *Refusal {
+func collision(name string) *Refusal {
 	return refuse(v1.ManagedEnvironmentReasonClusterSecretNameCollision,
-		"the Argo CD cluster Secret %s exists and was not created by the GitOps Service for this environment", key)
+		"the Argo CD cluster Secret %s exists and was not created by the GitOps Service for this environment", name)
 }
 
-// writeClusterSecret creates or updates the cluster Secret, only when it changed.
-func (r *Reconciler) writeClusterSecret(ctx context.Context, current, desired *corev1.Secret) (*Refusal, error) {
-	if current == nil {
-		err := r.Client.Create(ctx, desired)
-		if apierrors.IsAlreadyExists(err) {
-			// The cache shows only our Secrets: this is ours, not yet cached, or someone else's.
-			existing := &corev1.Secret{}
-			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), existing); err != nil {
-				return nil, fmt.Errorf("reading Secret %s: %w", desired.Name, err)
-			}
-			if argocd.IsOwnedBy(existing.Labels, argocd.OwnerKindManagedEnvironment, desired.Labels[argocd.LabelOwnerUID]) {
-				return nil, errStaleCache
-			}
-			return collision(client.ObjectKeyFromObject(desired)), nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("creating Secret %s: %w", desired.Name, err)
-		}
-		return nil, nil
+// currentClusterSecret returns the environment's cluster Secret, or nil; one
+// of that name that is not ours is a refusal and is never touched.
+func (r *Reconciler) currentClusterSecret(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (*corev1.Secret, *Refusal, error) {
+	name := argocd.ClusterSecretName(string(env.UID))
+	current, collided, err := r.secrets.Current(ctx, name, env.UID)
+	if collided {
+		return nil, collision(name), err
 	}
-	if argocd.ClusterSecretUpToDate(current, desired) {
-		return nil, nil
-	}
-	updated := current.DeepCopy()
-	updated.Data = desired.Data
-	argocd.CopyMeta(updated, desired)
-	if _, ok := desired.Annotations[argocd.AnnotationServiceAccount]; !ok {
-		delete(updated.Annotations, argocd.AnnotationServiceAccount)
-	}
-	if err := r.Client.Update(ctx, updated); err != nil {
-		return nil, fmt.Errorf("updating Secret %s: %w", desired.Name, err)
-	}
-	return nil, nil
+	return current, nil, err
 }
 
 // addFinalizer adds our finalizer before anything is written for the environment.
@@ -294,7 +258,7 @@ func (r *Reconciler) addFinalizer(ctx context.Context, env *v1.GitOpsDeploymentM
 func (r *Reconciler) finalize(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (ctrl.Result, error) {
 	key := client.ObjectKeyFromObject(env)
 	if !controllerutil.ContainsFinalizer(env, v1.FinalizerManagedEnvironment) {
-		return ctrl.Result{}, r.deleteClusterSecrets(ctx, key, anyUID)
+		return ctrl.Result{}, r.secrets.DeleteFor(ctx, key, argosecret.AnyUID)
 	}
 	current, _, err := r.currentClusterSecret(ctx, env)
 	if err != nil {
@@ -313,7 +277,7 @@ func (r *Reconciler) finalize(ctx context.Context, env *v1.GitOpsDeploymentManag
 			ctrl.LoggerFrom(ctx).Info("gave up removing the ServiceAccount from the target cluster", "serviceAccount", ServiceAccountRef(env.UID), "error", err.Error())
 		}
 	}
-	if err := r.deleteClusterSecrets(ctx, key, anyUID); err != nil {
+	if err := r.secrets.DeleteFor(ctx, key, argosecret.AnyUID); err != nil {
 		return ctrl.Result{}, err
 	}
 	patch := client.MergeFrom(env.DeepCopy())
@@ -344,37 +308,4 @@ func (r *Reconciler) cleanupTarget(ctx context.Context, env *v1.GitOpsDeployment
 		return true, errors.New(describe(err))
 	}
 	return false, uninstallServiceAccount(ctx, c, env.UID, namespaces)
-}
-
-func anyUID(types.UID) bool { return true }
-
-func otherUID(uid types.UID) func(types.UID) bool {
-	return func(u types.UID) bool { return u != uid }
-}
-
-// deleteClusterSecrets deletes the cluster Secrets made for the environment key
-// whose owner UID satisfies match.
-func (r *Reconciler) deleteClusterSecrets(ctx context.Context, key types.NamespacedName, match func(types.UID) bool) error {
-	var list corev1.SecretList
-	if err := r.Client.List(ctx, &list, client.InNamespace(r.ArgoNamespace), client.MatchingFields{ownerIndex: key.String()}); err != nil {
-		return fmt.Errorf("listing cluster Secrets of %s: %w", key, err)
-	}
-	for i := range list.Items {
-		s := &list.Items[i]
-		uid := types.UID(s.Labels[argocd.LabelOwnerUID])
-		if argocd.IsOwnedBy(s.Labels, argocd.OwnerKindManagedEnvironment, string(uid)) && match(uid) {
-			if err := r.deleteSecret(ctx, s); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// deleteSecret deletes exactly the Secret we read (UID precondition), nothing newer.
-func (r *Reconciler) deleteSecret(ctx context.Context, s *corev1.Secret) error {
-	if err := r.Client.Delete(ctx, s, client.Preconditions{UID: &s.UID}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting Secret %s: %w", s.Name, err)
-	}
-	return nil
 }

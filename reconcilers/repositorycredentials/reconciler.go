@@ -26,6 +26,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/argosecret"
 )
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentrepositorycredentials,verbs=get;list;watch;update;patch
@@ -54,8 +55,6 @@ const (
 	tlsCertsConfigMap = "argocd-tls-certs-cm"
 )
 
-var errStaleCache = errors.New("the cache does not show a Secret we created yet")
-
 // Reconciler reconciles GitOpsDeploymentRepositoryCredentials.
 type Reconciler struct {
 	Client client.Client
@@ -69,6 +68,8 @@ type Reconciler struct {
 	RecheckInterval, RetryInterval time.Duration
 	// Now is the clock for condition times; tests may set it.
 	Now func() metav1.Time
+
+	secrets argosecret.Store
 }
 
 // outcome is what one reconcile found: refusal when Argo CD was not given the
@@ -88,7 +89,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	rc := &v1.GitOpsDeploymentRepositoryCredentials{}
 	if err := r.Client.Get(ctx, req.NamespacedName, rc); err != nil {
 		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, r.deleteRepositorySecrets(ctx, req.NamespacedName, anyUID)
+			return ctrl.Result{}, r.secrets.DeleteFor(ctx, req.NamespacedName, argosecret.AnyUID)
 		}
 		return ctrl.Result{}, err
 	}
@@ -96,12 +97,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.finalize(ctx, rc)
 	}
 	// Deleted and recreated under the same name: the old one's Secret goes.
-	if err := r.deleteRepositorySecrets(ctx, req.NamespacedName, otherUID(rc.UID)); err != nil {
+	if err := r.secrets.DeleteFor(ctx, req.NamespacedName, argosecret.OtherUID(rc.UID)); err != nil {
 		return ctrl.Result{}, err
 	}
 	orig := rc.DeepCopy()
 	out, err := r.apply(ctx, rc)
-	if errors.Is(err, errStaleCache) {
+	if errors.Is(err, argosecret.ErrStaleCache) {
 		return ctrl.Result{RequeueAfter: staleCacheRetry}, nil
 	}
 	if err != nil {
@@ -120,9 +121,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // apply writes the repository Secret when the tenant's Secret is usable and
 // deletes it when not, then checks the credentials against the repository.
 func (r *Reconciler) apply(ctx context.Context, rc *v1.GitOpsDeploymentRepositoryCredentials) (outcome, error) {
-	current, refusal, err := r.currentRepositorySecret(ctx, rc)
-	if err != nil || refusal != nil {
-		return outcome{refusal: refusal}, err
+	name := argocd.RepositorySecretName(string(rc.UID))
+	current, collided, err := r.secrets.Current(ctx, name, rc.UID)
+	if err != nil || collided {
+		return outcome{refusal: collision(name)}, err
 	}
 	creds, refusal, err := r.credentials(ctx, rc)
 	if err != nil {
@@ -130,7 +132,7 @@ func (r *Reconciler) apply(ctx context.Context, rc *v1.GitOpsDeploymentRepositor
 	}
 	if refusal != nil {
 		if current != nil {
-			if err := r.deleteSecret(ctx, current); err != nil {
+			if err := r.secrets.Delete(ctx, current); err != nil {
 				return outcome{}, err
 			}
 			ctrl.LoggerFrom(ctx).Info("deleted the Argo CD repository Secret of refused credentials", "secret", current.Name, "reason", refusal.Reason)
@@ -145,8 +147,8 @@ func (r *Reconciler) apply(ctx context.Context, rc *v1.GitOpsDeploymentRepositor
 		return outcome{}, err
 	}
 	desired := argocd.RepositorySecret(r.ArgoNamespace, rc, argocd.ProjectName(string(ns.UID)), creds)
-	if refusal, err := r.writeRepositorySecret(ctx, current, desired); err != nil || refusal != nil {
-		return outcome{refusal: refusal}, err
+	if collided, err := r.secrets.Write(ctx, current, desired, argocd.SecretUpToDate); err != nil || collided {
+		return outcome{refusal: collision(name)}, err
 	}
 	roots, err := r.trustedCAs(ctx, rc.Spec.Repository)
 	if err != nil {
@@ -228,59 +230,9 @@ func (r *Reconciler) trustedCAs(ctx context.Context, repoURL string) (*x509.Cert
 	return pool, nil
 }
 
-// currentRepositorySecret returns the CR's repository Secret, or nil. A Secret
-// of that name that is not ours is a refusal: it is never touched.
-func (r *Reconciler) currentRepositorySecret(ctx context.Context, rc *v1.GitOpsDeploymentRepositoryCredentials) (*corev1.Secret, *Refusal, error) {
-	s := &corev1.Secret{}
-	key := types.NamespacedName{Namespace: r.ArgoNamespace, Name: argocd.RepositorySecretName(string(rc.UID))}
-	if err := r.Client.Get(ctx, key, s); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil, nil
-		}
-		return nil, nil, err
-	}
-	if !argocd.IsOwnedBy(s.Labels, argocd.OwnerKindRepositoryCredentials, string(rc.UID)) {
-		return nil, collision(key), nil
-	}
-	return s, nil, nil
-}
-
-func collision(key types.NamespacedName) *Refusal {
+func collision(name string) *Refusal {
 	return refuse(v1.RepositoryCredentialReasonSecretNameCollision,
-		"the Argo CD repository Secret %s exists and was not created by the GitOps Service for these credentials", key)
-}
-
-// writeRepositorySecret creates or updates the repository Secret, only when it changed.
-func (r *Reconciler) writeRepositorySecret(ctx context.Context, current, desired *corev1.Secret) (*Refusal, error) {
-	if current == nil {
-		err := r.Client.Create(ctx, desired)
-		if apierrors.IsAlreadyExists(err) {
-			// The cache shows only our Secrets: this is ours, not yet cached, or someone else's.
-			existing := &corev1.Secret{}
-			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), existing); err != nil {
-				return nil, fmt.Errorf("reading Secret %s: %w", desired.Name, err)
-			}
-			if argocd.IsOwnedBy(existing.Labels, argocd.OwnerKindRepositoryCredentials, desired.Labels[argocd.LabelOwnerUID]) {
-				return nil, errStaleCache
-			}
-			return collision(client.ObjectKeyFromObject(desired)), nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("creating Secret %s: %w", desired.Name, err)
-		}
-		return nil, nil
-	}
-	if argocd.SecretUpToDate(current, desired) {
-		return nil, nil
-	}
-	updated := current.DeepCopy()
-	updated.Type = desired.Type
-	updated.Data = desired.Data
-	argocd.CopyMeta(updated, desired)
-	if err := r.Client.Update(ctx, updated); err != nil {
-		return nil, fmt.Errorf("updating Secret %s: %w", desired.Name, err)
-	}
-	return nil, nil
+		"the Argo CD repository Secret %s exists and was not created by the GitOps Service for these credentials", name)
 }
 
 // addFinalizer adds our finalizer before the repository Secret is written.
@@ -300,7 +252,7 @@ func (r *Reconciler) addFinalizer(ctx context.Context, rc *v1.GitOpsDeploymentRe
 
 // finalize deletes the repository Secret, then releases the CR.
 func (r *Reconciler) finalize(ctx context.Context, rc *v1.GitOpsDeploymentRepositoryCredentials) error {
-	if err := r.deleteRepositorySecrets(ctx, client.ObjectKeyFromObject(rc), anyUID); err != nil {
+	if err := r.secrets.DeleteFor(ctx, client.ObjectKeyFromObject(rc), argosecret.AnyUID); err != nil {
 		return err
 	}
 	if !controllerutil.ContainsFinalizer(rc, v1.FinalizerRepositoryCredentials) {
@@ -310,39 +262,6 @@ func (r *Reconciler) finalize(ctx context.Context, rc *v1.GitOpsDeploymentReposi
 	controllerutil.RemoveFinalizer(rc, v1.FinalizerRepositoryCredentials)
 	if err := r.Client.Patch(ctx, rc, patch); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("removing finalizer: %w", err)
-	}
-	return nil
-}
-
-func anyUID(types.UID) bool { return true }
-
-func otherUID(uid types.UID) func(types.UID) bool {
-	return func(u types.UID) bool { return u != uid }
-}
-
-// deleteRepositorySecrets deletes the repository Secrets made for the CR key
-// whose owner UID satisfies match.
-func (r *Reconciler) deleteRepositorySecrets(ctx context.Context, key types.NamespacedName, match func(types.UID) bool) error {
-	var list corev1.SecretList
-	if err := r.Client.List(ctx, &list, client.InNamespace(r.ArgoNamespace), client.MatchingFields{ownerIndex: key.String()}); err != nil {
-		return fmt.Errorf("listing repository Secrets of %s: %w", key, err)
-	}
-	for i := range list.Items {
-		s := &list.Items[i]
-		uid := types.UID(s.Labels[argocd.LabelOwnerUID])
-		if argocd.IsOwnedBy(s.Labels, argocd.OwnerKindRepositoryCredentials, string(uid)) && match(uid) {
-			if err := r.deleteSecret(ctx, s); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// deleteSecret deletes exactly the Secret we read (UID precondition), nothing newer.
-func (r *Reconciler) deleteSecret(ctx context.Context, s *corev1.Secret) error {
-	if err := r.Client.Delete(ctx, s, client.Preconditions{UID: &s.UID}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting Secret %s: %w", s.Name, err)
 	}
 	return nil
 }

@@ -1,0 +1,160 @@
+// Package argosecret keeps the Secrets a tenant CR owns in the Argo CD
+// namespace (cluster Secrets of ManagedEnvironments, repository Secrets of
+// RepositoryCredentials): found by name and owner UID, written only when they
+// changed, deleted only when ours and exactly the version read. A Secret of the
+// same name that is not ours is a collision and is never touched.
+package argosecret
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+)
+
+// ErrStaleCache: our own create has not reached the cache yet; retry shortly.
+var ErrStaleCache = errors.New("the cache does not show a Secret we created yet")
+
+// Store is one kind of owned Secret. Client's cache must hold our Secrets of
+// the Argo CD namespace; APIReader reads past it.
+type Store struct {
+	Client    client.Client
+	APIReader client.Reader
+	Namespace string
+	// Kind is the owner kind label (argocd.OwnerKind...).
+	Kind string
+	// Index is the name of the field index by owner (see IndexAndWatch).
+	Index string
+}
+
+// IndexAndWatch indexes the Store's Secrets by owner and returns a handler
+// that enqueues the owner of a changed or deleted Secret, so edits by anyone
+// else are put back.
+func (s Store) IndexAndWatch(ctx context.Context, mgr ctrl.Manager) (handler.EventHandler, error) {
+	err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Secret{}, s.Index, func(o client.Object) []string {
+		if owner := s.OwnerOf(o); owner != nil {
+			return []string{owner.String()}
+		}
+		return nil
+	})
+	return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		if owner := s.OwnerOf(o); owner != nil {
+			return []reconcile.Request{{NamespacedName: *owner}}
+		}
+		return nil
+	}), err
+}
+
+// OwnerOf returns the CR a Secret of this Store was made for, or nil.
+func (s Store) OwnerOf(o client.Object) *types.NamespacedName {
+	l := o.GetLabels()
+	if l[argocd.LabelManagedBy] != argocd.ManagedByValue || l[argocd.LabelOwnerKind] != s.Kind {
+		return nil
+	}
+	ns, name, ok := strings.Cut(o.GetAnnotations()[argocd.AnnotationOwnerName], "/")
+	if !ok || ns == "" || name == "" || ns != l[argocd.LabelTenantNS] {
+		return nil
+	}
+	return &types.NamespacedName{Namespace: ns, Name: name}
+}
+
+// Current returns the Secret name of the owner with uid, or nil. collided says
+// a Secret of that name exists and is not ours.
+func (s Store) Current(ctx context.Context, name string, uid types.UID) (current *corev1.Secret, collided bool, err error) {
+	sec := &corev1.Secret{}
+	if err := s.Client.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: name}, sec); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	if !argocd.IsOwnedBy(sec.Labels, s.Kind, string(uid)) {
+		return nil, true, nil
+	}
+	return sec, false, nil
+}
+
+// Write creates desired, or updates current to it when upToDate says it
+// differs: type, data and our labels and annotations (others' are kept;
+// drop lists our annotations to remove when desired lacks them). collided
+// says the name is taken by a Secret that is not ours.
+func (s Store) Write(ctx context.Context, current, desired *corev1.Secret, upToDate func(current, desired *corev1.Secret) bool, drop ...string) (collided bool, err error) {
+	if current == nil {
+		err := s.Client.Create(ctx, desired)
+		if apierrors.IsAlreadyExists(err) {
+			// The cache shows only our Secrets: this is ours, not yet cached, or someone else's.
+			existing := &corev1.Secret{}
+			if err := s.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), existing); err != nil {
+				return false, fmt.Errorf("reading Secret %s: %w", desired.Name, err)
+			}
+			if argocd.IsOwnedBy(existing.Labels, s.Kind, desired.Labels[argocd.LabelOwnerUID]) {
+				return false, ErrStaleCache
+			}
+			return true, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("creating Secret %s: %w", desired.Name, err)
+		}
+		return false, nil
+	}
+	if upToDate(current, desired) {
+		return false, nil
+	}
+	updated := current.DeepCopy()
+	updated.Type = desired.Type
+	updated.Data = desired.Data
+	argocd.CopyMeta(updated, desired)
+	for _, k := range drop {
+		if _, ok := desired.Annotations[k]; !ok {
+			delete(updated.Annotations, k)
+		}
+	}
+	if err := s.Client.Update(ctx, updated); err != nil {
+		return false, fmt.Errorf("updating Secret %s: %w", desired.Name, err)
+	}
+	return false, nil
+}
+
+// AnyUID and OtherUID select Secrets for DeleteFor.
+func AnyUID(types.UID) bool { return true }
+
+// OtherUID selects the Secrets of an earlier CR of the same name.
+func OtherUID(uid types.UID) func(types.UID) bool {
+	return func(u types.UID) bool { return u != uid }
+}
+
+// DeleteFor deletes the Secrets made for the CR key whose owner UID satisfies match.
+func (s Store) DeleteFor(ctx context.Context, key types.NamespacedName, match func(types.UID) bool) error {
+	var list corev1.SecretList
+	if err := s.Client.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingFields{s.Index: key.String()}); err != nil {
+		return fmt.Errorf("listing the Secrets of %s: %w", key, err)
+	}
+	for i := range list.Items {
+		sec := &list.Items[i]
+		uid := types.UID(sec.Labels[argocd.LabelOwnerUID])
+		if argocd.IsOwnedBy(sec.Labels, s.Kind, string(uid)) && match(uid) {
+			if err := s.Delete(ctx, sec); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Delete deletes exactly the Secret read (UID precondition), nothing newer.
+func (s Store) Delete(ctx context.Context, sec *corev1.Secret) error {
+	if err := s.Client.Delete(ctx, sec, client.Preconditions{UID: &sec.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting Secret %s: %w", sec.Name, err)
+	}
+	return nil
+}
