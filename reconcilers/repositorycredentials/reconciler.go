@@ -32,8 +32,10 @@ import (
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentrepositorycredentials,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentrepositorycredentials/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentrepositorycredentials/finalizers,verbs=update
-// A tenant's Secret is read one at a time, uncached, from the CR's own namespace.
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// A tenant's Secret is read one at a time, uncached, from the CR's own
+// namespace; Secrets of the repository-credential type are watched (field
+// selector on the type, data dropped from the cache) to act on changes at once.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // Repository Secrets are written, and Argo CD's trusted CAs read, only in the
 // Argo CD namespace.
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete,namespace=argocd
@@ -46,8 +48,8 @@ const (
 	// DefaultRecheckInterval: working credentials are checked again this often
 	// (a revoked token shows up without any change here).
 	DefaultRecheckInterval = 5 * time.Minute
-	// DefaultRetryInterval: a refused CR is looked at again this often, since
-	// the tenants' Secrets are not watched.
+	// DefaultRetryInterval: a refused CR is looked at again this often (the
+	// repository may come back; a Secret of the wrong type is not watched).
 	DefaultRetryInterval = 10 * time.Second
 
 	staleCacheRetry = 500 * time.Millisecond

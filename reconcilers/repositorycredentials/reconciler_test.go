@@ -70,8 +70,9 @@ func newRC(t *testing.T, ns, name, url, secret string) *rcT {
 func waitConditions(t *testing.T, rc *rcT, want map[string]string, msgPart string) *rcT {
 	t.Helper()
 	got := &rcT{}
-	require.Eventually(t, func() bool {
-		if k8s.Get(context.Background(), client.ObjectKeyFromObject(rc), got) != nil {
+	var getErr error
+	ok := assert.Eventually(t, func() bool {
+		if getErr = k8s.Get(context.Background(), client.ObjectKeyFromObject(rc), got); getErr != nil {
 			return false
 		}
 		for typ, sr := range want {
@@ -82,7 +83,11 @@ func waitConditions(t *testing.T, rc *rcT, want map[string]string, msgPart strin
 		}
 		c := meta.FindStatusCondition(got.Status.Conditions, v1.RepositoryCredentialConditionErrorOccurred)
 		return strings.Contains(c.Message, msgPart)
-	}, wait, tick, "%s/%s never got %v %q; last status: %+v", rc.Namespace, rc.Name, want, msgPart, got.Status)
+	}, wait, tick)
+	if !ok {
+		// Formatted now: Eventually's message arguments are evaluated before it polls.
+		t.Fatalf("%s/%s never got %v %q; last status: %+v (read error: %v)", rc.Namespace, rc.Name, want, msgPart, got.Status, getErr)
+	}
 	return got
 }
 
@@ -293,24 +298,26 @@ func TestDuplicateWaitsForTheOlder(t *testing.T) {
 	waitRepoSecret(t, second, exists)
 }
 
-// A Secret in the Argo CD namespace that looks like ours but is not is never deleted.
+// Argo CD repository Secrets that are not ours (an admin's, for the same
+// repository) are never touched.
 func TestForeignSecretsAreLeftAlone(t *testing.T) {
 	ctx := context.Background()
 	ns := tenant(t)
 	url := privateRepo(t)
-	goodSecret(t, ns.Name, "creds", url)
-	rc := newRC(t, ns.Name, "private", url, "creds")
-	waitRepoSecret(t, rc, exists)
 	foreign := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: argoNS, Name: "foreign-" + rand.String(5), Labels: map[string]string{
-			argocd.LabelManagedBy: argocd.ManagedByValue, argocd.LabelOwnerKind: argocd.OwnerKindRepositoryCredentials,
-			argocd.LabelTenantNS: ns.Name, argocd.LabelOwnerUID: "someone-else",
-		}, Annotations: map[string]string{argocd.AnnotationOwnerName: ns.Name + "/private"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: argoNS, Name: "admin-repo-" + rand.String(5),
+			Labels: map[string]string{argocd.LabelSecretType: argocd.SecretTypeRepository}},
+		StringData: map[string]string{"url": url, "username": "admin", "password": "admin-pw"},
 	}
 	require.NoError(t, k8s.Create(ctx, foreign))
+	goodSecret(t, ns.Name, "creds", url)
+	rc := newRC(t, ns.Name, "private", url, "creds")
+	waitConditions(t, rc, verified, "")
 	require.NoError(t, k8s.Delete(ctx, rc))
 	waitNoRepoSecret(t, rc)
-	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(foreign), &corev1.Secret{}), "a Secret with another owner UID is not ours")
+	got := &corev1.Secret{}
+	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(foreign), got), "the admin's Secret was deleted")
+	assert.Equal(t, "admin-pw", string(got.Data["password"]), "the admin's Secret was changed")
 }
 
 func assertWarningEvent(t *testing.T, rc *rcT, reason string) {

@@ -4,15 +4,18 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
@@ -43,6 +46,23 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	if err != nil {
 		return err
 	}
+	// The tenants' Secrets of our type are watched, so a changed or created
+	// Secret is used at once; their data is dropped from the cache (it is
+	// read uncached, when used).
+	tenantSecrets, err := cache.New(mgr.GetConfig(), cache.Options{
+		Scheme: mgr.GetScheme(),
+		Mapper: mgr.GetRESTMapper(),
+		ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {
+			Field:     fields.OneTermEqualSelector("type", v1.RepositoryCredentialSecretType),
+			Transform: metadataOnly,
+		}},
+	})
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(tenantSecrets); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("repositorycredentials").
 		// Our own status writes need no other look; the requeues cover the rest.
@@ -54,6 +74,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleted()))).
 		// A repository Secret edited or deleted by someone else is put back.
 		Watches(&corev1.Secret{}, onSecret).
+		WatchesRawSource(source.Kind(tenantSecrets, &corev1.Secret{}, handler.TypedEnqueueRequestsFromMapFunc(r.usersOf))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 }
@@ -84,6 +105,29 @@ func (r *Reconciler) sameNamespace(ctx context.Context, o client.Object) []recon
 	for i := range list.Items {
 		if other := &list.Items[i]; other.UID != rc.UID && argocd.SameRepository(other.Spec.Repository, rc.Spec.Repository) {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(other)})
+		}
+	}
+	return out
+}
+
+// metadataOnly keeps a tenant Secret's metadata in the cache, not its data.
+func metadataOnly(o any) (any, error) {
+	if s, ok := o.(*corev1.Secret); ok {
+		s.Data, s.StringData, s.ManagedFields = nil, nil, nil
+	}
+	return o, nil
+}
+
+// usersOf enqueues the RepositoryCredentials of the Secret's namespace that name it.
+func (r *Reconciler) usersOf(ctx context.Context, s *corev1.Secret) []reconcile.Request {
+	var list v1.GitOpsDeploymentRepositoryCredentialsList
+	if err := r.Client.List(ctx, &list, client.InNamespace(s.Namespace)); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if list.Items[i].Spec.Secret == s.Name {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
 	}
 	return out

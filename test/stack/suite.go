@@ -105,11 +105,17 @@ func RunSuite(m *testing.M, name string, setup func(*Suite) error) int {
 	if err := setup(suite); err != nil {
 		return fail(err)
 	}
+	mgrCtx, stopMgr := context.WithCancel(ctx)
+	stopped := make(chan struct{})
 	go func() {
-		if err := mgr.Start(ctx); err != nil {
+		defer close(stopped)
+		if err := mgr.Start(mgrCtx); err != nil {
 			fmt.Fprintln(os.Stderr, "manager:", err)
 		}
 	}()
 	code = m.Run()
+	// The manager stops before the API server does, or it logs errors about it.
+	stopMgr()
+	<-stopped
 	return code
 }
