@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -34,7 +36,10 @@ func privateGit(t *testing.T) *stack.GitHTTPServer {
 	t.Helper()
 	privateGitOnce.Do(func() {
 		privateGitPassword = canary("git-password")
-		privateGitRoot = gitRoot + "/private"
+		privateGitRoot = filepath.Join(gitRoot, "private")
+		if privateGitErr = os.MkdirAll(privateGitRoot, 0o755); privateGitErr != nil {
+			return
+		}
 		if privateGitSrv, privateGitErr = stack.ServeGitHTTPS(privateGitRoot, privateGitUser, privateGitPassword); privateGitErr != nil {
 			return
 		}
