@@ -205,6 +205,9 @@ func (a *ArgoCD) TrustGitServerCA(host string, caPEM []byte) error {
 	}
 	// The ConfigMap too, as in a cluster: the GitOps Service verifies
 	// repository credentials with the CAs Argo CD trusts, read from it.
+	if a.Kube == nil {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs, err := a.Kube.Clientset()
