@@ -30,6 +30,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/managedenvironment"
 	"github.com/gitops-service/gitops-service/reconcilers/repositorycredentials"
 	"github.com/gitops-service/gitops-service/reconcilers/snapshotenvironmentbinding"
+	"github.com/gitops-service/gitops-service/reconcilers/syncrun"
 	"github.com/gitops-service/gitops-service/reconcilers/tenant"
 )
 
@@ -130,6 +131,13 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
 	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
 		return nil, fmt.Errorf("setting up the GitOpsDeploymentRepositoryCredentials reconciler: %w", err)
+	}
+	if err := (&syncrun.Reconciler{
+		Client:        mgr.GetClient(),
+		ArgoNamespace: o.ArgoNamespace,
+		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
+	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
+		return nil, fmt.Errorf("setting up the GitOpsDeploymentSyncRun reconciler: %w", err)
 	}
 	if err := (&environment.Reconciler{
 		Client:    mgr.GetClient(),

@@ -1,0 +1,364 @@
+// Package syncrun reconciles GitOpsDeploymentSyncRuns: each starts one sync of
+// a manual GitOpsDeployment's Application through its `.operation`, as
+// `argocd app sync` does, follows it to the end and records the outcome. A run
+// is started at most once; deleting a running one terminates the sync.
+package syncrun
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+)
+
+// +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentsyncruns,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentsyncruns/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentsyncruns/finalizers,verbs=update
+// +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeployments,verbs=get;list;watch
+// +kubebuilder:rbac:groups=argoproj.io,resources=applications,verbs=get;list;watch;update;patch,namespace=argocd
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+const (
+	// Finalizer keeps a started SyncRun until its sync is finished or terminated.
+	Finalizer = "managed-gitops.redhat.com/syncrun"
+	// InfoKey names the operation info entry that carries the SyncRun's UID, so
+	// a restarted sidecar knows a run was started even if its status write was lost.
+	InfoKey = "gitops-service.syncrun"
+	// Initiator is the user Argo CD shows for our syncs.
+	Initiator = "gitops-service"
+
+	// MsgSucceeded is the original service's message for a finished sync.
+	MsgSucceeded = "Successfully completed synchronize operation."
+
+	waitRetry = 2 * time.Second
+)
+
+// Reconciler reconciles GitOpsDeploymentSyncRuns.
+type Reconciler struct {
+	Client        client.Client
+	ArgoNamespace string
+	Recorder      record.EventRecorder
+	// Now is the clock for condition times; tests may set it.
+	Now func() metav1.Time
+}
+
+// Finished says whether a run's sync is over (or the run was refused for good).
+func Finished(run *v1.GitOpsDeploymentSyncRun) bool {
+	switch run.Status.Phase {
+	case v1.OperationSucceeded, v1.OperationFailed, v1.OperationError:
+		return true
+	}
+	return false
+}
+
+// Reconcile starts, follows or terminates one SyncRun's sync.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	run := &v1.GitOpsDeploymentSyncRun{}
+	if err := r.Client.Get(ctx, req.NamespacedName, run); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !run.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, run)
+	}
+	if Finished(run) {
+		return ctrl.Result{}, nil
+	}
+	orig := run.DeepCopy()
+	res, err := r.step(ctx, run)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !equality.Semantic.DeepEqual(orig.Status, run.Status) {
+		if err := r.Client.Status().Patch(ctx, run, client.MergeFrom(orig)); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	if Finished(run) && controllerutil.ContainsFinalizer(run, Finalizer) {
+		return res, r.removeFinalizer(ctx, run)
+	}
+	return res, nil
+}
+
+// step moves the run on by one state and records it in run.Status.
+func (r *Reconciler) step(ctx context.Context, run *v1.GitOpsDeploymentSyncRun) (ctrl.Result, error) {
+	gd := &v1.GitOpsDeployment{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: run.Spec.GitopsDeploymentName}, gd)
+	if apierrors.IsNotFound(err) {
+		// The deployment may still come: its creation requeues us.
+		r.setError(run, fmt.Sprintf(v1.ErrMsgSyncRunDeploymentFmt, run.Spec.GitopsDeploymentName))
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if gd.Spec.Type == v1.GitOpsDeploymentSpecTypeAutomated {
+		r.setError(run, fmt.Sprintf(v1.ErrMsgSyncRunAutomatedFmt, run.Name))
+		return ctrl.Result{}, nil
+	}
+	app := &argov1alpha1.Application{}
+	err = r.Client.Get(ctx, types.NamespacedName{Namespace: r.ArgoNamespace, Name: argocd.ApplicationName(string(gd.UID))}, app)
+	if apierrors.IsNotFound(err) {
+		// The deployment's Application is being created (or the deployment is refused: its status says why).
+		return ctrl.Result{RequeueAfter: waitRetry}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !argocd.IsOwnedBy(app.Labels, argocd.OwnerKindGitOpsDeployment, string(gd.UID)) {
+		r.setError(run, fmt.Sprintf("the Argo CD Application %s is not the one of GitOpsDeployment '%s'", app.Name, gd.Name))
+		return ctrl.Result{}, nil
+	}
+	if !startedBy(app, run.UID) && run.Status.StartedAt == nil {
+		return r.start(ctx, run, gd, app)
+	}
+	r.follow(run, app)
+	return ctrl.Result{}, nil
+}
+
+// start asks Argo CD to sync when this run's turn has come and no other
+// operation is in progress.
+func (r *Reconciler) start(ctx context.Context, run *v1.GitOpsDeploymentSyncRun, gd *v1.GitOpsDeployment, app *argov1alpha1.Application) (ctrl.Result, error) {
+	first, err := r.firstInLine(ctx, run)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !first || app.Operation != nil || (app.Status.OperationState != nil && !app.Status.OperationState.Phase.Completed()) {
+		// Earlier runs finishing, and Argo CD's operation state changing, requeue us.
+		r.clearError(run)
+		return ctrl.Result{RequeueAfter: waitRetry}, nil
+	}
+	if !controllerutil.ContainsFinalizer(run, Finalizer) {
+		patch := client.MergeFrom(run.DeepCopy())
+		status := run.Status.DeepCopy()
+		controllerutil.AddFinalizer(run, Finalizer)
+		if err := r.Client.Patch(ctx, run, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
+		}
+		run.Status = *status
+	}
+	revision := run.Spec.RevisionID
+	if revision == "" {
+		revision = gd.Spec.Source.TargetRevision
+	}
+	op := &argov1alpha1.Operation{
+		Sync:        &argov1alpha1.SyncOperation{Revision: revision},
+		InitiatedBy: argov1alpha1.OperationInitiator{Username: Initiator},
+		Info:        []*argov1alpha1.Info{{Name: InfoKey, Value: string(run.UID)}},
+	}
+	if app.Spec.SyncPolicy != nil {
+		op.Sync.SyncOptions = app.Spec.SyncPolicy.SyncOptions
+	}
+	// As argocd-server: refuse when another operation appeared meanwhile; the
+	// update's resourceVersion makes that check and the write one step.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		latest := &argov1alpha1.Application{}
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(app), latest); err != nil {
+			return err
+		}
+		if latest.Operation != nil {
+			return errBusy
+		}
+		latest.Operation = op
+		return r.Client.Update(ctx, latest)
+	})
+	if err == errBusy {
+		return ctrl.Result{RequeueAfter: waitRetry}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("starting the sync of Application %s: %w", app.Name, err)
+	}
+	now := r.now()
+	run.Status.StartedAt = &now
+	run.Status.Phase = v1.OperationRunning
+	r.clearError(run)
+	r.Recorder.Eventf(run, corev1.EventTypeNormal, "SyncStarted", "Argo CD Application %s is syncing to %s", app.Name, revisionName(revision))
+	ctrl.LoggerFrom(ctx).Info("started sync", "application", app.Name, "revision", revision)
+	return ctrl.Result{}, nil
+}
+
+var errBusy = fmt.Errorf("another operation is in progress")
+
+func revisionName(rev string) string {
+	if rev == "" {
+		return "HEAD"
+	}
+	return rev
+}
+
+// follow records the state of this run's sync from the Application.
+func (r *Reconciler) follow(run *v1.GitOpsDeploymentSyncRun, app *argov1alpha1.Application) {
+	if run.Status.StartedAt == nil {
+		// Started by an earlier incarnation of the sidecar whose status write was lost.
+		now := r.now()
+		run.Status.StartedAt = &now
+	}
+	st := app.Status.OperationState
+	if st == nil || !ours(&st.Operation, run.UID) || !st.Phase.Completed() {
+		run.Status.Phase = v1.OperationRunning
+		return
+	}
+	run.Status.Phase = v1.OperationPhase(st.Phase)
+	if st.SyncResult != nil {
+		run.Status.Revision = st.SyncResult.Revision
+	}
+	run.Status.SyncStatus = v1.SyncStatusCode(app.Status.Sync.Status)
+	run.Status.Health = v1.HealthStatusCode(app.Status.Health.Status)
+	if st.Phase == "Succeeded" {
+		run.Status.Conditions = v1.SetCondition(run.Status.Conditions, v1.GitOpsDeploymentConditionErrorOccurred,
+			v1.GitOpsConditionStatusFalse, v1.GitOpsDeploymentReasonErrorOccurred, MsgSucceeded, r.now())
+		r.Recorder.Event(run, corev1.EventTypeNormal, "SyncSucceeded", MsgSucceeded)
+		return
+	}
+	msg := "The synchronize operation " + string(st.Phase) + ": " + st.Message
+	run.Status.Conditions = v1.SetCondition(run.Status.Conditions, v1.GitOpsDeploymentConditionErrorOccurred,
+		v1.GitOpsConditionStatusTrue, v1.GitOpsDeploymentReasonErrorOccurred, msg, r.now())
+	r.Recorder.Event(run, corev1.EventTypeWarning, "SyncFailed", msg)
+}
+
+// startedBy says whether the Application's requested or last operation is this run's.
+func startedBy(app *argov1alpha1.Application, uid types.UID) bool {
+	return ours(app.Operation, uid) || (app.Status.OperationState != nil && ours(&app.Status.OperationState.Operation, uid))
+}
+
+func ours(op *argov1alpha1.Operation, uid types.UID) bool {
+	if op == nil {
+		return false
+	}
+	for _, i := range op.Info {
+		if i != nil && i.Name == InfoKey && i.Value == string(uid) {
+			return true
+		}
+	}
+	return false
+}
+
+// firstInLine says whether no earlier unfinished run of the same deployment
+// waits before this one: runs go one after another, in creation order.
+func (r *Reconciler) firstInLine(ctx context.Context, run *v1.GitOpsDeploymentSyncRun) (bool, error) {
+	var list v1.GitOpsDeploymentSyncRunList
+	if err := r.Client.List(ctx, &list, client.InNamespace(run.Namespace)); err != nil {
+		return false, err
+	}
+	var waiting []*v1.GitOpsDeploymentSyncRun
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.Spec.GitopsDeploymentName == run.Spec.GitopsDeploymentName && !Finished(o) && o.DeletionTimestamp.IsZero() {
+			waiting = append(waiting, o)
+		}
+	}
+	sort.Slice(waiting, func(i, j int) bool { return before(waiting[i], waiting[j]) })
+	for _, o := range waiting {
+		if o.UID == run.UID {
+			return true, nil
+		}
+		if o.Status.StartedAt != nil || before(o, run) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func before(a, b *v1.GitOpsDeploymentSyncRun) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Name < b.Name
+}
+
+// finalize terminates the run's sync if it is still running, then releases the run.
+func (r *Reconciler) finalize(ctx context.Context, run *v1.GitOpsDeploymentSyncRun) error {
+	if !controllerutil.ContainsFinalizer(run, Finalizer) {
+		return nil
+	}
+	if !Finished(run) {
+		if err := r.terminate(ctx, run); err != nil {
+			return err
+		}
+	}
+	return r.removeFinalizer(ctx, run)
+}
+
+// terminate stops this run's operation as `argocd app terminate-op` does: an
+// operation not yet picked up is withdrawn, a running one set to Terminating.
+func (r *Reconciler) terminate(ctx context.Context, run *v1.GitOpsDeploymentSyncRun) error {
+	gd := &v1.GitOpsDeployment{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: run.Spec.GitopsDeploymentName}, gd); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	key := types.NamespacedName{Namespace: r.ArgoNamespace, Name: argocd.ApplicationName(string(gd.UID))}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		app := &argov1alpha1.Application{}
+		if err := r.Client.Get(ctx, key, app); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if !argocd.IsOwnedBy(app.Labels, argocd.OwnerKindGitOpsDeployment, string(gd.UID)) {
+			return nil
+		}
+		st := app.Status.OperationState
+		switch {
+		case st != nil && ours(&st.Operation, run.UID) && st.Phase == "Running":
+			st.Phase = "Terminating"
+		case ours(app.Operation, run.UID) && (st == nil || !ours(&st.Operation, run.UID)):
+			app.Operation = nil
+		default:
+			return nil
+		}
+		if err := r.Client.Update(ctx, app); err != nil {
+			return err
+		}
+		r.Recorder.Eventf(run, corev1.EventTypeNormal, "SyncTerminated", "the sync of Argo CD Application %s was terminated because the SyncRun was deleted", app.Name)
+		return nil
+	})
+}
+
+func (r *Reconciler) removeFinalizer(ctx context.Context, run *v1.GitOpsDeploymentSyncRun) error {
+	patch := client.MergeFrom(run.DeepCopy())
+	controllerutil.RemoveFinalizer(run, Finalizer)
+	if err := r.Client.Patch(ctx, run, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing finalizer: %w", err)
+	}
+	return nil
+}
+
+// setError records a refusal: ErrorOccurred True and a Warning Event when new.
+func (r *Reconciler) setError(run *v1.GitOpsDeploymentSyncRun, msg string) {
+	before := len(run.Status.Conditions)
+	var old string
+	for _, c := range run.Status.Conditions {
+		if c.Type == v1.GitOpsDeploymentConditionErrorOccurred && c.Status == v1.GitOpsConditionStatusTrue {
+			old = c.Message
+		}
+	}
+	run.Status.Conditions = v1.SetCondition(run.Status.Conditions, v1.GitOpsDeploymentConditionErrorOccurred,
+		v1.GitOpsConditionStatusTrue, v1.GitOpsDeploymentReasonErrorOccurred, msg, r.now())
+	if old != msg || before == 0 {
+		r.Recorder.Event(run, corev1.EventTypeWarning, string(v1.GitOpsDeploymentReasonErrorOccurred), msg)
+	}
+}
+
+// clearError resolves an earlier refusal (e.g. the deployment now exists).
+func (r *Reconciler) clearError(run *v1.GitOpsDeploymentSyncRun) {
+	run.Status.Conditions = v1.ResolveCondition(run.Status.Conditions, v1.GitOpsDeploymentConditionErrorOccurred, r.now())
+}
+
+func (r *Reconciler) now() metav1.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return metav1.Now()
+}

@@ -1,0 +1,56 @@
+package syncrun
+
+import (
+	"context"
+	"strings"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+)
+
+// SetupWithManager registers the reconciler and its watches: a run waits for
+// its GitOpsDeployment and follows the deployment's Application.
+func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concurrency int) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("syncrun").
+		For(&v1.GitOpsDeploymentSyncRun{}).
+		Watches(&v1.GitOpsDeployment{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return r.runsOf(ctx, o.GetNamespace(), o.GetName())
+		})).
+		// Only our Applications are cached; each names its deployment.
+		Watches(&argov1alpha1.Application{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			if !argocd.IsOwnedBy(o.GetLabels(), argocd.OwnerKindGitOpsDeployment, o.GetLabels()[argocd.LabelOwnerUID]) {
+				return nil
+			}
+			ns, name, ok := strings.Cut(o.GetAnnotations()[argocd.AnnotationOwnerName], "/")
+			if !ok || ns != o.GetLabels()[argocd.LabelTenantNS] {
+				return nil
+			}
+			return r.runsOf(ctx, ns, name)
+		})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Complete(r)
+}
+
+// runsOf returns the unfinished SyncRuns of a deployment.
+func (r *Reconciler) runsOf(ctx context.Context, namespace, deployment string) []reconcile.Request {
+	var list v1.GitOpsDeploymentSyncRunList
+	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		run := &list.Items[i]
+		if run.Spec.GitopsDeploymentName == deployment && (!Finished(run) || !run.DeletionTimestamp.IsZero()) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(run)})
+		}
+	}
+	return out
+}
