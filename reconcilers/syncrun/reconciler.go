@@ -46,6 +46,8 @@ const (
 	MsgSucceeded = "Successfully completed synchronize operation."
 
 	waitRetry = 2 * time.Second
+	// compareWait bounds how long a finished sync waits for Argo CD's next comparison.
+	compareWait = 30 * time.Second
 )
 
 // Reconciler reconciles GitOpsDeploymentSyncRuns.
@@ -127,6 +129,10 @@ func (r *Reconciler) step(ctx context.Context, run *v1.GitOpsDeploymentSyncRun) 
 		return r.start(ctx, run, gd, app)
 	}
 	r.follow(run, app)
+	if run.Status.Phase == v1.OperationRunning {
+		// Argo CD's updates requeue us; this covers a comparison that never comes.
+		return ctrl.Result{RequeueAfter: waitRetry}, nil
+	}
 	return ctrl.Result{}, nil
 }
 
@@ -137,7 +143,7 @@ func (r *Reconciler) start(ctx context.Context, run *v1.GitOpsDeploymentSyncRun,
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if !first || app.Operation != nil || (app.Status.OperationState != nil && !app.Status.OperationState.Phase.Completed()) {
+	if !first || !compared(app) || app.Operation != nil || (app.Status.OperationState != nil && !app.Status.OperationState.Phase.Completed()) {
 		// Earlier runs finishing, and Argo CD's operation state changing, requeue us.
 		r.clearError(run)
 		return ctrl.Result{RequeueAfter: waitRetry}, nil
@@ -208,7 +214,7 @@ func (r *Reconciler) follow(run *v1.GitOpsDeploymentSyncRun, app *argov1alpha1.A
 		run.Status.StartedAt = &now
 	}
 	st := app.Status.OperationState
-	if st == nil || !ours(&st.Operation, run.UID) || !st.Phase.Completed() {
+	if st == nil || !ours(&st.Operation, run.UID) || !st.Phase.Completed() || !comparedSince(app, st.FinishedAt, r.now()) {
 		run.Status.Phase = v1.OperationRunning
 		return
 	}
@@ -228,6 +234,31 @@ func (r *Reconciler) follow(run *v1.GitOpsDeploymentSyncRun, app *argov1alpha1.A
 	run.Status.Conditions = v1.SetCondition(run.Status.Conditions, v1.GitOpsDeploymentConditionErrorOccurred,
 		v1.GitOpsConditionStatusTrue, v1.GitOpsDeploymentReasonErrorOccurred, msg, r.now())
 	r.Recorder.Event(run, corev1.EventTypeWarning, "SyncFailed", msg)
+}
+
+// compared says whether Argo CD has compared the Application with git and
+// accepts its spec (its project exists): a sync started earlier fails at once.
+func compared(app *argov1alpha1.Application) bool {
+	if app.Status.ReconciledAt == nil {
+		return false
+	}
+	for _, c := range app.Status.Conditions {
+		if c.Type == argov1alpha1.ApplicationConditionInvalidSpecError {
+			return false
+		}
+	}
+	return true
+}
+
+// comparedSince says whether Argo CD has compared the Application with git
+// since the operation finished, so its sync status and health are those after
+// the sync; after compareWait it is taken as it is.
+func comparedSince(app *argov1alpha1.Application, finished *metav1.Time, now metav1.Time) bool {
+	if finished == nil {
+		return true
+	}
+	at := app.Status.ReconciledAt
+	return (at != nil && !at.Before(finished)) || now.Sub(finished.Time) > compareWait
 }
 
 // startedBy says whether the Application's requested or last operation is this run's.
