@@ -214,7 +214,7 @@ func (r *Reconciler) follow(run *v1.GitOpsDeploymentSyncRun, app *argov1alpha1.A
 		run.Status.StartedAt = &now
 	}
 	st := app.Status.OperationState
-	if st == nil || !ours(&st.Operation, run.UID) || !st.Phase.Completed() || !comparedSince(app, st.FinishedAt, r.now()) {
+	if st == nil || !ours(&st.Operation, run.UID) || !st.Phase.Completed() || !comparedSince(app, st, r.now()) {
 		run.Status.Phase = v1.OperationRunning
 		return
 	}
@@ -252,13 +252,18 @@ func compared(app *argov1alpha1.Application) bool {
 
 // comparedSince says whether Argo CD has compared the Application with git
 // since the operation finished, so its sync status and health are those after
-// the sync; after compareWait it is taken as it is.
-func comparedSince(app *argov1alpha1.Application, finished *metav1.Time, now metav1.Time) bool {
+// the sync: it reports Synced at the synced revision, or compared in a later
+// second (times have second resolution); after compareWait it is taken as it is.
+func comparedSince(app *argov1alpha1.Application, st *argov1alpha1.OperationState, now metav1.Time) bool {
+	finished := st.FinishedAt
 	if finished == nil {
 		return true
 	}
+	if st.SyncResult != nil && app.Status.Sync.Status == argov1alpha1.SyncStatusCodeSynced && app.Status.Sync.Revision == st.SyncResult.Revision {
+		return true
+	}
 	at := app.Status.ReconciledAt
-	return (at != nil && !at.Before(finished)) || now.Sub(finished.Time) > compareWait
+	return (at != nil && at.After(finished.Time)) || now.Sub(finished.Time) > compareWait
 }
 
 // startedBy says whether the Application's requested or last operation is this run's.

@@ -38,10 +38,12 @@ func waitRun(t *testing.T, run *v1.GitOpsDeploymentSyncRun, what string, ok func
 	return got
 }
 
-func succeededAt(rev string) func(*v1.GitOpsDeploymentSyncRun) bool {
+// succeededAt: the run synced rev and recorded the sync status of Argo CD's
+// comparison after the sync (against the deployment's target revision).
+func succeededAt(rev string, sync v1.SyncStatusCode) func(*v1.GitOpsDeploymentSyncRun) bool {
 	return func(r *v1.GitOpsDeploymentSyncRun) bool {
 		return r.Status.Phase == v1.OperationSucceeded && r.Status.Revision == rev &&
-			r.Status.SyncStatus == v1.SyncStatusCodeSynced && r.Status.StartedAt != nil
+			r.Status.SyncStatus == sync && r.Status.StartedAt != nil
 	}
 }
 
@@ -63,7 +65,7 @@ func TestSyncRunDeploysHeadThenAnOlderRevision(t *testing.T) {
 
 	// No revision: the deployment's target (HEAD).
 	run := syncRun(t, ns, "to-head", "manual", "")
-	got := waitRun(t, run, "Succeeded at "+second, succeededAt(second))
+	got := waitRun(t, run, "Succeeded at "+second, succeededAt(second, v1.SyncStatusCodeSynced))
 	cm, err := getConfigMap(ns, "synced")
 	require.NoError(t, err)
 	assert.Equal(t, "second", cm.Data["value"])
@@ -74,9 +76,10 @@ func TestSyncRunDeploysHeadThenAnOlderRevision(t *testing.T) {
 	require.NotNil(t, op)
 	assert.Equal(t, syncrun.Initiator, op.Operation.InitiatedBy.Username)
 
-	// An older revision, by commit.
+	// An older revision, by commit: deployed, and then OutOfSync, because the
+	// deployment still targets HEAD (as after `argocd app sync --revision`).
 	older := syncRun(t, ns, "to-first", "manual", first)
-	waitRun(t, older, "Succeeded at "+first, succeededAt(first))
+	waitRun(t, older, "Succeeded at "+first+" and OutOfSync with HEAD", succeededAt(first, v1.SyncStatusCodeOutOfSync))
 	cm, err = getConfigMap(ns, "synced")
 	require.NoError(t, err)
 	assert.Equal(t, "first", cm.Data["value"])
