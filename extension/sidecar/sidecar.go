@@ -28,6 +28,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/environment"
 	"github.com/gitops-service/gitops-service/reconcilers/gitopsdeployment"
 	"github.com/gitops-service/gitops-service/reconcilers/managedenvironment"
+	"github.com/gitops-service/gitops-service/reconcilers/promotionrun"
 	"github.com/gitops-service/gitops-service/reconcilers/repositorycredentials"
 	"github.com/gitops-service/gitops-service/reconcilers/snapshotenvironmentbinding"
 	"github.com/gitops-service/gitops-service/reconcilers/syncrun"
@@ -138,6 +139,14 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
 	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
 		return nil, fmt.Errorf("setting up the GitOpsDeploymentSyncRun reconciler: %w", err)
+	}
+	if err := (&promotionrun.Reconciler{
+		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
+		ArgoNamespace: o.ArgoNamespace,
+		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
+	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
+		return nil, fmt.Errorf("setting up the PromotionRun reconciler: %w", err)
 	}
 	if err := (&environment.Reconciler{
 		Client:    mgr.GetClient(),

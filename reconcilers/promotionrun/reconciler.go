@@ -1,0 +1,415 @@
+// Package promotionrun reconciles PromotionRuns: it points the binding of the
+// Application and each target Environment at the Snapshot and follows the
+// generated Argo CD Applications until every component runs the Snapshot's
+// image, Synced and Healthy; an automated promotion then goes on breadth first
+// along the Environment digraph.
+package promotionrun
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+)
+
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionruns,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionruns/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=snapshotenvironmentbindings,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=snapshots;environments;applications,verbs=get;list;watch
+// +kubebuilder:rbac:groups=argoproj.io,resources=applications,verbs=get;list;watch,namespace=argocd
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+const (
+	// DefaultTimeout is how long the promotion to one Environment may take (the
+	// original service's limit for a run).
+	DefaultTimeout = 10 * time.Minute
+	// BindingSuffix names the binding a promotion creates: <app>-<env>-generated-binding.
+	BindingSuffix = "-generated-binding"
+	// msgSuccess is the original service's message for a deployed step.
+	msgSuccess = "All GitOpsDeployments are Synced/Healthy"
+	// recheck bounds how long a progressing run waits without an event (the
+	// deadline is checked then).
+	recheck = 15 * time.Second
+)
+
+// Reconciler reconciles PromotionRuns.
+type Reconciler struct {
+	Client client.Client
+	// APIReader reads uncached: who is active is decided on the API server's
+	// state, not on a cache that may lag behind another run's start.
+	APIReader     client.Reader
+	ArgoNamespace string
+	Recorder      record.EventRecorder
+	// Timeout per Environment promoted to; DefaultTimeout when zero.
+	Timeout time.Duration
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+
+	// starting serializes the start of runs of one application (key ns/app),
+	// so two runs never both become Active.
+	starting sync.Map
+}
+
+func (r *Reconciler) now() metav1.Time {
+	if r.Now != nil {
+		return metav1.NewTime(r.Now())
+	}
+	return metav1.Now()
+}
+
+func (r *Reconciler) timeout() time.Duration {
+	if r.Timeout > 0 {
+		return r.Timeout
+	}
+	return DefaultTimeout
+}
+
+// Reconcile starts a run when it is its application's turn and moves it on.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	run := &as.PromotionRun{}
+	if err := r.Client.Get(ctx, req.NamespacedName, run); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if run.Status.State == as.PromotionRunStateCompleted || !run.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	if run.Status.State != as.PromotionRunStateActive {
+		started, err := r.start(ctx, run)
+		if err != nil || !started {
+			return ctrl.Result{}, err
+		}
+	}
+	orig := run.DeepCopy()
+	result, err := r.promote(ctx, run)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !equality.Semantic.DeepEqual(orig.Status, run.Status) {
+		if err := r.Client.Status().Patch(ctx, run, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	return result, nil
+}
+
+// start makes the run Active when no other run of its application is Active
+// and no older one is waiting; else it marks it Waiting. Runs of another
+// namespace never count: tenants do not hold each other up.
+func (r *Reconciler) start(ctx context.Context, run *as.PromotionRun) (bool, error) {
+	key := run.Namespace + "/" + run.Spec.Application
+	mu, _ := r.starting.LoadOrStore(key, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
+
+	var list as.PromotionRunList
+	if err := r.APIReader.List(ctx, &list, client.InNamespace(run.Namespace)); err != nil {
+		return false, err
+	}
+	blocker := ""
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.UID == run.UID || o.Spec.Application != run.Spec.Application || o.Status.State == as.PromotionRunStateCompleted || !o.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if o.Status.State == as.PromotionRunStateActive || older(o, run) {
+			blocker = o.Name
+			break
+		}
+	}
+	orig := run.DeepCopy()
+	if blocker != "" {
+		run.Status.State = as.PromotionRunStateWaiting
+		if orig.Status.State != run.Status.State {
+			r.Recorder.Eventf(run, corev1.EventTypeNormal, "Waiting", "Waiting for PromotionRun %s of Application %s to complete", blocker, run.Spec.Application)
+		}
+		if equality.Semantic.DeepEqual(orig.Status, run.Status) {
+			return false, nil
+		}
+		return false, client.IgnoreNotFound(r.Client.Status().Patch(ctx, run, client.MergeFrom(orig)))
+	}
+	run.Status.State = as.PromotionRunStateActive
+	run.Status.PromotionStartTime = r.now()
+	// The optimistic lock makes a start decided on an old copy of the run fail.
+	if err := r.Client.Status().Patch(ctx, run, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return true, nil
+}
+
+// older orders runs by creation, then name (creation times have seconds).
+func older(a, b *as.PromotionRun) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Name < b.Name
+}
+
+// promote moves an Active run on: it checks its inputs, binds the current
+// step's Environments to the Snapshot, and records how far they are.
+func (r *Reconciler) promote(ctx context.Context, run *as.PromotionRun) (ctrl.Result, error) {
+	snap := &as.Snapshot{}
+	if msg, err := r.get(ctx, run.Namespace, run.Spec.Snapshot, snap, "Snapshot"); msg != "" || err != nil {
+		return r.fail(run, msg), err
+	}
+	if snap.Spec.Application != run.Spec.Application {
+		return r.fail(run, fmt.Sprintf("Snapshot %q is of Application %q, not %q", snap.Name, snap.Spec.Application, run.Spec.Application)), nil
+	}
+	if msg, err := r.get(ctx, run.Namespace, run.Spec.Application, &as.Application{}, "Application"); msg != "" || err != nil {
+		return r.fail(run, msg), err
+	}
+	var envs as.EnvironmentList
+	if err := r.Client.List(ctx, &envs, client.InNamespace(run.Namespace)); err != nil {
+		return ctrl.Result{}, err
+	}
+	level := current(run)
+	if len(level) == 0 {
+		level = []string{first(run)}
+		addSteps(run, level)
+	}
+	for {
+		for _, name := range level {
+			if !slices.ContainsFunc(envs.Items, func(e as.Environment) bool { return e.Name == name }) {
+				return r.fail(run, fmt.Sprintf("Environment %q not found", name)), nil
+			}
+		}
+		done, err := r.deploy(ctx, run, snap, level)
+		if err != nil || run.Status.State == as.PromotionRunStateCompleted {
+			return ctrl.Result{}, err
+		}
+		if !done {
+			return r.waitOrTimeout(run), nil
+		}
+		var next, manual []string
+		if run.Spec.AutomatedPromotion != nil {
+			next, manual = nextLevel(envs.Items, level, promoted(run))
+		}
+		if len(manual) > 0 {
+			r.Recorder.Eventf(run, corev1.EventTypeNormal, "ManualEnvironment", "Not promoting to %s: deploymentStrategy is Manual", strings.Join(manual, ", "))
+		}
+		if len(next) == 0 {
+			r.complete(run, as.PromotionRunCompleteResultSuccess, "")
+			return ctrl.Result{}, nil
+		}
+		addSteps(run, next)
+		level = next
+	}
+}
+
+// get reads a named input of the run; a missing one is confirmed on the API
+// server (the cache may not have it yet) and reported as a message.
+func (r *Reconciler) get(ctx context.Context, ns, name string, obj client.Object, kind string) (string, error) {
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
+	if apierrors.IsNotFound(err) {
+		err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
+	}
+	if apierrors.IsNotFound(err) {
+		return fmt.Sprintf("%s %q not found", kind, name), nil
+	}
+	return "", err
+}
+
+// first is the Environment the run begins with.
+func first(run *as.PromotionRun) string {
+	if run.Spec.ManualPromotion != nil {
+		return run.Spec.ManualPromotion.TargetEnvironment
+	}
+	return run.Spec.AutomatedPromotion.InitialEnvironment
+}
+
+// current is the step in progress: its Environments.
+func current(run *as.PromotionRun) []string {
+	var out []string
+	for _, s := range run.Status.EnvironmentStatus {
+		if s.Status == as.PromotionRunEnvironmentStatusInProgress {
+			out = append(out, s.EnvironmentName)
+		}
+	}
+	return out
+}
+
+func promoted(run *as.PromotionRun) []string {
+	var out []string
+	for _, s := range run.Status.EnvironmentStatus {
+		out = append(out, s.EnvironmentName)
+	}
+	return out
+}
+
+func addSteps(run *as.PromotionRun, envs []string) {
+	for _, e := range envs {
+		run.Status.EnvironmentStatus = append(run.Status.EnvironmentStatus, as.PromotionRunEnvironmentStatus{
+			Step: len(run.Status.EnvironmentStatus) + 1, EnvironmentName: e,
+			Status: as.PromotionRunEnvironmentStatusInProgress, DisplayStatus: "Promoting",
+		})
+	}
+}
+
+// deploy binds each Environment of the level to the Snapshot and records
+// whether it is deployed; the first broken binding fails the run.
+func (r *Reconciler) deploy(ctx context.Context, run *as.PromotionRun, snap *as.Snapshot, level []string) (bool, error) {
+	run.Status.ActiveBindings = nil
+	all := true
+	for _, env := range level {
+		seb, msg, err := r.bind(ctx, run, env)
+		if err != nil {
+			return false, err
+		}
+		if msg != "" {
+			setStep(run, env, as.PromotionRunEnvironmentStatusFailure, msg)
+			r.complete(run, as.PromotionRunCompleteResultFailure, msg)
+			return false, nil
+		}
+		run.Status.ActiveBindings = append(run.Status.ActiveBindings, seb.Name)
+		if c := meta.FindStatusCondition(seb.Status.BindingConditions, as.BindingConditionErrorOccurred); c != nil &&
+			c.Status == metav1.ConditionTrue && c.ObservedGeneration == seb.Generation && seb.Spec.Snapshot == snap.Name {
+			msg := fmt.Sprintf("SnapshotEnvironmentBinding %s: %s", seb.Name, c.Message)
+			setStep(run, env, as.PromotionRunEnvironmentStatusFailure, msg)
+			r.complete(run, as.PromotionRunCompleteResultFailure, msg)
+			return false, nil
+		}
+		var apps argov1alpha1.ApplicationList
+		if err := r.Client.List(ctx, &apps, client.InNamespace(r.ArgoNamespace), client.MatchingLabels{argocd.LabelOwnerUID: string(seb.UID)}); err != nil {
+			return false, err
+		}
+		ok, progress := verdict(snap, ownedBy(apps.Items, seb))
+		if ok {
+			setStep(run, env, as.PromotionRunEnvironmentStatusSuccess, progress)
+		} else {
+			setStep(run, env, as.PromotionRunEnvironmentStatusInProgress, progress)
+			all = false
+		}
+	}
+	return all, nil
+}
+
+// ownedBy keeps the Applications our ApplicationSet generated for the binding.
+func ownedBy(apps []argov1alpha1.Application, seb *as.SnapshotEnvironmentBinding) []argov1alpha1.Application {
+	return slices.DeleteFunc(apps, func(a argov1alpha1.Application) bool {
+		return !argocd.IsOwnedBy(a.Labels, argocd.OwnerKindBinding, string(seb.UID)) || a.Labels[argocd.LabelTenantNS] != seb.Namespace
+	})
+}
+
+// bind points the binding of the run's application and env at the Snapshot,
+// creating <app>-<env>-generated-binding when there is none. An existing
+// binding is the oldest one for the pair (the one that deploys; any other is a
+// duplicate). It returns a message when the binding cannot be used.
+func (r *Reconciler) bind(ctx context.Context, run *as.PromotionRun, env string) (*as.SnapshotEnvironmentBinding, string, error) {
+	var list as.SnapshotEnvironmentBindingList
+	if err := r.Client.List(ctx, &list, client.InNamespace(run.Namespace)); err != nil {
+		return nil, "", err
+	}
+	var seb *as.SnapshotEnvironmentBinding
+	for i := range list.Items {
+		b := &list.Items[i]
+		if b.Spec.Application != run.Spec.Application || b.Spec.Environment != env {
+			continue
+		}
+		if seb == nil || b.CreationTimestamp.Before(&seb.CreationTimestamp) ||
+			(b.CreationTimestamp.Equal(&seb.CreationTimestamp) && b.Name < seb.Name) {
+			seb = b
+		}
+	}
+	if seb == nil {
+		seb = &as.SnapshotEnvironmentBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: run.Namespace, Name: run.Spec.Application + "-" + env + BindingSuffix,
+				Labels: map[string]string{as.LabelApplication: run.Spec.Application, as.LabelEnvironment: env}},
+			Spec: as.SnapshotEnvironmentBindingSpec{Application: run.Spec.Application, Environment: env, Snapshot: run.Spec.Snapshot},
+		}
+		err := r.Client.Create(ctx, seb)
+		if apierrors.IsAlreadyExists(err) {
+			// Either our cache has not seen it yet (retry), or a binding of that
+			// name deploys something else.
+			existing := &as.SnapshotEnvironmentBinding{}
+			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(seb), existing); err != nil {
+				return nil, "", err
+			}
+			if existing.Spec.Application != run.Spec.Application || existing.Spec.Environment != env {
+				return nil, fmt.Sprintf("SnapshotEnvironmentBinding %s exists for Application %q and Environment %q", seb.Name,
+					existing.Spec.Application, existing.Spec.Environment), nil
+			}
+			return nil, "", fmt.Errorf("binding %s not in the cache yet", seb.Name)
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("creating SnapshotEnvironmentBinding %s: %w", seb.Name, err)
+		}
+		r.Recorder.Eventf(run, corev1.EventTypeNormal, "BindingCreated", "Created SnapshotEnvironmentBinding %s for Environment %s", seb.Name, env)
+		return seb, "", nil
+	}
+	if seb.Spec.Snapshot != run.Spec.Snapshot {
+		patch := client.MergeFromWithOptions(seb.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		seb.Spec.Snapshot = run.Spec.Snapshot
+		if err := r.Client.Patch(ctx, seb, patch); err != nil {
+			return nil, "", fmt.Errorf("pointing SnapshotEnvironmentBinding %s at Snapshot %s: %w", seb.Name, run.Spec.Snapshot, err)
+		}
+		r.Recorder.Eventf(run, corev1.EventTypeNormal, "BindingUpdated", "SnapshotEnvironmentBinding %s now deploys Snapshot %s", seb.Name, run.Spec.Snapshot)
+	}
+	return seb, "", nil
+}
+
+func setStep(run *as.PromotionRun, env string, status as.PromotionRunEnvironmentStatusField, msg string) {
+	for i := range run.Status.EnvironmentStatus {
+		if s := &run.Status.EnvironmentStatus[i]; s.EnvironmentName == env {
+			s.Status, s.DisplayStatus = status, msg
+		}
+	}
+}
+
+// waitOrTimeout fails the run when the step in progress is past its deadline:
+// the run may take Timeout per Environment promoted to so far.
+func (r *Reconciler) waitOrTimeout(run *as.PromotionRun) ctrl.Result {
+	deadline := run.Status.PromotionStartTime.Add(time.Duration(len(run.Status.EnvironmentStatus)) * r.timeout())
+	left := deadline.Sub(r.now().Time)
+	if left > 0 {
+		return ctrl.Result{RequeueAfter: min(left, recheck)}
+	}
+	var msg string
+	for _, env := range current(run) {
+		for _, s := range run.Status.EnvironmentStatus {
+			if s.EnvironmentName == env {
+				msg = fmt.Sprintf("timed out after %s promoting to %s: %s", r.timeout(), env, s.DisplayStatus)
+				setStep(run, env, as.PromotionRunEnvironmentStatusFailure, msg)
+			}
+		}
+	}
+	r.complete(run, as.PromotionRunCompleteResultFailure, msg)
+	return ctrl.Result{}
+}
+
+// fail ends the run with an error that is not a step's (its inputs).
+func (r *Reconciler) fail(run *as.PromotionRun, msg string) ctrl.Result {
+	if msg != "" {
+		for _, env := range current(run) {
+			setStep(run, env, as.PromotionRunEnvironmentStatusFailure, msg)
+		}
+		r.complete(run, as.PromotionRunCompleteResultFailure, msg)
+	}
+	return ctrl.Result{}
+}
+
+// complete ends the run, with an ErrorOccurred condition and a Warning on failure.
+func (r *Reconciler) complete(run *as.PromotionRun, result as.PromotionRunCompleteResult, msg string) {
+	run.Status.State = as.PromotionRunStateCompleted
+	run.Status.CompletionResult = result
+	if result == as.PromotionRunCompleteResultSuccess {
+		r.Recorder.Eventf(run, corev1.EventTypeNormal, "PromotionSucceeded", "Snapshot %s promoted to %s", run.Spec.Snapshot, strings.Join(promoted(run), ", "))
+		return
+	}
+	meta.SetStatusCondition(&run.Status.Conditions, metav1.Condition{Type: as.PromotionRunConditionErrorOccurred, Status: metav1.ConditionTrue,
+		Reason: as.PromotionRunReasonErrorOccurred, Message: msg, ObservedGeneration: run.Generation})
+	r.Recorder.Event(run, corev1.EventTypeWarning, "PromotionFailed", msg)
+}

@@ -1,0 +1,75 @@
+package promotionrun
+
+import (
+	"context"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+)
+
+// SetupWithManager registers the reconciler and its watches: a run follows its
+// bindings and their generated Applications, and a waiting run starts when the
+// run before it completes or goes away.
+func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concurrency int) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("promotionrun").
+		For(&as.PromotionRun{}).
+		Watches(&as.PromotionRun{}, handler.Funcs{
+			UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				if run := e.ObjectNew.(*as.PromotionRun); run.Status.State == as.PromotionRunStateCompleted {
+					r.wake(ctx, run, q)
+				}
+			},
+			DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				if run, ok := e.Object.(*as.PromotionRun); ok {
+					r.wake(ctx, run, q)
+				}
+			},
+		}).
+		Watches(&as.SnapshotEnvironmentBinding{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return r.runsOf(ctx, o.GetNamespace(), o.(*as.SnapshotEnvironmentBinding).Spec.Application, as.PromotionRunStateActive)
+		})).
+		// Only Argo CD's namespace is cached; our generated Applications name
+		// their tenant and App Studio application.
+		Watches(&argov1alpha1.Application{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			l := o.GetLabels()
+			if !argocd.IsOwnedBy(l, argocd.OwnerKindBinding, l[argocd.LabelOwnerUID]) || l[argocd.LabelTenantNS] == "" {
+				return nil
+			}
+			return r.runsOf(ctx, l[argocd.LabelTenantNS], l[as.LabelApplication], as.PromotionRunStateActive)
+		})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Complete(r)
+}
+
+// wake queues the waiting runs of a run's application: it completed or is gone.
+func (r *Reconciler) wake(ctx context.Context, run *as.PromotionRun, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	for _, req := range r.runsOf(ctx, run.Namespace, run.Spec.Application, as.PromotionRunStateWaiting) {
+		q.Add(req)
+	}
+}
+
+// runsOf returns the runs of an application in a namespace that are in state.
+func (r *Reconciler) runsOf(ctx context.Context, namespace, application string, state as.PromotionRunState) []reconcile.Request {
+	var list as.PromotionRunList
+	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing PromotionRuns")
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if run := &list.Items[i]; run.Spec.Application == application && run.Status.State == state {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(run)})
+		}
+	}
+	return out
+}
