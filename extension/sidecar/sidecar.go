@@ -58,6 +58,8 @@ type Options struct {
 	GeneratorAddr string
 	// GeneratorTokenFile holds the bearer token Argo CD presents (a mounted Secret).
 	GeneratorTokenFile string
+	// PromotionTimeout is how long a PromotionRun may take per Environment.
+	PromotionTimeout time.Duration
 }
 
 // NewScheme has every type the sidecar reads or writes.
@@ -145,6 +147,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		APIReader:     mgr.GetAPIReader(),
 		ArgoNamespace: o.ArgoNamespace,
 		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
+		Timeout:       o.PromotionTimeout,
 	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
 		return nil, fmt.Errorf("setting up the PromotionRun reconciler: %w", err)
 	}

@@ -70,13 +70,13 @@ func TestVerdictNeedsSyncedHealthyAndTheSnapshotsImages(t *testing.T) {
 		ok   bool
 		want string
 	}{
-		"all deployed": {[]argov1alpha1.Application{app("fe", "quay.io/x/fe=quay.io/x/fe:v2", synced, healthy, "quay.io/x/fe:v2", "sidecar:1")}, true, msgSuccess},
+		"all deployed":   {[]argov1alpha1.Application{app("fe", "quay.io/x/fe=quay.io/x/fe:v2", synced, healthy, "quay.io/x/fe:v2", "sidecar:1")}, true, msgSuccess},
 		"no application": {nil, false, "1 of 2 components deployed; waiting for fe: no GitOpsDeployment yet"},
 		"still the previous snapshot (OutOfSync counted as done by the original)": {
 			[]argov1alpha1.Application{app("fe", "quay.io/x/fe=quay.io/x/fe:v1", synced, healthy, "quay.io/x/fe:v1")}, false,
 			"fe: not yet generated for quay.io/x/fe:v2"},
-		"out of sync": {[]argov1alpha1.Application{app("fe", "quay.io/x/fe=quay.io/x/fe:v2", outOfSync, healthy, "quay.io/x/fe:v1")}, false, "fe: OutOfSync"},
-		"progressing": {[]argov1alpha1.Application{app("fe", "quay.io/x/fe=quay.io/x/fe:v2", synced, health.HealthStatusProgressing)}, false, "fe: Progressing"},
+		"out of sync":   {[]argov1alpha1.Application{app("fe", "quay.io/x/fe=quay.io/x/fe:v2", outOfSync, healthy, "quay.io/x/fe:v1")}, false, "fe: OutOfSync"},
+		"progressing":   {[]argov1alpha1.Application{app("fe", "quay.io/x/fe=quay.io/x/fe:v2", synced, health.HealthStatusProgressing)}, false, "fe: Progressing"},
 		"no status yet": {[]argov1alpha1.Application{app("fe", "quay.io/x/fe=quay.io/x/fe:v2", "", "")}, false, "fe: Unknown"},
 		"healthy but another image runs": {[]argov1alpha1.Application{app("fe", "quay.io/x/fe=quay.io/x/fe:v2", synced, healthy, "quay.io/x/fe:v1")}, false,
 			"fe: quay.io/x/fe:v2 not running yet"},

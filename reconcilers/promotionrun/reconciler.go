@@ -278,6 +278,12 @@ func (r *Reconciler) deploy(ctx context.Context, run *as.PromotionRun, snap *as.
 		if c := meta.FindStatusCondition(seb.Status.BindingConditions, as.BindingConditionErrorOccurred); c != nil &&
 			c.Status == metav1.ConditionTrue && c.ObservedGeneration == seb.Generation && seb.Spec.Snapshot == snap.Name {
 			msg := fmt.Sprintf("SnapshotEnvironmentBinding %s: %s", seb.Name, c.Message)
+			if c.Reason == as.BindingReasonWaitingForComponentStatus || c.Reason == as.BindingReasonGitOpsRepoNotReady {
+				// The Components' GitOps repositories may still come.
+				setStep(run, env, as.PromotionRunEnvironmentStatusInProgress, msg)
+				all = false
+				continue
+			}
 			setStep(run, env, as.PromotionRunEnvironmentStatusFailure, msg)
 			r.complete(run, as.PromotionRunCompleteResultFailure, msg)
 			return false, nil

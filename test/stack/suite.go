@@ -44,7 +44,7 @@ func (s *Suite) Cleanup(f func(failed bool)) { s.cleanups = append(s.cleanups, f
 // stops everything; it returns TestMain's exit code. Without the test stack the
 // tests are skipped, unless the stack is required (make test). The sidecar logs
 // at debug level with TEST_VERBOSE_SIDECAR=1.
-func RunSuite(m *testing.M, name string, setup func(*Suite) error) int {
+func RunSuite(m *testing.M, name string, setup func(*Suite) error, options ...func(*sidecar.Options)) int {
 	if _, err := Binaries(); err != nil {
 		if Required() {
 			fmt.Fprintln(os.Stderr, err)
@@ -83,9 +83,13 @@ func RunSuite(m *testing.M, name string, setup func(*Suite) error) int {
 		level = zapcore.DebugLevel
 	}
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(level)))
-	mgr, err := sidecar.New(ctx, kube.Config, sidecar.Options{
+	opts := sidecar.Options{
 		ArgoNamespace: SuiteArgoNamespace, MetricsAddr: "0", ProbeAddr: "0", QPS: 200, Burst: 400, Concurrency: 4, SyncPeriod: time.Hour,
-	})
+	}
+	for _, o := range options {
+		o(&opts)
+	}
+	mgr, err := sidecar.New(ctx, kube.Config, opts)
 	if err != nil {
 		return fail(err)
 	}
