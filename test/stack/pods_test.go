@@ -1,0 +1,88 @@
+package stack
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+)
+
+func deploymentOf(name string, replicas int32, podLabels map[string]string) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "quay.io/example/" + name + ":v1"}}},
+			},
+		},
+	}
+}
+
+// TestRunPods: with the workload controllers and RunPods, a Deployment whose
+// pods carry PodRunLabel rolls out; one without it does not.
+func TestRunPods(t *testing.T) {
+	b := resolveBinaries()
+	if err := b.require(b.Etcd, b.KubeAPIServer, b.KubeControllerManager); err != nil {
+		if Required() {
+			t.Fatalf("%v (%s=1)", err, EnvRequire)
+		}
+		t.Skipf("kube binaries not available: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	k, err := StartKube(ctx, KubeOptions{Name: "pods-test", ControllerManager: true,
+		Controllers: append(append([]string{}, DefaultControllers...), WorkloadControllers...)})
+	if err != nil {
+		t.Fatalf("StartKube: %v", err)
+	}
+	t.Cleanup(k.Stop)
+	t.Cleanup(func() {
+		if t.Failed() {
+			var buf bytes.Buffer
+			k.WriteLogs(&buf)
+			t.Logf("component logs:\n%s", buf.String())
+		}
+	})
+	if err := k.RunPods(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(k.Config)
+	deployments := cs.AppsV1().Deployments("default")
+	if _, err := deployments.Create(ctx, deploymentOf("runs", 2, map[string]string{"app": "runs", PodRunLabel: "true"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := deployments.Create(ctx, deploymentOf("pending", 1, map[string]string{"app": "pending"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		d, err := deployments.Get(ctx, "runs", metav1.GetOptions{})
+		if err == nil && d.Status.AvailableReplicas == 2 && d.Status.UpdatedReplicas == 2 && d.Status.ObservedGeneration == d.Generation {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the labelled Deployment never became available: %+v (err %v)", d.Status, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=pending"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 1 || pods.Items[0].Status.Phase == corev1.PodRunning {
+		t.Fatalf("want one Pending pod for the unlabelled Deployment, got %+v", pods.Items)
+	}
+	pending, err := deployments.Get(ctx, "pending", metav1.GetOptions{})
+	if err != nil || pending.Status.AvailableReplicas != 0 {
+		t.Fatalf("the unlabelled Deployment became available: %+v (err %v)", pending.Status, err)
+	}
+}
