@@ -260,7 +260,7 @@ func addSteps(run *as.PromotionRun, envs []string) {
 }
 
 // deploy binds each Environment of the level to the Snapshot and records
-// whether it is deployed; the first broken binding fails the run.
+// whether it is deployed; a binding that cannot be used fails the run.
 func (r *Reconciler) deploy(ctx context.Context, run *as.PromotionRun, snap *as.Snapshot, level []string) (bool, error) {
 	run.Status.ActiveBindings = nil
 	all := true
@@ -277,16 +277,12 @@ func (r *Reconciler) deploy(ctx context.Context, run *as.PromotionRun, snap *as.
 		run.Status.ActiveBindings = append(run.Status.ActiveBindings, seb.Name)
 		if c := meta.FindStatusCondition(seb.Status.BindingConditions, as.BindingConditionErrorOccurred); c != nil &&
 			c.Status == metav1.ConditionTrue && c.ObservedGeneration == seb.Generation && seb.Spec.Snapshot == snap.Name {
-			msg := fmt.Sprintf("SnapshotEnvironmentBinding %s: %s", seb.Name, c.Message)
-			if c.Reason == as.BindingReasonWaitingForComponentStatus || c.Reason == as.BindingReasonGitOpsRepoNotReady {
-				// The Components' GitOps repositories may still come.
-				setStep(run, env, as.PromotionRunEnvironmentStatusInProgress, msg)
-				all = false
-				continue
-			}
-			setStep(run, env, as.PromotionRunEnvironmentStatusFailure, msg)
-			r.complete(run, as.PromotionRunCompleteResultFailure, msg)
-			return false, nil
+			// The binding cannot deploy yet: a Component without GitOps status, an
+			// Environment not connected, a mistake in the binding. Each may be
+			// fixed while the run waits; its deadline ends the wait.
+			setStep(run, env, as.PromotionRunEnvironmentStatusInProgress, fmt.Sprintf("SnapshotEnvironmentBinding %s: %s", seb.Name, c.Message))
+			all = false
+			continue
 		}
 		var apps argov1alpha1.ApplicationList
 		if err := r.Client.List(ctx, &apps, client.InNamespace(r.ArgoNamespace), client.MatchingLabels{argocd.LabelOwnerUID: string(seb.UID)}); err != nil {

@@ -155,7 +155,7 @@ func TestInvalidPromotionsFailAndBindNothing(t *testing.T) {
 	require.NoError(t, k8s.Create(context.Background(), &as.SnapshotEnvironmentBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "appb-staging" + promotionrun.BindingSuffix},
 		Spec:       as.SnapshotEnvironmentBindingSpec{Application: "appb", Environment: "dev", Snapshot: "snap-b"}}))
-	// A binding that cannot deploy (a permanent error) fails the promotion at once.
+	// A binding that cannot deploy is waited on (it may be fixed) until the deadline.
 	require.NoError(t, k8s.Create(context.Background(), &as.SnapshotEnvironmentBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "broken"},
 		Spec: as.SnapshotEnvironmentBindingSpec{Application: "appa", Environment: "staging", Snapshot: "snap-a",
@@ -173,7 +173,7 @@ func TestInvalidPromotionsFailAndBindNothing(t *testing.T) {
 		{"binding name taken", manual(ns, "r5", "appb", "snap-b", "staging"),
 			`SnapshotEnvironmentBinding appb-staging-generated-binding exists for Application "appb" and Environment "dev"`, nil},
 		{"broken binding", manual(ns, "r6", "appa", "snap-a", "staging"),
-			`SnapshotEnvironmentBinding broken: component "appa-fe" is listed twice in spec.components`, []string{"broken"}},
+			`timed out after 6s promoting to staging: SnapshotEnvironmentBinding broken: component "appa-fe" is listed twice in spec.components`, []string{"broken"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

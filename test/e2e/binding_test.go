@@ -18,10 +18,12 @@ import (
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/test/stack"
 )
 
-// componentFiles is a kustomize base (a Deployment named like the component)
-// and a dev overlay, as App Studio's GitOps repositories lay them out.
+// componentFiles is a kustomize base (a Deployment named like the component,
+// whose Pods RunPods reports running) and a dev overlay, as App Studio's GitOps
+// repositories lay them out.
 func componentFiles(component string) map[string]string {
 	base := "components/" + component + "/base/"
 	return map[string]string{
@@ -36,12 +38,12 @@ spec:
     matchLabels: {app: %[1]s}
   template:
     metadata:
-      labels: {app: %[1]s}
+      labels: {app: %[1]s, %[2]s: "true"}
     spec:
       containers:
       - name: app
         image: quay.io/example/%[1]s:placeholder
-`, component),
+`, component, stack.PodRunLabel),
 		"components/" + component + "/overlays/dev/kustomization.yaml": "resources:\n- ../../base\n",
 	}
 }

@@ -37,6 +37,8 @@ var (
 	remoteKube *stack.Kube
 	remoteK8s  client.Client
 	remoteErr  error
+	// stopRemotePods stops the remote cluster's RunPods.
+	stopRemotePods context.CancelFunc = func() {}
 
 	// remoteAdminToken is in system:masters; remotePowerlessToken authenticates
 	// but RBAC allows it nothing.
@@ -53,11 +55,17 @@ func remote(t *testing.T) *stack.Kube {
 		remoteKube, remoteErr = stack.StartKube(context.Background(), stack.KubeOptions{
 			Name:              "e2e-remote",
 			ControllerManager: true,
+			Controllers:       workloadControllers(),
 			ExtraTokens: map[string]stack.TokenUser{
 				remoteAdminToken:     {Name: "remote-admin", Groups: []string{"system:masters"}},
 				remotePowerlessToken: {Name: "powerless"},
 			},
 		})
+		if remoteErr == nil {
+			var ctx context.Context
+			ctx, stopRemotePods = context.WithCancel(context.Background())
+			remoteErr = remoteKube.RunPods(ctx)
+		}
 		if remoteErr == nil {
 			remoteK8s, remoteErr = client.New(remoteKube.Config, client.Options{Scheme: sidecar.NewScheme()})
 		}
@@ -69,6 +77,7 @@ func remote(t *testing.T) *stack.Kube {
 
 // stopRemote stops the remote cluster if it was started.
 func stopRemote() {
+	stopRemotePods()
 	if remoteKube != nil {
 		remoteKube.Stop()
 	}

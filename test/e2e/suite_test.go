@@ -46,10 +46,15 @@ func run(m *testing.M) (code int) {
 	fail := func(err error) int { fmt.Fprintln(os.Stderr, "e2e setup:", err); return 1 }
 	start := time.Now()
 	var err error
-	if kube, err = stack.StartKube(ctx, stack.KubeOptions{Name: "e2e", ControllerManager: true}); err != nil {
+	if kube, err = stack.StartKube(ctx, stack.KubeOptions{Name: "e2e", ControllerManager: true, Controllers: workloadControllers()}); err != nil {
 		return fail(err)
 	}
 	defer kube.Stop()
+	podsCtx, stopPods := context.WithCancel(ctx)
+	defer stopPods()
+	if err := kube.RunPods(podsCtx); err != nil {
+		return fail(err)
+	}
 	// The remote cluster (started by the first test that needs it) stops after
 	// the leak check has read its logs.
 	defer stopRemote()
@@ -129,4 +134,10 @@ func gitRepo(t *testing.T, files map[string]string) (*stack.GitRepo, string) {
 		t.Fatal(err)
 	}
 	return r, sha
+}
+
+// workloadControllers run Deployments (their Pods run through RunPods), so
+// App Studio components become Healthy as on a real cluster.
+func workloadControllers() []string {
+	return append(append([]string{}, stack.DefaultControllers...), stack.WorkloadControllers...)
 }

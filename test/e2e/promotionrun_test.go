@@ -1,0 +1,160 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/promotionrun"
+)
+
+func waitPromotion(t *testing.T, run *as.PromotionRun, what string, ok func(*as.PromotionRun) bool) *as.PromotionRun {
+	t.Helper()
+	got := &as.PromotionRun{}
+	if !assert.Eventually(t, func() bool {
+		return k8s.Get(context.Background(), client.ObjectKeyFromObject(run), got) == nil && ok(got)
+	}, deployWait, poll) {
+		t.Fatalf("PromotionRun %s never was %s; status: %+v", run.Name, what, got.Status)
+	}
+	return got
+}
+
+func promotionSucceeded(r *as.PromotionRun) bool {
+	return r.Status.State == as.PromotionRunStateCompleted && r.Status.CompletionResult == as.PromotionRunCompleteResultSuccess
+}
+
+// running says whether a Deployment runs image, rolled out and available.
+func running(d *appsv1.Deployment, image string) bool {
+	return d.Spec.Template.Spec.Containers[0].Image == image && d.Status.ObservedGeneration == d.Generation &&
+		d.Status.UpdatedReplicas == *d.Spec.Replicas && d.Status.AvailableReplicas == *d.Spec.Replicas
+}
+
+// TestPromotionRuns: two components promoted with the real Argo CD to dev (the
+// tenant's namespace) and staging (the remote cluster through
+// kubernetesCredentials); prod, after staging, is Manual.
+func TestPromotionRuns(t *testing.T) {
+	ctx := context.Background()
+	ns := tenantNamespace(t)
+	files := componentFiles("frontend")
+	for k, v := range componentFiles("backend") {
+		files[k] = v
+	}
+	repo, _ := gitRepo(t, files)
+	require.NoError(t, k8s.Create(ctx, &as.Application{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "appa"}, Spec: as.ApplicationSpec{DisplayName: "App A"}}))
+	for _, c := range []string{"frontend", "backend"} {
+		comp := &as.Component{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c},
+			Spec: as.ComponentSpec{ComponentName: c, Application: "appa", ContainerImage: "quay.io/example/" + c + ":placeholder"}}
+		require.NoError(t, k8s.Create(ctx, comp))
+		comp.Status.GitOps = as.GitOpsStatus{RepositoryURL: repo.URL, Branch: "main", Context: "components/" + c + "/base"}
+		require.NoError(t, k8s.Status().Update(ctx, comp))
+	}
+
+	kc, err := remote(t).KubeconfigFor(remoteAdminTokenFor(t))
+	require.NoError(t, err)
+	require.NoError(t, k8s.Create(ctx, credentialsSecret(ns, "staging-creds", v1.ManagedEnvironmentSecretType, map[string]string{"kubeconfig": string(kc)})))
+	stagingNS := remoteNamespace(t, "staging")
+	envVar := func(v string) as.EnvironmentConfiguration {
+		return as.EnvironmentConfiguration{Env: []as.EnvVarPair{{Name: "ENVIRONMENT", Value: v}}}
+	}
+	for _, e := range []*as.Environment{
+		{ObjectMeta: metav1.ObjectMeta{Name: "dev"}, Spec: as.EnvironmentSpec{DisplayName: "Dev",
+			DeploymentStrategy: as.DeploymentStrategyAppStudioAutomated, Configuration: envVar("dev")}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "staging"}, Spec: as.EnvironmentSpec{DisplayName: "Staging", ParentEnvironment: "dev",
+			DeploymentStrategy: as.DeploymentStrategyAppStudioAutomated, Configuration: envVar("staging"),
+			UnstableConfigurationFields: &as.UnstableEnvironmentConfiguration{KubernetesClusterCredentials: as.KubernetesClusterCredentials{
+				APIURL: remoteKube.URL, TargetNamespace: stagingNS, ClusterCredentialsSecret: "staging-creds"}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "prod"}, Spec: as.EnvironmentSpec{DisplayName: "Prod", ParentEnvironment: "staging",
+			DeploymentStrategy: as.DeploymentStrategyManual, Configuration: envVar("prod")}},
+	} {
+		e.Namespace = ns
+		require.NoError(t, k8s.Create(ctx, e))
+	}
+	snapshot := func(name, tag string) *as.Snapshot {
+		return &as.Snapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: as.SnapshotSpec{Application: "appa",
+			Components: []as.SnapshotComponent{
+				{Name: "frontend", ContainerImage: "quay.io/example/frontend:" + tag},
+				{Name: "backend", ContainerImage: "quay.io/example/backend:" + tag},
+			}}}
+	}
+	require.NoError(t, k8s.Create(ctx, snapshot("snap-1", "v1")))
+	require.NoError(t, k8s.Create(ctx, snapshot("snap-2", "v2")))
+
+	// A manual promotion of snap-1 to staging, and right after it an automated
+	// one of snap-2 from dev, which waits for the first.
+	toStaging := &as.PromotionRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "snap-1-to-staging"}, Spec: as.PromotionRunSpec{
+		Snapshot: "snap-1", Application: "appa", ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "staging"}}}
+	require.NoError(t, k8s.Create(ctx, toStaging))
+	waitPromotion(t, toStaging, "Active", func(r *as.PromotionRun) bool { return r.Status.State == as.PromotionRunStateActive })
+	auto := &as.PromotionRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "snap-2-from-dev"}, Spec: as.PromotionRunSpec{
+		Snapshot: "snap-2", Application: "appa", AutomatedPromotion: &as.AutomatedPromotionConfiguration{InitialEnvironment: "dev"}}}
+	require.NoError(t, k8s.Create(ctx, auto))
+	waitPromotion(t, auto, "Waiting", func(r *as.PromotionRun) bool { return r.Status.State == as.PromotionRunStateWaiting })
+
+	got := waitPromotion(t, toStaging, "Success", promotionSucceeded)
+	staging := "appa-staging" + promotionrun.BindingSuffix
+	assert.Equal(t, []string{staging}, got.Status.ActiveBindings)
+	assert.Equal(t, []as.PromotionRunEnvironmentStatus{{Step: 1, EnvironmentName: "staging",
+		Status: as.PromotionRunEnvironmentStatusSuccess, DisplayStatus: "All GitOpsDeployments are Synced/Healthy"}}, got.Status.EnvironmentStatus)
+	// Success means running: both Deployments are rolled out on the remote
+	// cluster with snap-1's images and staging's configuration.
+	for _, c := range []string{"frontend", "backend"} {
+		d := &appsv1.Deployment{}
+		require.NoError(t, remoteK8s.Get(ctx, types.NamespacedName{Namespace: stagingNS, Name: c}, d))
+		assert.True(t, running(d, "quay.io/example/"+c+":v1"), "%s on staging: %+v", c, d.Status)
+		assert.Equal(t, map[string]string{"ENVIRONMENT": "staging"}, envOf(d))
+		_, err := deployment(ns, c)
+		assert.True(t, apierrors.IsNotFound(err), "%s was deployed to dev by a promotion to staging", c)
+	}
+
+	// The automated one starts now, deploys dev, then staging, and stops
+	// before prod (Manual).
+	got = waitPromotion(t, auto, "Success", promotionSucceeded)
+	assert.Equal(t, []as.PromotionRunEnvironmentStatus{
+		{Step: 1, EnvironmentName: "dev", Status: as.PromotionRunEnvironmentStatusSuccess, DisplayStatus: "All GitOpsDeployments are Synced/Healthy"},
+		{Step: 2, EnvironmentName: "staging", Status: as.PromotionRunEnvironmentStatusSuccess, DisplayStatus: "All GitOpsDeployments are Synced/Healthy"},
+	}, got.Status.EnvironmentStatus)
+	assert.Equal(t, []string{staging}, got.Status.ActiveBindings, "the last step's binding")
+	assert.False(t, got.Status.PromotionStartTime.Before(&toStaging.CreationTimestamp))
+	for _, c := range []string{"frontend", "backend"} {
+		d, err := deployment(ns, c)
+		require.NoError(t, err)
+		assert.True(t, running(d, "quay.io/example/"+c+":v2"), "%s on dev: %+v", c, d.Status)
+		assert.Equal(t, map[string]string{"ENVIRONMENT": "dev"}, envOf(d))
+		require.NoError(t, remoteK8s.Get(ctx, types.NamespacedName{Namespace: stagingNS, Name: c}, d))
+		assert.True(t, running(d, "quay.io/example/"+c+":v2"), "%s on staging: %+v", c, d.Status)
+	}
+	var sebs as.SnapshotEnvironmentBindingList
+	require.NoError(t, k8s.List(ctx, &sebs, client.InNamespace(ns)))
+	envs := map[string]string{}
+	for _, b := range sebs.Items {
+		envs[b.Spec.Environment] = b.Spec.Snapshot
+	}
+	assert.Equal(t, map[string]string{"dev": "snap-2", "staging": "snap-2"}, envs, "one binding per promoted Environment, none for prod")
+	assertEvent(t, got, corev1.EventTypeNormal, "ManualEnvironment")
+}
+
+func assertEvent(t *testing.T, obj client.Object, typ, reason string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		var events corev1.EventList
+		if k8s.List(context.Background(), &events, client.InNamespace(obj.GetNamespace())) != nil {
+			return false
+		}
+		for _, e := range events.Items {
+			if e.InvolvedObject.UID == obj.GetUID() && e.Type == typ && e.Reason == reason {
+				return true
+			}
+		}
+		return false
+	}, deployWait, poll, "no %s Event %s for %s", typ, reason, obj.GetName())
+}
