@@ -1,11 +1,14 @@
 // Command demo is `make demo`: it starts a local Kubernetes (etcd,
 // kube-apiserver, kube-controller-manager) and Argo CD with test/stack,
 // installs the GitOps Service CRDs, runs the gitops-service sidecar
-// (bin/gitops-service) beside them, pushes manifests/samples/guestbook to a
-// local git repository and deploys it with the sample GitOpsDeployment, using
-// kubectl the way a user would. It then keeps everything running until Ctrl-C.
+// (bin/gitops-service) beside them, pushes manifests/samples/guestbook and
+// manifests/samples/appstudio/gitops to a local git repository, deploys the
+// guestbook with the sample GitOpsDeployment, then the App Studio sample (an
+// application deployed to an Environment by a SnapshotEnvironmentBinding, and a
+// PromotionRun of its next Snapshot), using kubectl the way a user would. It
+// then keeps everything running until Ctrl-C.
 //
-// DEMO_EXIT=1 exits right after the sample is shown Synced/Healthy (smoke checks).
+// DEMO_EXIT=1 exits right after the samples are shown deployed (smoke checks).
 package main
 
 import (
@@ -84,9 +87,13 @@ func (d *demo) run() error {
 	fmt.Printf("GitOps Service demo: Kubernetes %s, Argo CD %s and the gitops-service sidecar, all local (files in %s)\n\n",
 		stack.KubeVersion, stack.ArgoCDVersion, d.dir)
 
-	if err := d.step("starting etcd, kube-apiserver, kube-controller-manager", func() (err error) {
-		d.kube, err = stack.StartKube(d.ctx, stack.KubeOptions{Name: "demo", ControllerManager: true})
-		return err
+	if err := d.step("starting etcd, kube-apiserver, kube-controller-manager (no kubelet: Pods are reported running, nothing is executed)", func() (err error) {
+		d.kube, err = stack.StartKube(d.ctx, stack.KubeOptions{Name: "demo", ControllerManager: true,
+			Controllers: append(append([]string{}, stack.DefaultControllers...), stack.WorkloadControllers...)})
+		if err != nil {
+			return err
+		}
+		return d.kube.RunPods(d.ctx, "")
 	}); err != nil {
 		return err
 	}
@@ -104,7 +111,7 @@ func (d *demo) run() error {
 	if err := d.step("starting the sidecar bin/gitops-service", func() error { return d.startSidecar(sidecarBin) }); err != nil {
 		return err
 	}
-	if err := d.step("creating a git repository with manifests/samples/guestbook/ as "+appPath+"/", d.createRepo); err != nil {
+	if err := d.step("creating a git repository with manifests/samples/guestbook/ as "+appPath+"/ and manifests/samples/appstudio/gitops/ at its root", d.createRepo); err != nil {
 		return err
 	}
 
@@ -118,6 +125,9 @@ func (d *demo) run() error {
 	fmt.Printf("\n==> deployed %.1fs after the kubectl apply (%.0fs in all); what Argo CD put into namespace %s:\n",
 		time.Since(deployStart).Seconds(), time.Since(d.start).Seconds(), tenant)
 	if err := d.show("-n", tenant, "get", "configmap,service"); err != nil {
+		return err
+	}
+	if err := d.appStudio(); err != nil {
 		return err
 	}
 	// "applications" alone would be the appstudio.redhat.com kind, also installed.
@@ -234,23 +244,32 @@ func (d *demo) createRepo() error {
 	if d.repo, err = stack.NewGitRepo(d.dir, "apps"); err != nil {
 		return err
 	}
-	src := filepath.Join(d.root, "manifests", "samples", "guestbook")
-	names, err := filepath.Glob(filepath.Join(src, "*.yaml"))
-	if err != nil {
-		return err
-	}
-	if len(names) == 0 {
-		return fmt.Errorf("no *.yaml in %s", src)
-	}
 	files := map[string]string{}
-	for _, n := range names {
-		b, err := os.ReadFile(n)
-		if err != nil {
+	for src, dst := range map[string]string{
+		filepath.Join(d.root, "manifests", "samples", "guestbook"):           appPath,
+		filepath.Join(d.root, "manifests", "samples", "appstudio", "gitops"): ".",
+	} {
+		n := 0
+		if err := filepath.WalkDir(src, func(path string, e os.DirEntry, err error) error {
+			if err != nil || e.IsDir() || !strings.HasSuffix(path, ".yaml") {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(src, path)
+			files[filepath.ToSlash(filepath.Join(dst, rel))] = string(b)
+			n++
+			return nil
+		}); err != nil {
 			return err
 		}
-		files[appPath+"/"+filepath.Base(n)] = string(b)
+		if n == 0 {
+			return fmt.Errorf("no *.yaml in %s", src)
+		}
 	}
-	if _, err := d.repo.Commit(files, "guestbook sample"); err != nil {
+	if _, err := d.repo.Commit(files, "samples"); err != nil {
 		return err
 	}
 	// So that the user can commit in the work clone without a git identity of their own.
@@ -284,40 +303,55 @@ func (d *demo) deploySample() error {
 	return err
 }
 
-// waitSynced runs `kubectl get gitopsdeployments` whenever the sample's
-// status changes (and every 20s) until it is Synced and Healthy.
+// waitSynced shows `kubectl get gitopsdeployments` until the sample is Synced
+// and Healthy.
 func (d *demo) waitSynced() error {
-	fmt.Printf("\n==> waiting for the sidecar and Argo CD to sync it (up to %s)\n", syncTimeout)
+	// Decided from the very table shown, so what is printed last is what ended the wait.
+	synced := func(table string) (string, bool, error) {
+		status := sampleStatus(table)
+		return status, status == "Synced/Healthy", nil
+	}
+	return d.waitFor("the sidecar and Argo CD to sync it", []string{"-n", tenant, "get", "gitopsdeployments"}, synced, func(status string) string {
+		syncSt, health, _ := strings.Cut(status, "/")
+		why := fmt.Sprintf("the GitOpsDeployment %s/%s is not Synced and Healthy after %s (sync status %q, health %q)",
+			tenant, sampleName, syncTimeout, syncSt, health)
+		// Its true conditions say why, e.g. "ComparisonError: ... app path does not exist".
+		conds, _ := d.kubectl("", "-n", tenant, "get", "gitopsdeployment", sampleName, "-o",
+			`jsonpath={range .status.conditions[?(@.status=="True")]}{.type}: {.message}{"\n"}{end}`)
+		if conds = strings.TrimSpace(conds); conds != "" {
+			why += "; its conditions:\n  " + strings.ReplaceAll(conds, "\n", "\n  ")
+		}
+		return why
+	})
+}
+
+// waitFor shows the table of `kubectl args` whenever the status check makes of
+// it changes (and every 20s) until check says done, a component dies or
+// syncTimeout passes; timedOut says why it was not done then.
+func (d *demo) waitFor(what string, args []string, check func(table string) (status string, done bool, err error), timedOut func(status string) string) error {
+	fmt.Printf("\n==> waiting for %s (up to %s)\n", what, syncTimeout)
 	crashed := d.watchProcesses()
 	deadline := time.Now().Add(syncTimeout)
-	var lastStatus string
+	var last string
 	var lastPrint time.Time
 	for {
-		args := []string{"-n", tenant, "get", "gitopsdeployments"}
 		table, err := d.kubectl("", args...)
 		if err != nil {
 			return err
 		}
-		// Decided from the very table shown, so what is printed last is what ended the wait.
-		status := sampleStatus(table)
-		if status != lastStatus || time.Since(lastPrint) >= 20*time.Second {
-			fmt.Printf("$ kubectl %s\n%s", strings.Join(args, " "), table)
-			lastStatus, lastPrint = status, time.Now()
+		status, done, err := check(table)
+		if err != nil {
+			return d.syncFailed(err.Error())
 		}
-		if status == "Synced/Healthy" {
+		if status != last || done || time.Since(lastPrint) >= 20*time.Second {
+			fmt.Printf("$ kubectl %s\n%s", strings.Join(args, " "), table)
+			last, lastPrint = status, time.Now()
+		}
+		if done {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			syncSt, health, _ := strings.Cut(status, "/")
-			why := fmt.Sprintf("the GitOpsDeployment %s/%s is not Synced and Healthy after %s (sync status %q, health %q)",
-				tenant, sampleName, syncTimeout, syncSt, health)
-			// Its true conditions say why, e.g. "ComparisonError: ... app path does not exist".
-			conds, _ := d.kubectl("", "-n", tenant, "get", "gitopsdeployment", sampleName, "-o",
-				`jsonpath={range .status.conditions[?(@.status=="True")]}{.type}: {.message}{"\n"}{end}`)
-			if conds = strings.TrimSpace(conds); conds != "" {
-				why += "; its conditions:\n  " + strings.ReplaceAll(conds, "\n", "\n  ")
-			}
-			return d.syncFailed(why)
+			return d.syncFailed(timedOut(status))
 		}
 		select {
 		case <-d.ctx.Done():
@@ -371,6 +405,7 @@ func (d *demo) syncFailed(why string) error {
 	fmt.Fprintln(w, "\n==> what the API server holds:")
 	for _, args := range [][]string{
 		{"-n", tenant, "get", "gitopsdeployment", sampleName, "-o", "yaml"},
+		{"-n", tenant, "get", "snapshotenvironmentbindings,promotionruns", "-o", "yaml"},
 		{"-n", "argocd", "get", "applications.argoproj.io", "-o", "yaml"},
 		{"-n", tenant, "get", "events"},
 	} {

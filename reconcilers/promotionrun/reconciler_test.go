@@ -201,14 +201,22 @@ func TestMissingApplicationFails(t *testing.T) {
 	assert.Empty(t, bindings(t, ns))
 }
 
+// activeThenWaiting starts a run of appa to dev, then one to staging, which waits.
+func activeThenWaiting(t *testing.T, ns string) (first, second *as.PromotionRun) {
+	t.Helper()
+	first = manual(ns, "a-first", "appa", "snap-a", "dev")
+	require.NoError(t, k8s.Create(context.Background(), first))
+	waitRun(t, first, "Active", state(as.PromotionRunStateActive))
+	second = manual(ns, "a-second", "appa", "snap-a", "staging")
+	require.NoError(t, k8s.Create(context.Background(), second))
+	waitRun(t, second, "Waiting", state(as.PromotionRunStateWaiting))
+	return first, second
+}
+
 func TestOneActivePromotionPerApplication(t *testing.T) {
 	ctx := context.Background()
 	ns := tenant(t)
-	first := manual(ns, "a-first", "appa", "snap-a", "dev")
-	require.NoError(t, k8s.Create(ctx, first))
-	waitRun(t, first, "Active", state(as.PromotionRunStateActive))
-	second := manual(ns, "a-second", "appa", "snap-a", "staging")
-	require.NoError(t, k8s.Create(ctx, second))
+	first, second := activeThenWaiting(t, ns)
 	// Another application, and the same application in another tenant, are not held up.
 	otherApp := manual(ns, "b", "appb", "snap-b", "dev")
 	require.NoError(t, k8s.Create(ctx, otherApp))
@@ -216,7 +224,6 @@ func TestOneActivePromotionPerApplication(t *testing.T) {
 	otherTenant := manual(otherNS, "a", "appa", "snap-a", "dev")
 	require.NoError(t, k8s.Create(ctx, otherTenant))
 
-	waitRun(t, second, "Waiting", state(as.PromotionRunStateWaiting))
 	waitRun(t, otherApp, "Active", state(as.PromotionRunStateActive))
 	waitRun(t, otherTenant, "Active", state(as.PromotionRunStateActive))
 	require.Never(t, func() bool {
@@ -235,13 +242,7 @@ func TestOneActivePromotionPerApplication(t *testing.T) {
 
 func TestDeletingTheActiveRunStartsTheNext(t *testing.T) {
 	ctx := context.Background()
-	ns := tenant(t)
-	first := manual(ns, "a-first", "appa", "snap-a", "dev")
-	require.NoError(t, k8s.Create(ctx, first))
-	waitRun(t, first, "Active", state(as.PromotionRunStateActive))
-	second := manual(ns, "a-second", "appa", "snap-a", "staging")
-	require.NoError(t, k8s.Create(ctx, second))
-	waitRun(t, second, "Waiting", state(as.PromotionRunStateWaiting))
+	first, second := activeThenWaiting(t, tenant(t))
 	require.NoError(t, k8s.Delete(ctx, first))
 	got := &as.PromotionRun{}
 	require.Eventually(t, func() bool {

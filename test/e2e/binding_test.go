@@ -48,6 +48,28 @@ spec:
 	}
 }
 
+// appWithComponents makes Application appa in ns with Components frontend and
+// backend, whose manifests are in a new git repository at
+// components/<component>/<dir>; it returns the commit.
+func appWithComponents(t *testing.T, ns, dir string) string {
+	t.Helper()
+	ctx := context.Background()
+	files := componentFiles("frontend")
+	for k, v := range componentFiles("backend") {
+		files[k] = v
+	}
+	repo, sha := gitRepo(t, files)
+	require.NoError(t, k8s.Create(ctx, &as.Application{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "appa"}, Spec: as.ApplicationSpec{DisplayName: "App A"}}))
+	for _, c := range []string{"frontend", "backend"} {
+		comp := &as.Component{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c},
+			Spec: as.ComponentSpec{ComponentName: c, Application: "appa", ContainerImage: "quay.io/example/" + c + ":placeholder"}}
+		require.NoError(t, k8s.Create(ctx, comp))
+		comp.Status.GitOps = as.GitOpsStatus{RepositoryURL: repo.URL, Branch: "main", Context: "components/" + c + "/" + dir}
+		require.NoError(t, k8s.Status().Update(ctx, comp))
+	}
+	return sha
+}
+
 func deployment(ns, name string) (*appsv1.Deployment, error) {
 	d := &appsv1.Deployment{}
 	return d, k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, d)
@@ -64,20 +86,7 @@ func envOf(d *appsv1.Deployment) map[string]string {
 func TestBindingDeploysSnapshotWithConfiguration(t *testing.T) {
 	ctx := context.Background()
 	ns := tenantNamespace(t)
-	files := componentFiles("frontend")
-	for k, v := range componentFiles("backend") {
-		files[k] = v
-	}
-	repo, sha := gitRepo(t, files)
-
-	require.NoError(t, k8s.Create(ctx, &as.Application{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "appa"}, Spec: as.ApplicationSpec{DisplayName: "App A"}}))
-	for _, c := range []string{"frontend", "backend"} {
-		comp := &as.Component{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c},
-			Spec: as.ComponentSpec{ComponentName: c, Application: "appa", ContainerImage: "quay.io/example/" + c + ":placeholder"}}
-		require.NoError(t, k8s.Create(ctx, comp))
-		comp.Status.GitOps = as.GitOpsStatus{RepositoryURL: repo.URL, Branch: "main", Context: "components/" + c + "/overlays/dev"}
-		require.NoError(t, k8s.Status().Update(ctx, comp))
-	}
+	sha := appWithComponents(t, ns, "overlays/dev")
 	require.NoError(t, k8s.Create(ctx, &as.Environment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev"},
 		Spec: as.EnvironmentSpec{DisplayName: "Dev", DeploymentStrategy: as.DeploymentStrategyAppStudioAutomated,
 			Configuration: as.EnvironmentConfiguration{Env: []as.EnvVarPair{{Name: "REGION", Value: "eu"}, {Name: "LOG", Value: "info"}}}}}))

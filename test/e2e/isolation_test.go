@@ -179,18 +179,24 @@ func assertNothingWrittenFor(t *testing.T, obj client.Object, tenant string) {
 
 func assertWarningEvent(t *testing.T, obj client.Object) {
 	t.Helper()
+	assertEvent(t, obj, corev1.EventTypeWarning, "")
+}
+
+// assertEvent waits for an Event of type typ about obj, with reason unless empty.
+func assertEvent(t *testing.T, obj client.Object, typ, reason string) {
+	t.Helper()
 	require.Eventually(t, func() bool {
 		var events corev1.EventList
 		if k8s.List(context.Background(), &events, client.InNamespace(obj.GetNamespace())) != nil {
 			return false
 		}
 		for _, e := range events.Items {
-			if e.InvolvedObject.UID == obj.GetUID() && e.Type == corev1.EventTypeWarning {
+			if e.InvolvedObject.UID == obj.GetUID() && e.Type == typ && (reason == "" || e.Reason == reason) {
 				return true
 			}
 		}
 		return false
-	}, 10*time.Second, poll, "no Warning Event for %s", obj.GetName())
+	}, 10*time.Second, poll, "no %s Event %s for %s", typ, reason, obj.GetName())
 }
 
 // isolationCases gathers the cases of every kind.

@@ -64,7 +64,7 @@ func remote(t *testing.T) *stack.Kube {
 		if remoteErr == nil {
 			var ctx context.Context
 			ctx, stopRemotePods = context.WithCancel(context.Background())
-			remoteErr = remoteKube.RunPods(ctx)
+			remoteErr = remoteKube.RunPods(ctx, stack.PodRunLabel+"=true")
 		}
 		if remoteErr == nil {
 			remoteK8s, remoteErr = client.New(remoteKube.Config, client.Options{Scheme: sidecar.NewScheme()})

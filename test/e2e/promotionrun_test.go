@@ -45,19 +45,7 @@ func running(d *appsv1.Deployment, image string) bool {
 func TestPromotionRuns(t *testing.T) {
 	ctx := context.Background()
 	ns := tenantNamespace(t)
-	files := componentFiles("frontend")
-	for k, v := range componentFiles("backend") {
-		files[k] = v
-	}
-	repo, _ := gitRepo(t, files)
-	require.NoError(t, k8s.Create(ctx, &as.Application{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "appa"}, Spec: as.ApplicationSpec{DisplayName: "App A"}}))
-	for _, c := range []string{"frontend", "backend"} {
-		comp := &as.Component{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c},
-			Spec: as.ComponentSpec{ComponentName: c, Application: "appa", ContainerImage: "quay.io/example/" + c + ":placeholder"}}
-		require.NoError(t, k8s.Create(ctx, comp))
-		comp.Status.GitOps = as.GitOpsStatus{RepositoryURL: repo.URL, Branch: "main", Context: "components/" + c + "/base"}
-		require.NoError(t, k8s.Status().Update(ctx, comp))
-	}
+	appWithComponents(t, ns, "base")
 
 	kc, err := remote(t).KubeconfigFor(remoteAdminTokenFor(t))
 	require.NoError(t, err)
@@ -141,20 +129,4 @@ func TestPromotionRuns(t *testing.T) {
 	}
 	assert.Equal(t, map[string]string{"dev": "snap-2", "staging": "snap-2"}, envs, "one binding per promoted Environment, none for prod")
 	assertEvent(t, got, corev1.EventTypeNormal, "ManualEnvironment")
-}
-
-func assertEvent(t *testing.T, obj client.Object, typ, reason string) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		var events corev1.EventList
-		if k8s.List(context.Background(), &events, client.InNamespace(obj.GetNamespace())) != nil {
-			return false
-		}
-		for _, e := range events.Items {
-			if e.InvolvedObject.UID == obj.GetUID() && e.Type == typ && e.Reason == reason {
-				return true
-			}
-		}
-		return false
-	}, deployWait, poll, "no %s Event %s for %s", typ, reason, obj.GetName())
 }

@@ -52,7 +52,7 @@ func run(m *testing.M) (code int) {
 	defer kube.Stop()
 	podsCtx, stopPods := context.WithCancel(ctx)
 	defer stopPods()
-	if err := kube.RunPods(podsCtx); err != nil {
+	if err := kube.RunPods(podsCtx, stack.PodRunLabel+"=true"); err != nil {
 		return fail(err)
 	}
 	// The remote cluster (started by the first test that needs it) stops after

@@ -12,8 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// PodRunLabel marks the Pods RunPods reports as running: label a Deployment's
-// pod template with it (value "true") to make the Deployment available.
+// PodRunLabel marks the Pods tests have RunPods report as running: label a
+// Deployment's pod template with it (value "true") to make it available.
 const PodRunLabel = "stack.gitops-service.io/run"
 
 // WorkloadControllers are the kube-controller-manager controllers that turn
@@ -21,17 +21,18 @@ const PodRunLabel = "stack.gitops-service.io/run"
 var WorkloadControllers = []string{"deployment-controller", "replicaset-controller"}
 
 // RunPods stands in for the kubelet, which the stack does not have: every Pod
-// labelled PodRunLabel=true is reported as a kubelet reports a started, ready
-// container (phase Running, Ready), so its ReplicaSet counts it available, the
-// Deployment rolls out, and Argo CD sees it Healthy with its images. Nothing is
-// executed. Other Pods stay Pending. It runs until ctx is done.
-func (k *Kube) RunPods(ctx context.Context) error {
+// matching labelSelector (all Pods when empty; tests use PodRunLabel=true) is
+// reported as a kubelet reports a started, ready container (phase Running,
+// Ready), so its ReplicaSet counts it available, the Deployment rolls out, and
+// Argo CD sees it Healthy with its images. Nothing is executed. Other Pods stay
+// Pending. It runs until ctx is done.
+func (k *Kube) RunPods(ctx context.Context, labelSelector string) error {
 	cs, err := kubernetes.NewForConfig(k.Config)
 	if err != nil {
 		return err
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-		o.LabelSelector = PodRunLabel + "=true"
+		o.LabelSelector = labelSelector
 	}))
 	informer := factory.Core().V1().Pods().Informer()
 	start := func(obj any) {

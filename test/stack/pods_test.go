@@ -52,7 +52,7 @@ func TestRunPods(t *testing.T) {
 			t.Logf("component logs:\n%s", buf.String())
 		}
 	})
-	if err := k.RunPods(ctx); err != nil {
+	if err := k.RunPods(ctx, PodRunLabel+"=true"); err != nil {
 		t.Fatal(err)
 	}
 	cs := kubernetes.NewForConfigOrDie(k.Config)
