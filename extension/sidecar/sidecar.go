@@ -100,8 +100,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 				&argov1alpha1.Application{}:    argoOnly,
 				&argov1alpha1.AppProject{}:     argoOnly,
 				&argov1alpha1.ApplicationSet{}: argoOnly,
-				// Only our cluster Secrets are cached; tenants' Secrets are read
-				// one at a time with the API reader, never listed or watched.
+				// Only our Secrets of the Argo CD namespace are cached here; the
+				// tenants' Secrets of our two types are watched without their
+				// data (reconcilers/tenantsecret) and read one at a time.
 				&corev1.Secret{}: argoOnly,
 			},
 		},

@@ -44,7 +44,7 @@ import (
 // Defaults of the Reconciler's intervals.
 const (
 	// DefaultRecheckInterval is how often the credentials Secret of a working
-	// Environment is compared with its copy (tenant Secrets are not watched).
+	// Environment is compared with its copy (besides the watch, a safety net).
 	DefaultRecheckInterval = 2 * time.Minute
 	// DefaultRetryInterval is how often a failing Environment is looked at again.
 	DefaultRetryInterval = 30 * time.Second

@@ -29,6 +29,9 @@ import (
 const (
 	wait   = 30 * time.Second
 	tick   = 100 * time.Millisecond
+	// watched bounds the wait for a change of a watched Secret to be acted
+	// on: well below the 30 s retry, so only the watch can meet it.
+	watched = 10 * time.Second
 	apiURL = "https://api.cluster.example.test:6443"
 )
 
@@ -158,14 +161,22 @@ func assertNothingWritten(t *testing.T, env *as.Environment) {
 
 func waitCondition(t *testing.T, env *as.Environment, status metav1.ConditionStatus, reason, msgPart string) *as.Environment {
 	t.Helper()
+	return waitConditionWithin(t, wait, env, status, reason, msgPart)
+}
+
+// waitConditionWithin is waitCondition with its own bound.
+func waitConditionWithin(t *testing.T, within time.Duration, env *as.Environment, status metav1.ConditionStatus, reason, msgPart string) *as.Environment {
+	t.Helper()
 	got := &as.Environment{}
-	require.Eventually(t, func() bool {
+	if !assert.Eventually(t, func() bool {
 		if k8s.Get(context.Background(), client.ObjectKeyFromObject(env), got) != nil {
 			return false
 		}
 		c := meta.FindStatusCondition(got.Status.Conditions, as.EnvironmentConditionErrorOccurred)
 		return c != nil && c.Status == status && c.Reason == reason && strings.Contains(c.Message, msgPart) && c.ObservedGeneration == got.Generation
-	}, wait, tick, "Environment %s/%s never got ErrorOccurred %s/%s %q; last status: %+v", env.Namespace, env.Name, status, reason, msgPart, got.Status)
+	}, within, tick) {
+		t.Fatalf("Environment %s/%s never got ErrorOccurred %s/%s %q within %s; last status: %+v", env.Namespace, env.Name, status, reason, msgPart, within, got.Status)
+	}
 	return got
 }
 
@@ -282,8 +293,10 @@ func TestSecretContentChangePropagates(t *testing.T) {
 
 	rotated, token := fakeKubeconfig(apiURL)
 	update(t, user, func() { user.Data["kubeconfig"] = rotated })
-	nudge(t, env)
+	// The user's Secret is watched: the copy follows at once, not at the recheck.
+	start := time.Now()
 	after := waitSecret(t, env, func(s *corev1.Secret) bool { return string(s.Data["kubeconfig"]) == string(rotated) })
+	assert.Less(t, time.Since(start), watched, "the rotated Secret was copied only by a recheck")
 	assert.Equal(t, copied.UID, after.UID, "the copy is updated in place")
 	// The ManagedEnvironment's annotation moves, so its reconciler reconnects at once.
 	me := waitManagedEnvironment(t, env, func(me *mg.GitOpsDeploymentManagedEnvironment) bool {
@@ -295,7 +308,7 @@ func TestSecretContentChangePropagates(t *testing.T) {
 }
 
 // TestRechecksPeriodically runs a Reconciler by hand: a working Environment is
-// looked at again after RecheckInterval (its Secret is not watched), a failing
+// looked at again after RecheckInterval (besides the Secret watch), a failing
 // one after RetryInterval, one without credentials never.
 func TestRechecksPeriodically(t *testing.T) {
 	t.Parallel()
@@ -394,8 +407,7 @@ func TestErrorsBecomeConditions(t *testing.T) {
 		env := newEnv(t, ns, "fixed", creds(apiURL, "later"), nil)
 		waitCondition(t, env, metav1.ConditionTrue, as.EnvironmentReasonSecretNotFound, "later")
 		credentialsSecret(t, ns, "later", mg.ManagedEnvironmentSecretType, map[string][]byte{"kubeconfig": kc})
-		nudge(t, env)
-		waitCondition(t, env, metav1.ConditionFalse, environment.ReasonResolved, "")
+		waitConditionWithin(t, watched, env, metav1.ConditionFalse, environment.ReasonResolved, "")
 		waitManagedEnvironment(t, env, exists)
 	})
 	t.Run("broken-after-working", func(t *testing.T) {
@@ -405,8 +417,7 @@ func TestErrorsBecomeConditions(t *testing.T) {
 		me := waitManagedEnvironment(t, env, exists)
 		s := waitSecret(t, env, exists)
 		require.NoError(t, k8s.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "short-lived"}}))
-		nudge(t, env)
-		waitCondition(t, env, metav1.ConditionTrue, as.EnvironmentReasonSecretNotFound, "short-lived")
+		waitConditionWithin(t, watched, env, metav1.ConditionTrue, as.EnvironmentReasonSecretNotFound, "short-lived")
 		// Fail closed: the copy of the credentials the user deleted goes, and
 		// the ManagedEnvironment with it.
 		waitGone(t, s)

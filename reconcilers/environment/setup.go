@@ -3,21 +3,25 @@ package environment
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/tenantsecret"
 )
 
-// SetupWithManager registers the reconciler and its watches: Environments and
-// the ManagedEnvironments they control. Tenant Secrets are not cached or
-// watched (see extension/sidecar): the credentials Secret is compared with its
-// copy every RecheckInterval instead.
+// SetupWithManager registers the reconciler and its watches: Environments, the
+// ManagedEnvironments they control, and the tenants' credentials Secrets
+// (metadata only: the data is read uncached), so a changed credentials Secret
+// is copied at once; the copy is also compared every RecheckInterval.
 func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concurrency int) error {
 	if r.Now == nil {
 		r.Now = metav1.Now
@@ -32,6 +36,10 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concu
 	// other look; deletes always pass.
 	specOrMeta := builder.WithPredicates(predicate.Or(
 		predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))
+	tenantSecrets, err := tenantsecret.Watch(mgr, v1.ManagedEnvironmentSecretType, r.usersOf)
+	if err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("environment").
 		For(&as.Environment{}, specOrMeta).
@@ -39,6 +47,25 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concu
 		Watches(&v1.GitOpsDeploymentManagedEnvironment{},
 			handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &as.Environment{}, handler.OnlyControllerOwner()),
 			specOrMeta).
+		// The credentials Secret changed, or our copy of it was edited.
+		WatchesRawSource(tenantSecrets).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
+}
+
+// usersOf enqueues the Environments of the Secret's namespace whose
+// credentials it is, or whose copy it is.
+func (r *Reconciler) usersOf(ctx context.Context, s *corev1.Secret) []reconcile.Request {
+	var list as.EnvironmentList
+	if err := r.Client.List(ctx, &list, client.InNamespace(s.Namespace)); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		env := &list.Items[i]
+		if u := env.Spec.UnstableConfigurationFields; (u != nil && u.ClusterCredentialsSecret == s.Name) || SecretName(env.Name) == s.Name {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(env)})
+		}
+	}
+	return out
 }

@@ -25,12 +25,14 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
-	"github.com/gitops-service/gitops-service/reconcilers/managedenvironment"
 )
 
 const (
 	wait = 30 * time.Second
 	tick = 100 * time.Millisecond
+	// watched bounds the wait for a change of a watched Secret to be acted
+	// on: well below the 30 s retry, so only the watch can meet it.
+	watched = 10 * time.Second
 )
 
 type envT = v1.GitOpsDeploymentManagedEnvironment
@@ -102,14 +104,22 @@ func newEnv(t *testing.T, ns, name, secret string, mutate func(*envT)) *envT {
 // reason, and a message containing msgPart.
 func waitCondition(t *testing.T, env *envT, status metav1.ConditionStatus, reason, msgPart string) *envT {
 	t.Helper()
+	return waitConditionWithin(t, wait, env, status, reason, msgPart)
+}
+
+// waitConditionWithin is waitCondition with its own bound.
+func waitConditionWithin(t *testing.T, within time.Duration, env *envT, status metav1.ConditionStatus, reason, msgPart string) *envT {
+	t.Helper()
 	got := &envT{}
-	require.Eventually(t, func() bool {
+	if !assert.Eventually(t, func() bool {
 		if k8s.Get(context.Background(), client.ObjectKeyFromObject(env), got) != nil {
 			return false
 		}
 		c := meta.FindStatusCondition(got.Status.Conditions, v1.ManagedEnvironmentConditionConnectionInitializationSucceeded)
 		return c != nil && c.Status == status && c.Reason == reason && strings.Contains(c.Message, msgPart) && c.ObservedGeneration == got.Generation
-	}, wait, tick, "ManagedEnvironment %s/%s never got %s/%s %q; last status: %+v", env.Namespace, env.Name, status, reason, msgPart, got.Status)
+	}, within, tick) {
+		t.Fatalf("ManagedEnvironment %s/%s never got %s/%s %q within %s; last status: %+v", env.Namespace, env.Name, status, reason, msgPart, within, got.Status)
+	}
 	return got
 }
 
@@ -354,30 +364,23 @@ func TestFixingClearsTheCondition(t *testing.T) {
 	env := newEnv(t, ns, "later", "creds", nil)
 	waitCondition(t, env, metav1.ConditionFalse, v1.ManagedEnvironmentReasonSecretNotFound, "")
 
-	// The Secret is not watched: the periodic retry finds it.
+	// The Secret is watched: once created it is used, well before the retry.
 	secret := credentialsSecret(t, ns, "creds", remoteKubeconfig(t, rk.AdminToken, nil))
-	start := time.Now()
-	require.Eventually(t, func() bool {
-		got := &envT{}
-		return k8s.Get(context.Background(), client.ObjectKeyFromObject(env), got) == nil &&
-			meta.IsStatusConditionTrue(got.Status.Conditions, v1.ManagedEnvironmentConditionConnectionInitializationSucceeded)
-	}, managedenvironment.DefaultRetryInterval+wait, tick, "the fixed environment never connected")
-	t.Logf("connected %s after the Secret was created", time.Since(start).Round(time.Second))
+	waitConditionWithin(t, watched, env, metav1.ConditionTrue, v1.ManagedEnvironmentReasonSucceeded, "")
 	require.NoError(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(env), env))
 	s := waitClusterSecret(t, env, func(*corev1.Secret) bool { return true })
 
-	// The token stops working: the condition says so and the cluster Secret goes.
+	// The token is replaced by one that does not work: the condition says so
+	// (now, not at the 5-minute recheck) and the cluster Secret goes.
 	secret.Data["kubeconfig"] = remoteKubeconfig(t, "revoked-"+rand.String(8), nil)
 	require.NoError(t, k8s.Update(context.Background(), secret))
-	nudge(t, env)
-	waitCondition(t, env, metav1.ConditionFalse, v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials, "Argo CD has no cluster for this environment")
+	waitConditionWithin(t, watched, env, metav1.ConditionFalse, v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials, "Argo CD has no cluster for this environment")
 	waitGone(t, k8s, s)
 
 	// Fixed again.
 	secret.Data["kubeconfig"] = remoteKubeconfig(t, rk.AdminToken, nil)
 	require.NoError(t, k8s.Update(context.Background(), secret))
-	nudge(t, env)
-	got := waitCondition(t, env, metav1.ConditionTrue, v1.ManagedEnvironmentReasonSucceeded, "")
+	got := waitConditionWithin(t, watched, env, metav1.ConditionTrue, v1.ManagedEnvironmentReasonSucceeded, "")
 	assert.Empty(t, meta.FindStatusCondition(got.Status.Conditions, v1.ManagedEnvironmentConditionConnectionInitializationSucceeded).Message)
 	waitClusterSecret(t, env, func(*corev1.Secret) bool { return true })
 }
@@ -555,8 +558,7 @@ func TestNameCollisionIsNeverAdopted(t *testing.T) {
 	}
 	require.NoError(t, k8s.Create(context.Background(), squatter))
 	credentialsSecret(t, ns, "creds", remoteKubeconfig(t, rk.AdminToken, nil))
-	nudge(t, env)
-	waitCondition(t, env, metav1.ConditionFalse, v1.ManagedEnvironmentReasonClusterSecretNameCollision, "was not created by the GitOps Service")
+	waitConditionWithin(t, watched, env, metav1.ConditionFalse, v1.ManagedEnvironmentReasonClusterSecretNameCollision, "was not created by the GitOps Service")
 	after := &corev1.Secret{}
 	require.NoError(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(squatter), after))
 	assert.Equal(t, "https://elsewhere.example.com", string(after.Data["server"]))
@@ -612,8 +614,7 @@ func TestDeploymentAndProjectUseTheEnvironment(t *testing.T) {
 
 	// The environment fails: its destinations leave the project.
 	require.NoError(t, k8s.Delete(context.Background(), secret))
-	nudge(t, env)
-	waitCondition(t, env, metav1.ConditionFalse, v1.ManagedEnvironmentReasonSecretNotFound, "")
+	waitConditionWithin(t, watched, env, metav1.ConditionFalse, v1.ManagedEnvironmentReasonSecretNotFound, "")
 	require.Eventually(t, func() bool {
 		return k8s.Get(context.Background(), projectKey, proj) == nil && len(proj.Spec.Destinations) == 1
 	}, wait, tick, "the failing environment's destinations stayed in the AppProject: %+v", proj.Spec.Destinations)

@@ -6,18 +6,22 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/argosecret"
+	"github.com/gitops-service/gitops-service/reconcilers/tenantsecret"
 )
 
 // SetupWithManager registers the reconciler, its index and watches. The
 // manager's cache must hold only our Secrets of the Argo CD namespace (see
-// extension/sidecar); the tenants' Secrets are read uncached.
+// extension/sidecar); the tenants' Secrets are watched without their data and
+// read uncached.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
 	if r.Now == nil {
 		r.Now = metav1.Now
@@ -42,6 +46,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	if err != nil {
 		return err
 	}
+	// The tenants' credentials Secrets are watched, so a fixed or rotated
+	// kubeconfig is used at once, not at the next retry or recheck.
+	tenantSecrets, err := tenantsecret.Watch(mgr, v1.ManagedEnvironmentSecretType, r.usersOf)
+	if err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("managedenvironment").
 		// Our own status writes do not need another look (each is a connection
@@ -50,6 +60,22 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		// A cluster Secret edited or deleted by someone else is put back.
 		Watches(&corev1.Secret{}, onSecret).
+		WatchesRawSource(tenantSecrets).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
+}
+
+// usersOf enqueues the ManagedEnvironments of the Secret's namespace that name it.
+func (r *Reconciler) usersOf(ctx context.Context, s *corev1.Secret) []reconcile.Request {
+	var list v1.GitOpsDeploymentManagedEnvironmentList
+	if err := r.Client.List(ctx, &list, client.InNamespace(s.Namespace)); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if list.Items[i].Spec.ClusterCredentialsSecret == s.Name {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return out
 }

@@ -221,7 +221,7 @@ func TestSecretMissingThenCreated(t *testing.T) {
 	}, "Secret 'creds' was not found")
 	assertNoRepoSecrets(t, ns.Name)
 	assertWarningEvent(t, rc, "SecretNotFound")
-	// The tenants' Secrets are not watched: the retry picks it up.
+	// The tenants' Secrets of this type are watched: created, it is used.
 	goodSecret(t, ns.Name, "creds", url)
 	waitConditions(t, rc, verified, "")
 	waitRepoSecret(t, rc, exists)

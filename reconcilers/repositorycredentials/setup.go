@@ -5,21 +5,19 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/argosecret"
+	"github.com/gitops-service/gitops-service/reconcilers/tenantsecret"
 )
 
 // SetupWithManager registers the reconciler, its index and watches. The
@@ -47,20 +45,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		return err
 	}
 	// The tenants' Secrets of our type are watched, so a changed or created
-	// Secret is used at once; their data is dropped from the cache (it is
-	// read uncached, when used).
-	tenantSecrets, err := cache.New(mgr.GetConfig(), cache.Options{
-		Scheme: mgr.GetScheme(),
-		Mapper: mgr.GetRESTMapper(),
-		ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {
-			Field:     fields.OneTermEqualSelector("type", v1.RepositoryCredentialSecretType),
-			Transform: metadataOnly,
-		}},
-	})
+	// Secret is used at once.
+	tenantSecrets, err := tenantsecret.Watch(mgr, v1.RepositoryCredentialSecretType, r.usersOf)
 	if err != nil {
-		return err
-	}
-	if err := mgr.Add(tenantSecrets); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
@@ -74,7 +61,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleted()))).
 		// A repository Secret edited or deleted by someone else is put back.
 		Watches(&corev1.Secret{}, onSecret).
-		WatchesRawSource(source.Kind(tenantSecrets, &corev1.Secret{}, handler.TypedEnqueueRequestsFromMapFunc(r.usersOf))).
+		WatchesRawSource(tenantSecrets).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 }
@@ -108,14 +95,6 @@ func (r *Reconciler) sameNamespace(ctx context.Context, o client.Object) []recon
 		}
 	}
 	return out
-}
-
-// metadataOnly keeps a tenant Secret's metadata in the cache, not its data.
-func metadataOnly(o any) (any, error) {
-	if s, ok := o.(*corev1.Secret); ok {
-		s.Data, s.StringData, s.ManagedFields = nil, nil, nil
-	}
-	return o, nil
 }
 
 // usersOf enqueues the RepositoryCredentials of the Secret's namespace that name it.

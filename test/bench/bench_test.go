@@ -20,9 +20,12 @@ import (
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	toolswatch "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
@@ -119,8 +122,17 @@ func runOnce(b *testing.B) *results {
 		b.Fatalf(format, args...)
 	}
 
-	// Every Application's arrival, by name, from one watch started before any create.
-	w, err := c.Watch(ctx, &argov1alpha1.ApplicationList{}, client.InNamespace(argoNS))
+	// Every Application's arrival, by name, from one watch started before any
+	// create; it resumes where it was if the API server ends it.
+	var none argov1alpha1.ApplicationList
+	if err := c.List(ctx, &none, client.InNamespace(argoNS)); err != nil {
+		b.Fatal(err)
+	}
+	w, err := toolswatch.NewRetryWatcher(none.ResourceVersion, &cache.ListWatch{
+		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+			return c.Watch(ctx, &argov1alpha1.ApplicationList{}, client.InNamespace(argoNS), &client.ListOptions{Raw: &o})
+		},
+	})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -130,6 +142,9 @@ func runOnce(b *testing.B) *results {
 	var count atomic.Int64
 	go func() {
 		for ev := range w.ResultChan() {
+			if ev.Type == watch.Error {
+				fmt.Printf("bench: Application watch error: %v\n", apierrors.FromObject(ev.Object))
+			}
 			if ev.Type != watch.Added {
 				continue
 			}
@@ -142,6 +157,7 @@ func runOnce(b *testing.B) *results {
 			}
 			mu.Unlock()
 		}
+		fmt.Printf("bench: the Application watch ended after %d Applications\n", count.Load())
 	}()
 	waitCount := func(want int) {
 		deadline := time.Now().Add(*converged)

@@ -1,0 +1,47 @@
+// Package tenantsecret watches the tenants' Secrets of one type, so that a
+// reconciler acts at once when a Secret its CRs name is created or changed,
+// without caching the Secrets' data: the cache keeps their metadata only, and
+// the data is read uncached when it is used.
+package tenantsecret
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+// Watch adds to mgr a cache of the Secrets of type typ in all namespaces
+// (metadata only) and returns the source that maps each of their changes with
+// users (typically: the CRs of the Secret's namespace that name it).
+func Watch(mgr ctrl.Manager, typ corev1.SecretType, users func(context.Context, *corev1.Secret) []reconcile.Request) (source.Source, error) {
+	secrets, err := cache.New(mgr.GetConfig(), cache.Options{
+		Scheme: mgr.GetScheme(),
+		Mapper: mgr.GetRESTMapper(),
+		ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {
+			Field:     fields.OneTermEqualSelector("type", string(typ)),
+			Transform: metadataOnly,
+		}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(secrets); err != nil {
+		return nil, err
+	}
+	return source.Kind(secrets, &corev1.Secret{}, handler.TypedEnqueueRequestsFromMapFunc(users)), nil
+}
+
+// metadataOnly keeps a Secret's metadata in the cache, not its data.
+func metadataOnly(o any) (any, error) {
+	if s, ok := o.(*corev1.Secret); ok {
+		s.Data, s.StringData, s.ManagedFields = nil, nil, nil
+	}
+	return o, nil
+}
