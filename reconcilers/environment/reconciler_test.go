@@ -27,12 +27,12 @@ import (
 )
 
 const (
-	wait   = 30 * time.Second
-	tick   = 100 * time.Millisecond
+	wait = 30 * time.Second
+	tick = 100 * time.Millisecond
 	// watched bounds the wait for a change of a watched Secret to be acted
 	// on: well below the 30 s retry, so only the watch can meet it.
 	watched = 10 * time.Second
-	apiURL = "https://api.cluster.example.test:6443"
+	apiURL  = "https://api.cluster.example.test:6443"
 )
 
 func tenant(t *testing.T) string {
