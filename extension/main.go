@@ -30,6 +30,8 @@ func main() {
 	flag.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Hour, "How often every object is reconciled again even without changes.")
 	flag.StringVar(&o.GeneratorAddr, "generator-bind-address", ":8090", "Address of the ApplicationSet plugin generator; \"0\" disables it.")
 	flag.StringVar(&o.GeneratorTokenFile, "generator-token-file", "/etc/gitops-service/generator/token", "File with the bearer token Argo CD's applicationset-controller presents (mount the Secret named in the plugin ConfigMap).")
+	flag.StringVar(&o.UIProxyAddr, "ui-proxy-bind-address", ":8091", "Address of the Argo CD proxy extension backend (the UI panel's API); \"0\" disables it.")
+	flag.StringVar(&o.UIProxyTokenFile, "ui-proxy-token-file", "/etc/gitops-service/ui-proxy/token", "File with the secret header value argocd-server adds to proxied requests (a mounted Secret).")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

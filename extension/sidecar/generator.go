@@ -9,55 +9,72 @@ import (
 	"os"
 	"time"
 
+	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	generator "github.com/gitops-service/gitops-service/applicationset-generator"
+	uiproxy "github.com/gitops-service/gitops-service/ui-proxy"
 )
 
-// generatorRunnable serves the ApplicationSet plugin generator. It runs on every
-// replica (not only the leader): Argo CD may reach any of them.
-type generatorRunnable struct {
-	addr   string
-	server *generator.Server
+// httpRunnable serves one of the sidecar's HTTP APIs. It runs on every replica
+// (not only the leader): Argo CD may reach any of them.
+type httpRunnable struct {
+	name, addr string
+	handler    http.Handler
 }
 
-var _ manager.LeaderElectionRunnable = (*generatorRunnable)(nil)
+var _ manager.LeaderElectionRunnable = (*httpRunnable)(nil)
 
-func (g *generatorRunnable) NeedLeaderElection() bool { return false }
+func (g *httpRunnable) NeedLeaderElection() bool { return false }
 
-func (g *generatorRunnable) Start(ctx context.Context) error {
+func (g *httpRunnable) Start(ctx context.Context) error {
 	ln, err := net.Listen("tcp", g.addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: g.server.Handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second, WriteTimeout: 30 * time.Second}
+	srv := &http.Server{Handler: g.handler, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second, WriteTimeout: 30 * time.Second}
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}()
-	ctrl.Log.WithName("generator").Info("serving the ApplicationSet plugin generator", "address", ln.Addr().String())
+	ctrl.Log.WithName(g.name).Info("serving the "+g.name, "address", ln.Addr().String())
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
 }
 
-func generatorServer(o Options, c client.Reader) *generatorRunnable {
-	log := ctrl.Log.WithName("generator")
-	return &generatorRunnable{addr: o.GeneratorAddr, server: &generator.Server{
-		// Read on every request so a rotated Secret takes effect without a restart.
-		Token: func() []byte {
-			b, err := os.ReadFile(o.GeneratorTokenFile)
-			if err != nil {
-				log.Error(err, "cannot read the generator token, so every request is refused: create the Secret named by the plugin ConfigMap (key \"token\") and mount it at this file", "file", o.GeneratorTokenFile)
-				return nil
-			}
-			return bytes.TrimSpace(b)
-		},
+// tokenFrom reads a token file on every request, so a rotated Secret takes
+// effect without a restart; without the file every request is refused.
+func tokenFrom(log logr.Logger, file, howTo string) func() []byte {
+	return func() []byte {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			log.Error(err, "cannot read the token, so every request is refused: "+howTo, "file", file)
+			return nil
+		}
+		return bytes.TrimSpace(b)
+	}
+}
+
+func generatorServer(o Options, c client.Reader) *httpRunnable {
+	s := &generator.Server{
+		Token: tokenFrom(ctrl.Log.WithName("generator"), o.GeneratorTokenFile,
+			`create the Secret named by the plugin ConfigMap (key "token") and mount it at this file`),
 		Params: generator.ServerParams(c),
-	}}
+	}
+	return &httpRunnable{name: "ApplicationSet plugin generator", addr: o.GeneratorAddr, handler: s.Handler()}
+}
+
+func uiProxyServer(o Options, c client.Reader) *httpRunnable {
+	s := &uiproxy.Server{
+		Client: c, ArgoNamespace: o.ArgoNamespace,
+		Token: tokenFrom(ctrl.Log.WithName("ui-proxy"), o.UIProxyTokenFile,
+			"mount the Secret whose key argocd-secret's extension header refers to at this file (see README)"),
+	}
+	return &httpRunnable{name: "UI proxy extension", addr: o.UIProxyAddr, handler: s.Handler()}
 }

@@ -58,6 +58,11 @@ type Options struct {
 	GeneratorAddr string
 	// GeneratorTokenFile holds the bearer token Argo CD presents (a mounted Secret).
 	GeneratorTokenFile string
+	// UIProxyAddr is where the backend of the Argo CD proxy extension (the UI
+	// panel's API) listens; "0" disables it.
+	UIProxyAddr string
+	// UIProxyTokenFile holds the secret header value argocd-server adds.
+	UIProxyTokenFile string
 	// PromotionTimeout is how long a PromotionRun may take per Environment.
 	PromotionTimeout time.Duration
 }
@@ -175,6 +180,11 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	}
 	if o.GeneratorAddr != "" && o.GeneratorAddr != "0" {
 		if err := mgr.Add(generatorServer(o, mgr.GetClient())); err != nil {
+			return nil, err
+		}
+	}
+	if o.UIProxyAddr != "" && o.UIProxyAddr != "0" {
+		if err := mgr.Add(uiProxyServer(o, mgr.GetClient())); err != nil {
 			return nil, err
 		}
 	}

@@ -67,6 +67,9 @@ type demo struct {
 	argo *stack.ArgoCD
 	side *stack.Process
 	repo *stack.GitRepo
+	// proxyAddr is the UI proxy extension backend's address; its token is the
+	// generator's (one file in the demo).
+	proxyAddr, token string
 }
 
 func (d *demo) run() error {
@@ -162,13 +165,14 @@ func (d *demo) step(what string, f func() error) error {
 // with the admin kubeconfig instead of a service account, and waits for /readyz.
 func (d *demo) startSidecar(bin string) error {
 	token := randomHex(16)
+	d.token = token
 	tokenFile := filepath.Join(d.dir, "generator-token")
 	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
 		return err
 	}
 	logPath := filepath.Join(d.dir, "gitops-service.log")
 	for attempt := 1; ; attempt++ {
-		var ports [3]int
+		var ports [4]int
 		for i := range ports {
 			p, err := stack.FreePort()
 			if err != nil {
@@ -178,6 +182,7 @@ func (d *demo) startSidecar(bin string) error {
 		}
 		probe := fmt.Sprintf("127.0.0.1:%d", ports[1])
 		generator := fmt.Sprintf("127.0.0.1:%d", ports[2])
+		d.proxyAddr = fmt.Sprintf("127.0.0.1:%d", ports[3])
 		p, err := stack.StartProcess("gitops-service", logPath, d.dir, []string{"KUBECONFIG=" + d.kube.Kubeconfig}, bin,
 			"--argocd-namespace=argocd",
 			"--leader-elect=false",
@@ -185,6 +190,8 @@ func (d *demo) startSidecar(bin string) error {
 			"--health-probe-bind-address="+probe,
 			"--generator-bind-address="+generator,
 			"--generator-token-file="+tokenFile,
+			"--ui-proxy-bind-address="+d.proxyAddr,
+			"--ui-proxy-token-file="+tokenFile,
 		)
 		if err != nil {
 			return err
@@ -497,11 +504,19 @@ Argo CD build has no web UI, use the argocd CLI):
   argocd app list --server %[7]s --plaintext
   kubectl -n argocd get applications.argoproj.io    # plain "applications" are appstudio.redhat.com's
 
+What the UI panel shows for an Application (argocd-server's proxy extension
+adds these headers; here you play argocd-server):
+
+  app=$(kubectl -n argocd get applications.argoproj.io -o name | head -1 | cut -d/ -f2)
+  proj=$(kubectl -n argocd get applications.argoproj.io $app -o jsonpath='{.spec.project}')
+  curl -s -H 'Gitops-Service-Token: %[11]s' -H "Argocd-Application-Name: argocd:$app" \
+    -H "Argocd-Project-Name: $proj" http://%[12]s/api/v1/deployment
+
 Logs: sidecar %[8]s, Argo CD %[9]s, Kubernetes %[10]s
 
 Press Ctrl-C to stop everything.
 `, d.kube.Kubeconfig, kbin, abin, tenant, d.repo.Work, appPath, d.argo.ServerAddr,
-		d.side.LogPath, argoLogs, kubeLogs)
+		d.side.LogPath, argoLogs, kubeLogs, d.token, d.proxyAddr)
 }
 
 // waitForever waits for Ctrl-C (or SIGTERM), or for a component to die.

@@ -173,8 +173,12 @@ func runGenerator(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer side.Close()
+	var argo *stack.ArgoCD
 	fail := func(format string, args ...any) {
 		side.WriteLogs(os.Stderr)
+		if argo != nil {
+			argo.WriteLogs(os.Stderr)
+		}
 		b.Fatalf(format, args...)
 	}
 	// Every binding has its ApplicationSet: the cache holds all of them.
@@ -298,7 +302,7 @@ func runGenerator(b *testing.B) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	argo, err := stack.StartArgoCD(ctx, kube, stack.ArgoOptions{})
+	argo, err = stack.StartArgoCD(ctx, kube, stack.ArgoOptions{})
 	if err != nil {
 		fail("starting Argo CD: %v", err)
 	}

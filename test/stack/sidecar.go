@@ -21,8 +21,12 @@ type Sidecar struct {
 	// base URL and bearer token (see ArgoCD.RegisterGenerator).
 	GeneratorURL   string
 	GeneratorToken string
-	Bin            string
-	Dir            string
+	// UIProxyURL and UIProxyToken are the proxy extension backend's base URL
+	// and the secret header value argocd-server would add.
+	UIProxyURL   string
+	UIProxyToken string
+	Bin          string
+	Dir          string
 
 	args []string
 	kube *Kube
@@ -84,7 +88,7 @@ func StartSidecar(ctx context.Context, k *Kube, o SidecarOptions) (*Sidecar, err
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(3)
+	ports, err := freePorts(4)
 	if err != nil {
 		return nil, err
 	}
@@ -93,11 +97,18 @@ func StartSidecar(ctx context.Context, k *Kube, o SidecarOptions) (*Sidecar, err
 	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
 		return nil, err
 	}
+	proxyToken := randomHex(16)
+	proxyTokenFile := filepath.Join(dir, "ui-proxy-token")
+	if err := os.WriteFile(proxyTokenFile, []byte(proxyToken), 0o600); err != nil {
+		return nil, err
+	}
 	s := &Sidecar{
 		MetricsURL:     fmt.Sprintf("http://%s/metrics", loopback(ports[0])),
 		ProbeAddr:      loopback(ports[1]),
 		GeneratorURL:   "http://" + loopback(ports[2]),
 		GeneratorToken: token,
+		UIProxyURL:     "http://" + loopback(ports[3]),
+		UIProxyToken:   proxyToken,
 		Bin:            bin,
 		Dir:            dir,
 		kube:           k,
@@ -108,6 +119,8 @@ func StartSidecar(ctx context.Context, k *Kube, o SidecarOptions) (*Sidecar, err
 			"--health-probe-bind-address=" + loopback(ports[1]),
 			"--generator-bind-address=" + loopback(ports[2]),
 			"--generator-token-file=" + tokenFile,
+			"--ui-proxy-bind-address=" + loopback(ports[3]),
+			"--ui-proxy-token-file=" + proxyTokenFile,
 			"--zap-log-level=info",
 		}, o.Args...),
 	}

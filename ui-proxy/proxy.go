@@ -1,0 +1,285 @@
+// Package uiproxy is the backend of our Argo CD proxy extension: argocd-server
+// authenticates the user, checks that they may get the Application named in
+// the Argocd-Application-Name header (and invoke the extension), and forwards
+// the request here with a secret header only it knows. We answer with the
+// GitOps Service object behind that Application (a GitOpsDeployment, or a
+// SnapshotEnvironmentBinding with its Snapshot and PromotionRuns) for the UI
+// panel. Nothing else is reachable: only Applications we made, only the CRs
+// that own them, never a Secret.
+package uiproxy
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sort"
+	"strings"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	"github.com/gorilla/mux"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+)
+
+// Headers argocd-server sends (the Application and project the user asked
+// about, checked by its RBAC) and the secret one our extension.config adds.
+const (
+	HeaderApplication = "Argocd-Application-Name"
+	HeaderProject     = "Argocd-Project-Name"
+	HeaderToken       = "Gitops-Service-Token"
+	// ExtensionName is the name of the proxy extension in argocd-cm: the UI
+	// calls /extensions/<ExtensionName>/api/v1/deployment.
+	ExtensionName = "gitops-service"
+	// maxPromotionRuns bounds the PromotionRuns shown for a binding.
+	maxPromotionRuns = 10
+)
+
+// Server answers the UI panel.
+type Server struct {
+	// Client reads the manager's cache: our Applications, the tenants' CRs.
+	Client client.Reader
+	// ArgoNamespace is the namespace of our Applications.
+	ArgoNamespace string
+	// Token returns the secret argocd-server adds to each request; nil or
+	// empty refuses everything.
+	Token func() []byte
+}
+
+// Deployment is the panel's view of the GitOps Service object behind an
+// Application.
+type Deployment struct {
+	// Kind is GitOpsDeployment or SnapshotEnvironmentBinding.
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Conditions of the object (errors the user must see).
+	Conditions []Condition `json:"conditions,omitempty"`
+
+	// GitOpsDeployment: its type and the sync/health it reports.
+	Type   string `json:"type,omitempty"`
+	Sync   string `json:"sync,omitempty"`
+	Health string `json:"health,omitempty"`
+
+	// SnapshotEnvironmentBinding: what it deploys and this Application's part.
+	Application   string           `json:"application,omitempty"`
+	Environment   string           `json:"environment,omitempty"`
+	Snapshot      string           `json:"snapshot,omitempty"`
+	Component     string           `json:"component,omitempty"`
+	Image         string           `json:"image,omitempty"`
+	Components    []ComponentState `json:"components,omitempty"`
+	PromotionRuns []PromotionRun   `json:"promotionRuns,omitempty"`
+}
+
+// Condition is a condition of the object, in short.
+type Condition struct {
+	Type    string `json:"type"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// ComponentState is one component of a binding as Argo CD sees it.
+type ComponentState struct {
+	Name   string `json:"name"`
+	Sync   string `json:"sync,omitempty"`
+	Health string `json:"health,omitempty"`
+	Commit string `json:"commit,omitempty"`
+}
+
+// PromotionRun is a promotion of the binding's application, newest first.
+type PromotionRun struct {
+	Name         string   `json:"name"`
+	Snapshot     string   `json:"snapshot"`
+	State        string   `json:"state,omitempty"`
+	Result       string   `json:"result,omitempty"`
+	Environments []string `json:"environments,omitempty"`
+	Created      string   `json:"created"`
+}
+
+// Handler routes the extension's API.
+func (s *Server) Handler() http.Handler {
+	r := mux.NewRouter()
+	r.HandleFunc("/api/v1/deployment", s.deployment).Methods(http.MethodGet)
+	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusNotFound, "no such endpoint: the panel calls GET /api/v1/deployment")
+	})
+	return s.authenticated(r)
+}
+
+// authenticated refuses requests without argocd-server's secret header:
+// anyone who reaches the backend directly could forge the other headers.
+func (s *Server) authenticated(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		want := s.Token()
+		got := r.Header.Get(HeaderToken)
+		if len(want) == 0 || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+			writeError(w, http.StatusUnauthorized, "requests must come through argocd-server's proxy extension (header "+HeaderToken+")")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) deployment(w http.ResponseWriter, r *http.Request) {
+	app, status, msg := s.application(r)
+	if app == nil {
+		writeError(w, status, msg)
+		return
+	}
+	d, err := s.owner(r, app)
+	var notFound *ownerGone
+	switch {
+	case errors.As(err, &notFound):
+		writeError(w, http.StatusNotFound, err.Error())
+		return
+	case err != nil:
+		ctrl.LoggerFrom(r.Context()).Error(err, "ui-proxy: reading the owner of an Application", "application", app.Name)
+		writeError(w, http.StatusInternalServerError, "cannot read the GitOps Service object of this Application; see the gitops-service log")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(d)
+}
+
+// application is the Application named by the headers, if it is one of ours in
+// the project argocd-server checked.
+func (s *Server) application(r *http.Request) (*argov1alpha1.Application, int, string) {
+	ns, name, ok := strings.Cut(r.Header.Get(HeaderApplication), ":")
+	if !ok || name == "" {
+		return nil, http.StatusBadRequest, "header " + HeaderApplication + " must be <namespace>:<application>"
+	}
+	if ns != s.ArgoNamespace {
+		return nil, http.StatusNotFound, "the GitOps Service makes Applications in namespace " + s.ArgoNamespace + " only"
+	}
+	app := &argov1alpha1.Application{}
+	err := s.Client.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: name}, app)
+	if apierrors.IsNotFound(err) {
+		return nil, http.StatusNotFound, "Application " + name + " was not made by the GitOps Service"
+	}
+	if err != nil {
+		return nil, http.StatusInternalServerError, "cannot read Application " + name
+	}
+	// The project argocd-server authorized must be the Application's own.
+	if app.Spec.Project != r.Header.Get(HeaderProject) {
+		return nil, http.StatusForbidden, "header " + HeaderProject + " does not name the project of Application " + name
+	}
+	if app.Labels[argocd.LabelManagedBy] != argocd.ManagedByValue {
+		return nil, http.StatusNotFound, "Application " + name + " was not made by the GitOps Service"
+	}
+	return app, 0, ""
+}
+
+// ownerGone says the CR that made an Application is gone (or was never there).
+type ownerGone struct{ what string }
+
+func (e *ownerGone) Error() string { return e.what + " is gone" }
+
+// owner reads the CR named by the Application's owner labels: only in the
+// Application's tenant namespace, only with the UID it was made for.
+func (s *Server) owner(r *http.Request, app *argov1alpha1.Application) (*Deployment, error) {
+	ctx := r.Context()
+	l := app.Labels
+	ns, name, ok := strings.Cut(app.Annotations[argocd.AnnotationOwnerName], "/")
+	if !ok || ns != l[argocd.LabelTenantNS] {
+		return nil, &ownerGone{what: "the owner of Application " + app.Name}
+	}
+	key := client.ObjectKey{Namespace: ns, Name: name}
+	switch l[argocd.LabelOwnerKind] {
+	case argocd.OwnerKindGitOpsDeployment:
+		gd := &v1.GitOpsDeployment{}
+		if err := s.get(r, key, gd, l[argocd.LabelOwnerUID]); err != nil {
+			return nil, err
+		}
+		return &Deployment{Kind: "GitOpsDeployment", Namespace: ns, Name: name, Type: string(gd.Spec.Type),
+			Sync: string(gd.Status.Sync.Status), Health: string(gd.Status.Health.Status), Conditions: gitopsConditions(gd.Status.Conditions)}, nil
+	case argocd.OwnerKindBinding:
+		seb := &as.SnapshotEnvironmentBinding{}
+		if err := s.get(r, key, seb, l[argocd.LabelOwnerUID]); err != nil {
+			return nil, err
+		}
+		d := &Deployment{Kind: "SnapshotEnvironmentBinding", Namespace: ns, Name: name, Application: seb.Spec.Application,
+			Environment: seb.Spec.Environment, Snapshot: seb.Spec.Snapshot, Component: l[as.LabelComponent],
+			Conditions: append(conditions(seb.Status.BindingConditions), conditions(seb.Status.ComponentDeploymentConditions)...)}
+		for _, c := range seb.Status.GitOpsDeployments {
+			d.Components = append(d.Components, ComponentState{Name: c.ComponentName, Sync: c.GitOpsDeploymentSyncStatus,
+				Health: c.GitOpsDeploymentHealthStatus, Commit: c.GitOpsDeploymentCommitID})
+		}
+		snap := &as.Snapshot{}
+		if err := s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: seb.Spec.Snapshot}, snap); err == nil {
+			for _, c := range snap.Spec.Components {
+				if c.Name == d.Component {
+					d.Image = c.ContainerImage
+				}
+			}
+		}
+		runs, err := s.promotionRuns(r, ns, seb.Spec.Application)
+		if err != nil {
+			return nil, err
+		}
+		d.PromotionRuns = runs
+		return d, nil
+	}
+	return nil, &ownerGone{what: "the owner of Application " + app.Name}
+}
+
+// get reads obj and checks it is the one the Application was made for.
+func (s *Server) get(r *http.Request, key client.ObjectKey, obj client.Object, uid string) error {
+	err := s.Client.Get(r.Context(), key, obj)
+	if apierrors.IsNotFound(err) || (err == nil && string(obj.GetUID()) != uid) {
+		return &ownerGone{what: key.String()}
+	}
+	return err
+}
+
+// promotionRuns are the application's latest PromotionRuns in its namespace.
+func (s *Server) promotionRuns(r *http.Request, ns, application string) ([]PromotionRun, error) {
+	var list as.PromotionRunList
+	if err := s.Client.List(r.Context(), &list, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	sort.Slice(list.Items, func(i, j int) bool {
+		return list.Items[j].CreationTimestamp.Before(&list.Items[i].CreationTimestamp)
+	})
+	var out []PromotionRun
+	for _, p := range list.Items {
+		if p.Spec.Application != application || len(out) == maxPromotionRuns {
+			continue
+		}
+		run := PromotionRun{Name: p.Name, Snapshot: p.Spec.Snapshot, State: string(p.Status.State),
+			Result: string(p.Status.CompletionResult), Created: p.CreationTimestamp.UTC().Format("2006-01-02T15:04:05Z")}
+		for _, e := range p.Status.EnvironmentStatus {
+			run.Environments = append(run.Environments, e.EnvironmentName+": "+string(e.Status))
+		}
+		out = append(out, run)
+	}
+	return out, nil
+}
+
+func conditions(cs []metav1.Condition) []Condition {
+	var out []Condition
+	for _, c := range cs {
+		out = append(out, Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
+	}
+	return out
+}
+
+func gitopsConditions(cs []v1.GitOpsDeploymentCondition) []Condition {
+	var out []Condition
+	for _, c := range cs {
+		out = append(out, Condition{Type: string(c.Type), Status: string(c.Status), Reason: string(c.Reason), Message: c.Message})
+	}
+	return out
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}

@@ -1,0 +1,191 @@
+package uiproxy_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"testing"
+	"time"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/test/stack"
+	uiproxy "github.com/gitops-service/gitops-service/ui-proxy"
+)
+
+const argoNS = stack.SuiteArgoNamespace
+
+var (
+	k8s   client.Client
+	proxy *httptest.Server
+	token = "proxy-token-" + rand.String(12)
+)
+
+// The suite runs the sidecar's reconcilers on a real API server (they make
+// the Applications) and the proxy's handler reading that API server.
+func TestMain(m *testing.M) {
+	os.Exit(stack.RunSuite(m, "uiproxy", func(s *stack.Suite) error {
+		k8s = s.Client
+		proxy = httptest.NewServer((&uiproxy.Server{Client: s.Client, ArgoNamespace: argoNS,
+			Token: func() []byte { return []byte(token) }}).Handler())
+		s.Cleanup(func(bool) { proxy.Close() })
+		return nil
+	}))
+}
+
+func tenant(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-" + rand.String(6)}}
+	require.NoError(t, k8s.Create(context.Background(), ns))
+	return ns.Name
+}
+
+// get calls the proxy as argocd-server would; an empty tok sends none.
+func get(t *testing.T, tok, app, project string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, proxy.URL+"/api/v1/deployment", nil)
+	require.NoError(t, err)
+	if tok != "" {
+		req.Header.Set(uiproxy.HeaderToken, tok)
+	}
+	req.Header.Set(uiproxy.HeaderApplication, app)
+	req.Header.Set(uiproxy.HeaderProject, project)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body := map[string]any{}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	return resp.StatusCode, body
+}
+
+// deployed creates a GitOpsDeployment and returns the Application made for it.
+func deployed(t *testing.T, ns, name string) *argov1alpha1.Application {
+	t.Helper()
+	gd := &v1.GitOpsDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1.GitOpsDeploymentSpec{
+		Source: v1.ApplicationSource{RepoURL: "https://git.example.test/apps.git", Path: "app"}, Type: v1.GitOpsDeploymentSpecTypeManual}}
+	require.NoError(t, k8s.Create(context.Background(), gd))
+	app := &argov1alpha1.Application{}
+	require.Eventually(t, func() bool {
+		return k8s.Get(context.Background(), client.ObjectKey{Namespace: argoNS, Name: argocd.ApplicationName(string(gd.UID))}, app) == nil
+	}, 30*time.Second, 100*time.Millisecond, "no Application for %s", name)
+	return app
+}
+
+func TestGitOpsDeploymentBehindAnApplication(t *testing.T) {
+	ns := tenant(t)
+	app := deployed(t, ns, "guestbook")
+	status, body := get(t, token, argoNS+":"+app.Name, app.Spec.Project)
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	assert.Equal(t, "GitOpsDeployment", body["kind"])
+	assert.Equal(t, ns, body["namespace"])
+	assert.Equal(t, "guestbook", body["name"])
+	assert.Equal(t, "manual", body["type"])
+}
+
+func TestRefusals(t *testing.T) {
+	ctx := context.Background()
+	ns := tenant(t)
+	app := deployed(t, ns, "mine")
+	name := argoNS + ":" + app.Name
+
+	// Not ours: an Application someone else made in the Argo CD namespace.
+	foreign := &argov1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: argoNS, Name: "foreign-" + rand.String(5)},
+		Spec: argov1alpha1.ApplicationSpec{Project: "default", Source: &argov1alpha1.ApplicationSource{RepoURL: "https://x.test/r.git"},
+			Destination: argov1alpha1.ApplicationDestination{Server: "https://kubernetes.default.svc", Namespace: "x"}}}
+	require.NoError(t, k8s.Create(ctx, foreign))
+	// Forged: our labels, but the owner annotation names another tenant's deployment.
+	other := tenant(t)
+	deployed(t, other, "victim")
+	forged := foreign.DeepCopy()
+	forged.Name, forged.ResourceVersion = "forged-"+rand.String(5), ""
+	forged.Labels = map[string]string{}
+	for k, v := range app.Labels {
+		forged.Labels[k] = v
+	}
+	forged.Labels[argocd.LabelOwnerUID] = "forged-" + rand.String(5)
+	forged.Annotations = map[string]string{argocd.AnnotationOwnerName: other + "/victim"}
+	require.NoError(t, k8s.Create(ctx, forged))
+
+	cases := []struct {
+		name, token, app, project string
+		status                    int
+	}{
+		{"no token", "", name, app.Spec.Project, http.StatusUnauthorized},
+		{"wrong token", "not-" + token, name, app.Spec.Project, http.StatusUnauthorized},
+		{"malformed application header", token, app.Name, app.Spec.Project, http.StatusBadRequest},
+		{"another namespace", token, "default:" + app.Name, app.Spec.Project, http.StatusNotFound},
+		{"project argocd-server did not check", token, name, "default", http.StatusForbidden},
+		{"missing application", token, argoNS + ":nope", "default", http.StatusNotFound},
+		{"not made by us", token, argoNS + ":" + foreign.Name, "default", http.StatusNotFound},
+		{"owner in another tenant", token, argoNS + ":" + forged.Name, "default", http.StatusNotFound},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := get(t, tc.token, tc.app, tc.project)
+			assert.Equal(t, tc.status, status, "%v", body)
+			assert.NotEmpty(t, body["error"], "an error says why")
+			assert.Nil(t, body["kind"], "nothing about the deployment")
+		})
+	}
+}
+
+// An Application of a binding (as Argo CD's applicationset-controller makes
+// them from our ApplicationSet) shows the binding, the component's image and
+// the application's PromotionRuns.
+func TestBindingBehindAnApplication(t *testing.T) {
+	ctx := context.Background()
+	ns := tenant(t)
+	require.NoError(t, k8s.Create(ctx, &as.Snapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "snap-2"},
+		Spec: as.SnapshotSpec{Application: "shop", Components: []as.SnapshotComponent{{Name: "web", ContainerImage: "quay.io/x/web:v2"}}}}))
+	seb := &as.SnapshotEnvironmentBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop-dev"},
+		Spec: as.SnapshotEnvironmentBindingSpec{Application: "shop", Environment: "dev", Snapshot: "snap-2"}}
+	require.NoError(t, k8s.Create(ctx, seb))
+	for _, n := range []string{"older", "newer"} {
+		require.NoError(t, k8s.Create(ctx, &as.PromotionRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: n}, Spec: as.PromotionRunSpec{
+			Snapshot: "snap-2", Application: "shop", ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "dev"}}}))
+		time.Sleep(1100 * time.Millisecond) // creation times have seconds
+	}
+	set := argocd.ApplicationSet(argoNS, seb)
+	labels := map[string]string{as.LabelApplication: "shop", as.LabelComponent: "web", as.LabelEnvironment: "dev"}
+	for k, v := range set.Labels {
+		labels[k] = v
+	}
+	app := &argov1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: argoNS, Name: "shop-dev-web-" + rand.String(4),
+		Labels: labels, Annotations: set.Annotations},
+		Spec: argov1alpha1.ApplicationSpec{Project: "p-" + rand.String(4), Source: &argov1alpha1.ApplicationSource{RepoURL: "https://x.test/r.git"},
+			Destination: argov1alpha1.ApplicationDestination{Server: "https://kubernetes.default.svc", Namespace: ns}}}
+	require.NoError(t, k8s.Create(ctx, app))
+
+	status, body := get(t, token, argoNS+":"+app.Name, app.Spec.Project)
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	assert.Equal(t, "SnapshotEnvironmentBinding", body["kind"])
+	assert.Equal(t, "shop-dev", body["name"])
+	assert.Equal(t, "dev", body["environment"])
+	assert.Equal(t, "snap-2", body["snapshot"])
+	assert.Equal(t, "web", body["component"])
+	assert.Equal(t, "quay.io/x/web:v2", body["image"])
+	runs, _ := body["promotionRuns"].([]any)
+	require.Len(t, runs, 2)
+	assert.Equal(t, "newer", runs[0].(map[string]any)["name"], "newest first")
+
+	// The binding replaced by another of the same name is not this Application's.
+	require.NoError(t, k8s.Delete(ctx, seb))
+	require.Eventually(t, func() bool {
+		return k8s.Get(ctx, client.ObjectKeyFromObject(seb), &as.SnapshotEnvironmentBinding{}) != nil
+	}, 30*time.Second, 100*time.Millisecond)
+	seb.ResourceVersion, seb.UID = "", ""
+	require.NoError(t, k8s.Create(ctx, seb))
+	status, body = get(t, token, argoNS+":"+app.Name, app.Spec.Project)
+	assert.Equal(t, http.StatusNotFound, status, "%v", body)
+}
