@@ -21,6 +21,7 @@ import (
 	"github.com/gitops-service/gitops-service/extension/sidecar"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/test/stack"
+	uiproxy "github.com/gitops-service/gitops-service/ui-proxy"
 )
 
 var (
@@ -75,7 +76,9 @@ func run(m *testing.M) (code int) {
 	if err != nil {
 		return fail(err)
 	}
-	if argo, err = stack.StartArgoCD(ctx, kube, stack.ArgoOptions{}); err != nil {
+	// The UI panel's API goes through argocd-server's proxy extension.
+	argoOpts := stack.ArgoOptions{ExtraCmdParams: map[string]string{"server.enable.proxy.extension": "true"}}
+	if argo, err = stack.StartArgoCD(ctx, kube, argoOpts); err != nil {
 		return fail(err)
 	}
 	defer argo.Stop()
@@ -87,6 +90,9 @@ func run(m *testing.M) (code int) {
 	}
 	defer side.Close()
 	if err := argo.RegisterGenerator(ctx, argocd.GeneratorConfigMap, side.GeneratorURL, side.GeneratorToken); err != nil {
+		return fail(err)
+	}
+	if err := argo.RegisterProxyExtension(ctx, uiproxy.ExtensionName, side.UIProxyURL, uiproxy.HeaderToken, side.UIProxyToken); err != nil {
 		return fail(err)
 	}
 	if k8s, err = client.New(kube.Config, client.Options{Scheme: sidecar.NewScheme()}); err != nil {

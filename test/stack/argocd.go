@@ -578,3 +578,33 @@ func (a *ArgoCD) RegisterGenerator(ctx context.Context, name, baseURL, token str
 	}
 	return nil
 }
+
+// RegisterProxyExtension configures argocd-server's proxy extension name to
+// forward to baseURL with header tokenHeader set to token (stored in
+// argocd-secret, as the install instructions do). argocd-server picks up the
+// change of argocd-cm without a restart; the extension must be enabled
+// (ArgoOptions.ExtraCmdParams "server.enable.proxy.extension").
+func (a *ArgoCD) RegisterProxyExtension(ctx context.Context, name, baseURL, tokenHeader, token string) error {
+	cs, err := kubernetes.NewForConfig(a.Kube.Config)
+	if err != nil {
+		return err
+	}
+	key := name + ".proxy.token"
+	secretPatch, err := json.Marshal(map[string]any{"stringData": map[string]string{key: token}})
+	if err != nil {
+		return err
+	}
+	if _, err := cs.CoreV1().Secrets(a.Namespace).Patch(ctx, "argocd-secret", types.MergePatchType, secretPatch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("argocd-secret: %w", err)
+	}
+	config := fmt.Sprintf("extensions:\n- name: %s\n  backend:\n    services:\n    - url: %s\n      headers:\n      - name: %s\n        value: $%s\n",
+		name, baseURL, tokenHeader, key)
+	cmPatch, err := json.Marshal(map[string]any{"data": map[string]string{"extension.config": config}})
+	if err != nil {
+		return err
+	}
+	if _, err := cs.CoreV1().ConfigMaps(a.Namespace).Patch(ctx, "argocd-cm", types.MergePatchType, cmPatch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("argocd-cm: %w", err)
+	}
+	return nil
+}
