@@ -124,7 +124,11 @@ func (r *Reconciler) apply(ctx context.Context, seb *as.SnapshotEnvironmentBindi
 	if _, err := r.Projects.Ensure(ctx, seb.Namespace, repos...); err != nil {
 		return "", "", err
 	}
-	return "", "", r.writeApplicationSet(ctx, seb, hashOf(params), repos)
+	argoErr, err := r.writeApplicationSet(ctx, seb, hashOf(params), repos)
+	if argoErr != "" {
+		return "Argo CD cannot generate the Applications: " + argoErr, as.BindingReasonErrorGeneratingGitOpsDeployment, err
+	}
+	return "", "", err
 }
 
 // olderDuplicate names an older binding of the same application and environment.
@@ -151,8 +155,11 @@ func hashOf(params []map[string]any) string {
 }
 
 // writeApplicationSet creates or updates the binding's ApplicationSet and asks
-// Argo CD to regenerate when the generator's answer changed.
-func (r *Reconciler) writeApplicationSet(ctx context.Context, seb *as.SnapshotEnvironmentBinding, inputHash string, repos []string) error {
+// Argo CD to regenerate when the generator's answer changed, or while Argo CD
+// reports that it could not generate (e.g. the generator's token was not there
+// yet: the applicationset-controller does not retry that by itself). It
+// returns Argo CD's error, if any.
+func (r *Reconciler) writeApplicationSet(ctx context.Context, seb *as.SnapshotEnvironmentBinding, inputHash string, repos []string) (string, error) {
 	desired := argocd.ApplicationSet(r.ArgoNamespace, seb)
 	desired.Annotations[annotationInputHash] = inputHash
 	sort.Strings(repos)
@@ -161,26 +168,39 @@ func (r *Reconciler) writeApplicationSet(ctx context.Context, seb *as.SnapshotEn
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), current)
 	if apierrors.IsNotFound(err) {
 		if err := r.Client.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating ApplicationSet %s: %w", desired.Name, err)
+			return "", fmt.Errorf("creating ApplicationSet %s: %w", desired.Name, err)
 		}
-		return nil
+		return "", nil
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
 	if !argocd.IsOwnedBy(current.Labels, argocd.OwnerKindBinding, string(seb.UID)) {
-		return fmt.Errorf("ApplicationSet %s exists and was not created for this binding", desired.Name)
+		return "", fmt.Errorf("ApplicationSet %s exists and was not created for this binding", desired.Name)
 	}
-	if argocd.Equal(current.Spec, desired.Spec) && argocd.HasMeta(current, desired) {
-		return nil
+	argoErr := generationError(current)
+	refresh := current.Annotations[annotationInputHash] != inputHash || (argoErr != "" && current.Annotations[annotationRefresh] == "")
+	if !refresh && argocd.Equal(current.Spec, desired.Spec) && argocd.HasMeta(current, desired) {
+		return argoErr, nil
 	}
 	updated := current.DeepCopy()
-	if current.Annotations[annotationInputHash] != inputHash {
+	if refresh {
 		updated.Annotations = merge(updated.Annotations, map[string]string{annotationRefresh: "true"})
 	}
 	updated.Spec = desired.Spec
 	argocd.CopyMeta(updated, desired)
-	return r.Client.Update(ctx, updated)
+	return argoErr, r.Client.Update(ctx, updated)
+}
+
+// generationError is Argo CD's message when it could not generate the set's
+// Applications the last time it tried.
+func generationError(set *argov1alpha1.ApplicationSet) string {
+	for _, c := range set.Status.Conditions {
+		if c.Type == argov1alpha1.ApplicationSetConditionErrorOccurred && c.Status == argov1alpha1.ApplicationSetConditionStatusTrue {
+			return c.Message
+		}
+	}
+	return ""
 }
 
 func merge(into, from map[string]string) map[string]string {

@@ -1,0 +1,113 @@
+package snapshotenvironmentbinding_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+)
+
+const (
+	wait = 30 * time.Second
+	tick = 100 * time.Millisecond
+)
+
+// binding makes a tenant with everything a binding needs, and the binding.
+func binding(t *testing.T) *as.SnapshotEnvironmentBinding {
+	t.Helper()
+	ctx := context.Background()
+	ns := "tenant-" + rand.String(6)
+	require.NoError(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
+	require.NoError(t, k8s.Create(ctx, &as.Application{ObjectMeta: meta("shop"), Spec: as.ApplicationSpec{DisplayName: "Shop"}}))
+	comp := &as.Component{ObjectMeta: meta("web"), Spec: as.ComponentSpec{ComponentName: "web", Application: "shop", ContainerImage: "quay.io/x/web:0"}}
+	require.NoError(t, k8s.Create(ctx, comp))
+	comp.Status.GitOps = as.GitOpsStatus{RepositoryURL: "https://git.example.test/gitops.git", Branch: "main", Context: "components/web/base"}
+	require.NoError(t, k8s.Status().Update(ctx, comp))
+	require.NoError(t, k8s.Create(ctx, &as.Environment{ObjectMeta: meta("dev")}))
+	require.NoError(t, k8s.Create(ctx, &as.Snapshot{ObjectMeta: meta("snap"), Spec: as.SnapshotSpec{Application: "shop",
+		Components: []as.SnapshotComponent{{Name: "web", ContainerImage: "quay.io/x/web:1"}}}}))
+	seb := &as.SnapshotEnvironmentBinding{ObjectMeta: meta("shop-dev"),
+		Spec: as.SnapshotEnvironmentBindingSpec{Application: "shop", Environment: "dev", Snapshot: "snap"}}
+	require.NoError(t, k8s.Create(ctx, seb))
+	return seb
+}
+
+func applicationSet(t *testing.T, seb *as.SnapshotEnvironmentBinding) *argov1alpha1.ApplicationSet {
+	t.Helper()
+	set := &argov1alpha1.ApplicationSet{}
+	require.Eventually(t, func() bool {
+		return k8s.Get(context.Background(), client.ObjectKey{Namespace: argoNS, Name: argocd.ApplicationSetName(string(seb.UID))}, set) == nil
+	}, wait, tick, "no ApplicationSet for %s", seb.Name)
+	return set
+}
+
+// setGenerationError plays the applicationset-controller: it reports (or
+// clears) an error and takes away the refresh annotation it acted on.
+func setGenerationError(t *testing.T, set *argov1alpha1.ApplicationSet, msg string) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(set), set))
+	delete(set.Annotations, "argocd.argoproj.io/application-set-refresh")
+	require.NoError(t, k8s.Update(ctx, set))
+	status := argov1alpha1.ApplicationSetConditionStatusFalse
+	if msg != "" {
+		status = argov1alpha1.ApplicationSetConditionStatusTrue
+	}
+	set.Status.Conditions = []argov1alpha1.ApplicationSetCondition{{Type: argov1alpha1.ApplicationSetConditionErrorOccurred,
+		Status: status, Message: msg, Reason: "ApplicationGenerationFromParamsError", LastTransitionTime: &metav1.Time{Time: time.Now()}}}
+	require.NoError(t, k8s.Status().Update(ctx, set))
+}
+
+// Argo CD does not retry a generation that failed (e.g. the generator's token
+// Secret was created after the binding): the binding says so and asks again
+// until it works.
+func TestArgoCDGenerationErrorIsShownAndRetried(t *testing.T) {
+	ctx := context.Background()
+	seb := binding(t)
+	set := applicationSet(t, seb)
+	setGenerationError(t, set, `error getting plugin from generator: error fetching Secret: secret "gitops-service-generator" not found`)
+
+	got := &as.SnapshotEnvironmentBinding{}
+	require.Eventually(t, func() bool {
+		if k8s.Get(ctx, client.ObjectKeyFromObject(seb), got) != nil {
+			return false
+		}
+		c := meta.FindStatusCondition(got.Status.BindingConditions, as.BindingConditionErrorOccurred)
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == as.BindingReasonErrorGeneratingGitOpsDeployment &&
+			strings.Contains(c.Message, `Argo CD cannot generate the Applications: error getting plugin from generator`)
+	}, wait, tick, "the binding does not show Argo CD's error: %+v", got.Status)
+	require.Eventually(t, func() bool {
+		return k8s.Get(ctx, client.ObjectKeyFromObject(set), set) == nil && set.Annotations["argocd.argoproj.io/application-set-refresh"] == "true"
+	}, wait, tick, "Argo CD was not asked to generate again")
+
+	// Asked again (the refresh taken away) while it still fails: asked again.
+	setGenerationError(t, set, "still failing")
+	require.Eventually(t, func() bool {
+		return k8s.Get(ctx, client.ObjectKeyFromObject(set), set) == nil && set.Annotations["argocd.argoproj.io/application-set-refresh"] == "true"
+	}, wait, tick, "Argo CD was not asked again while it kept failing")
+
+	// It works now: the error goes, and nobody asks any more.
+	setGenerationError(t, set, "")
+	require.Eventually(t, func() bool {
+		if k8s.Get(ctx, client.ObjectKeyFromObject(seb), got) != nil {
+			return false
+		}
+		c := meta.FindStatusCondition(got.Status.BindingConditions, as.BindingConditionErrorOccurred)
+		return c != nil && c.Status == metav1.ConditionFalse
+	}, wait, tick, "the binding kept Argo CD's error: %+v", got.Status)
+	require.Never(t, func() bool {
+		return k8s.Get(ctx, client.ObjectKeyFromObject(set), set) == nil && set.Annotations["argocd.argoproj.io/application-set-refresh"] != ""
+	}, 3*time.Second, tick, "a working ApplicationSet was refreshed again")
+}
