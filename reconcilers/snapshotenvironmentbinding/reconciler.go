@@ -48,6 +48,9 @@ const (
 	// annotationRefresh makes the applicationset-controller regenerate now (it
 	// removes the annotation itself).
 	annotationRefresh = "argocd.argoproj.io/application-set-refresh"
+	// annotationRetry is when Argo CD was last asked to try a failed
+	// generation again.
+	annotationRetry = "managed-gitops.redhat.com/generation-retry"
 	deletePoll        = 2 * time.Second
 	inputRetry        = 10 * time.Second
 )
@@ -58,6 +61,8 @@ type Reconciler struct {
 	ArgoNamespace string
 	Projects      *tenant.Projects
 	Recorder      record.EventRecorder
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
 }
 
 // Reconcile brings one binding's ApplicationSet and status in line.
@@ -179,17 +184,36 @@ func (r *Reconciler) writeApplicationSet(ctx context.Context, seb *as.SnapshotEn
 		return "", fmt.Errorf("ApplicationSet %s exists and was not created for this binding", desired.Name)
 	}
 	argoErr := generationError(current)
-	refresh := current.Annotations[annotationInputHash] != inputHash || (argoErr != "" && current.Annotations[annotationRefresh] == "")
-	if !refresh && argocd.Equal(current.Spec, desired.Spec) && argocd.HasMeta(current, desired) {
+	retry := argoErr != "" && r.retryDue(current)
+	if !retry && current.Annotations[annotationInputHash] == inputHash && argocd.Equal(current.Spec, desired.Spec) && argocd.HasMeta(current, desired) {
 		return argoErr, nil
 	}
 	updated := current.DeepCopy()
-	if refresh {
+	if current.Annotations[annotationInputHash] != inputHash || retry {
 		updated.Annotations = merge(updated.Annotations, map[string]string{annotationRefresh: "true"})
+	}
+	if retry {
+		// Argo CD keeps the refresh annotation after a failure and reacts to a
+		// change of any other: this one makes it try again.
+		updated.Annotations[annotationRetry] = r.now().UTC().Format(time.RFC3339)
 	}
 	updated.Spec = desired.Spec
 	argocd.CopyMeta(updated, desired)
 	return argoErr, r.Client.Update(ctx, updated)
+}
+
+// retryDue says whether Argo CD was last asked to generate again more than
+// inputRetry ago.
+func (r *Reconciler) retryDue(set *argov1alpha1.ApplicationSet) bool {
+	last, err := time.Parse(time.RFC3339, set.Annotations[annotationRetry])
+	return err != nil || r.now().Sub(last) >= inputRetry
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
 }
 
 // generationError is Argo CD's message when it could not generate the set's

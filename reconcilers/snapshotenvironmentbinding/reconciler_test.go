@@ -53,26 +53,41 @@ func applicationSet(t *testing.T, seb *as.SnapshotEnvironmentBinding) *argov1alp
 	return set
 }
 
-// setGenerationError plays the applicationset-controller: it reports (or
-// clears) an error and takes away the refresh annotation it acted on.
+const (
+	refresh = "argocd.argoproj.io/application-set-refresh"
+	retried = "managed-gitops.redhat.com/generation-retry"
+)
+
+// setGenerationError plays the applicationset-controller: it reports an error
+// (keeping the refresh annotation, as Argo CD does when it fails), or success
+// (taking the annotation away).
 func setGenerationError(t *testing.T, set *argov1alpha1.ApplicationSet, msg string) {
 	t.Helper()
 	ctx := context.Background()
 	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(set), set))
-	delete(set.Annotations, "argocd.argoproj.io/application-set-refresh")
-	require.NoError(t, k8s.Update(ctx, set))
-	status := argov1alpha1.ApplicationSetConditionStatusFalse
-	if msg != "" {
-		status = argov1alpha1.ApplicationSetConditionStatusTrue
+	status := argov1alpha1.ApplicationSetConditionStatusTrue
+	if msg == "" {
+		status = argov1alpha1.ApplicationSetConditionStatusFalse
+		delete(set.Annotations, refresh)
+		require.NoError(t, k8s.Update(ctx, set))
 	}
 	set.Status.Conditions = []argov1alpha1.ApplicationSetCondition{{Type: argov1alpha1.ApplicationSetConditionErrorOccurred,
 		Status: status, Message: msg, Reason: "ApplicationGenerationFromParamsError", LastTransitionTime: &metav1.Time{Time: time.Now()}}}
 	require.NoError(t, k8s.Status().Update(ctx, set))
 }
 
+// annotation waits until the set's annotation key satisfies ok and returns it.
+func annotation(t *testing.T, set *argov1alpha1.ApplicationSet, key, what string, ok func(string) bool) string {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		return k8s.Get(context.Background(), client.ObjectKeyFromObject(set), set) == nil && ok(set.Annotations[key])
+	}, wait, tick, "ApplicationSet annotation %s never %s: %v", key, what, set.Annotations)
+	return set.Annotations[key]
+}
+
 // Argo CD does not retry a generation that failed (e.g. the generator's token
-// Secret was created after the binding): the binding says so and asks again
-// until it works.
+// Secret was created after the binding) for 3 minutes: the binding says so and
+// asks again every 10 s until it works.
 func TestArgoCDGenerationErrorIsShownAndRetried(t *testing.T) {
 	ctx := context.Background()
 	seb := binding(t)
@@ -88,15 +103,11 @@ func TestArgoCDGenerationErrorIsShownAndRetried(t *testing.T) {
 		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == as.BindingReasonErrorGeneratingGitOpsDeployment &&
 			strings.Contains(c.Message, `Argo CD cannot generate the Applications: error getting plugin from generator`)
 	}, wait, tick, "the binding does not show Argo CD's error: %+v", got.Status)
-	require.Eventually(t, func() bool {
-		return k8s.Get(ctx, client.ObjectKeyFromObject(set), set) == nil && set.Annotations["argocd.argoproj.io/application-set-refresh"] == "true"
-	}, wait, tick, "Argo CD was not asked to generate again")
+	annotation(t, set, refresh, "set", func(v string) bool { return v == "true" })
+	first := annotation(t, set, retried, "set", func(v string) bool { return v != "" })
 
-	// Asked again (the refresh taken away) while it still fails: asked again.
-	setGenerationError(t, set, "still failing")
-	require.Eventually(t, func() bool {
-		return k8s.Get(ctx, client.ObjectKeyFromObject(set), set) == nil && set.Annotations["argocd.argoproj.io/application-set-refresh"] == "true"
-	}, wait, tick, "Argo CD was not asked again while it kept failing")
+	// Still failing: asked again (a new retry stamp).
+	annotation(t, set, retried, "renewed", func(v string) bool { return v != first })
 
 	// It works now: the error goes, and nobody asks any more.
 	setGenerationError(t, set, "")
@@ -107,7 +118,8 @@ func TestArgoCDGenerationErrorIsShownAndRetried(t *testing.T) {
 		c := meta.FindStatusCondition(got.Status.BindingConditions, as.BindingConditionErrorOccurred)
 		return c != nil && c.Status == metav1.ConditionFalse
 	}, wait, tick, "the binding kept Argo CD's error: %+v", got.Status)
+	last := set.Annotations[retried]
 	require.Never(t, func() bool {
-		return k8s.Get(ctx, client.ObjectKeyFromObject(set), set) == nil && set.Annotations["argocd.argoproj.io/application-set-refresh"] != ""
-	}, 3*time.Second, tick, "a working ApplicationSet was refreshed again")
+		return k8s.Get(ctx, client.ObjectKeyFromObject(set), set) == nil && (set.Annotations[refresh] != "" || set.Annotations[retried] != last)
+	}, 12*time.Second, tick, "a working ApplicationSet was asked again")
 }
