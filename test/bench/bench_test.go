@@ -122,14 +122,6 @@ func runOnce(b *testing.B) *results {
 		b.Fatalf(format, args...)
 	}
 
-	// Warm-up: kube-apiserver builds the write path of a CRD (its managedFields
-	// type converter from the schema) on the first write of that kind, which
-	// for Argo CD's Application takes about a second here; every create in
-	// flight waits for it. A cluster running Argo CD did that long ago, so it
-	// is done before measuring, with objects the sidecar ignores.
-	if err := warmUp(ctx, c); err != nil {
-		b.Fatal(err)
-	}
 	// Every Application's arrival, by name, from one watch started before any
 	// create; it resumes where it was if the API server ends it.
 	var none argov1alpha1.ApplicationList
@@ -216,7 +208,16 @@ func runOnce(b *testing.B) *results {
 		lat = append(lat, arrived[name].Sub(t0))
 	}
 	mu.Unlock()
+	// BENCH_DEBUG=1: each create's latency in order, and the controller's
+	// queue and reconcile histograms (a slow start shows as queue time).
 	if os.Getenv("BENCH_DEBUG") == "1" {
+		if m, err := scrape(side.MetricsURL); err == nil {
+			for k, v := range m {
+				if strings.Contains(k, `controller="gitopsdeployment"`) || strings.Contains(k, `name="gitopsdeployment"`) || strings.HasPrefix(k, "rest_client_request_duration_seconds_bucket") {
+					fmt.Printf("metric %s %v\n", k, v)
+				}
+			}
+		}
 		for i := 0; i < *latencyN; i++ {
 			fmt.Printf("lat %d %s\n", i, arrived[order[i]].Sub(sent[order[i]]))
 		}
@@ -310,23 +311,6 @@ func pct(sorted []time.Duration, p int) time.Duration {
 
 // metrics is one scrape: "name{labels}" -> value.
 type metrics map[string]float64
-
-// warmUp writes (and deletes) one Application and one AppProject.
-func warmUp(ctx context.Context, c client.Client) error {
-	proj := &argov1alpha1.AppProject{ObjectMeta: metav1.ObjectMeta{Namespace: argoNS, Name: "bench-warm-up"}}
-	app := &argov1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: argoNS, Name: "bench-warm-up"},
-		Spec: argov1alpha1.ApplicationSpec{Project: proj.Name, Source: &argov1alpha1.ApplicationSource{RepoURL: "https://git.example.com/warm-up.git"},
-			Destination: argov1alpha1.ApplicationDestination{Server: "https://kubernetes.default.svc", Namespace: "default"}}}
-	for _, o := range []client.Object{proj, app} {
-		if err := c.Create(ctx, o); err != nil {
-			return fmt.Errorf("warm-up: %w", err)
-		}
-		if err := c.Delete(ctx, o); err != nil {
-			return fmt.Errorf("warm-up: %w", err)
-		}
-	}
-	return nil
-}
 
 func scrape(url string) (metrics, error) {
 	resp, err := http.Get(url)
