@@ -70,6 +70,15 @@ func appWithComponents(t *testing.T, ns, dir string) string {
 	return sha
 }
 
+// snapshotOf is a Snapshot of appa whose two components have images tagged tag.
+func snapshotOf(ns, name, tag string) *as.Snapshot {
+	return &as.Snapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: as.SnapshotSpec{Application: "appa",
+		Components: []as.SnapshotComponent{
+			{Name: "frontend", ContainerImage: "quay.io/example/frontend:" + tag},
+			{Name: "backend", ContainerImage: "quay.io/example/backend:" + tag},
+		}}}
+}
+
 func deployment(ns, name string) (*appsv1.Deployment, error) {
 	d := &appsv1.Deployment{}
 	return d, k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, d)
@@ -90,14 +99,7 @@ func TestBindingDeploysSnapshotWithConfiguration(t *testing.T) {
 	require.NoError(t, k8s.Create(ctx, &as.Environment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev"},
 		Spec: as.EnvironmentSpec{DisplayName: "Dev", DeploymentStrategy: as.DeploymentStrategyAppStudioAutomated,
 			Configuration: as.EnvironmentConfiguration{Env: []as.EnvVarPair{{Name: "REGION", Value: "eu"}, {Name: "LOG", Value: "info"}}}}}))
-	snapshot := func(name, tag string) *as.Snapshot {
-		return &as.Snapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: as.SnapshotSpec{Application: "appa",
-			Components: []as.SnapshotComponent{
-				{Name: "frontend", ContainerImage: "quay.io/example/frontend:" + tag},
-				{Name: "backend", ContainerImage: "quay.io/example/backend:" + tag},
-			}}}
-	}
-	require.NoError(t, k8s.Create(ctx, snapshot("snap-1", "v1")))
+	require.NoError(t, k8s.Create(ctx, snapshotOf(ns, "snap-1", "v1")))
 	seb := &as.SnapshotEnvironmentBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "appa-dev"},
 		Spec: as.SnapshotEnvironmentBindingSpec{Application: "appa", Environment: "dev", Snapshot: "snap-1",
 			Components: []as.BindingComponent{{Name: "backend", Configuration: as.BindingComponentConfiguration{
@@ -135,7 +137,7 @@ func TestBindingDeploysSnapshotWithConfiguration(t *testing.T) {
 	}
 
 	// A new Snapshot rolls both components, without waiting for the plugin's requeue.
-	require.NoError(t, k8s.Create(ctx, snapshot("snap-2", "v2")))
+	require.NoError(t, k8s.Create(ctx, snapshotOf(ns, "snap-2", "v2")))
 	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(seb), seb))
 	seb.Spec.Snapshot = "snap-2"
 	require.NoError(t, k8s.Update(ctx, seb))

@@ -67,15 +67,8 @@ func TestPromotionRuns(t *testing.T) {
 		e.Namespace = ns
 		require.NoError(t, k8s.Create(ctx, e))
 	}
-	snapshot := func(name, tag string) *as.Snapshot {
-		return &as.Snapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: as.SnapshotSpec{Application: "appa",
-			Components: []as.SnapshotComponent{
-				{Name: "frontend", ContainerImage: "quay.io/example/frontend:" + tag},
-				{Name: "backend", ContainerImage: "quay.io/example/backend:" + tag},
-			}}}
-	}
-	require.NoError(t, k8s.Create(ctx, snapshot("snap-1", "v1")))
-	require.NoError(t, k8s.Create(ctx, snapshot("snap-2", "v2")))
+	require.NoError(t, k8s.Create(ctx, snapshotOf(ns, "snap-1", "v1")))
+	require.NoError(t, k8s.Create(ctx, snapshotOf(ns, "snap-2", "v2")))
 
 	// A manual promotion of snap-1 to staging, and right after it an automated
 	// one of snap-2 from dev, which waits for the first.
