@@ -51,8 +51,8 @@ const (
 	// annotationRetry is when Argo CD was last asked to try a failed
 	// generation again.
 	annotationRetry = "managed-gitops.redhat.com/generation-retry"
-	deletePoll        = 2 * time.Second
-	inputRetry        = 10 * time.Second
+	deletePoll      = 2 * time.Second
+	inputRetry      = 10 * time.Second
 )
 
 // Reconciler reconciles SnapshotEnvironmentBindings.
