@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the real test stack needs: etcd, redis, git,
-# openssl and CA certificates. Idempotent: does nothing when all are present.
+# openssl and CA certificates, and Node.js (the UI panel's test). Idempotent: does nothing when all are present.
 set -euo pipefail
 
-PKGS=(etcd-server redis-server git openssl ca-certificates)
+PKGS=(etcd-server redis-server git openssl ca-certificates nodejs)
 
 log() { echo "[deps] $*"; }
 
