@@ -178,13 +178,18 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
 		return nil, fmt.Errorf("setting up the SnapshotEnvironmentBinding reconciler: %w", err)
 	}
+	var servers []*httpRunnable
 	if o.GeneratorAddr != "" && o.GeneratorAddr != "0" {
-		if err := mgr.Add(generatorServer(o, mgr.GetClient())); err != nil {
-			return nil, err
-		}
+		servers = append(servers, generatorServer(o, mgr.GetClient()))
 	}
 	if o.UIProxyAddr != "" && o.UIProxyAddr != "0" {
-		if err := mgr.Add(uiProxyServer(o, mgr.GetClient())); err != nil {
+		servers = append(servers, uiProxyServer(o, mgr.GetClient()))
+	}
+	for _, srv := range servers {
+		if err := mgr.Add(srv); err != nil {
+			return nil, err
+		}
+		if err := mgr.AddReadyzCheck(srv.name, srv.check); err != nil {
 			return nil, err
 		}
 	}

@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -17,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	generator "github.com/gitops-service/gitops-service/applicationset-generator"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
@@ -208,6 +211,40 @@ func TestBindingErrorsWriteNothing(t *testing.T) {
 			})
 			assertNothingWrittenFor(t, got, ns)
 			assertWarningEvent(t, got)
+		})
+	}
+}
+
+// TestGeneratorRefusesWithoutToken: the sidecar's plugin generator, as Argo CD
+// reaches it, answers only with the token of the generator Secret.
+func TestGeneratorRefusesWithoutToken(t *testing.T) {
+	body := `{"applicationSetName":"x","input":{"parameters":{"namespace":"nobody","binding":"none"}}}`
+	for name, tc := range map[string]struct {
+		auth string
+		want int
+	}{
+		"no token":    {"", http.StatusUnauthorized},
+		"wrong token": {"Bearer not-" + side.GeneratorToken, http.StatusUnauthorized},
+		// With the token the request is read: this binding does not exist.
+		"Argo CD's token": {"Bearer " + side.GeneratorToken, http.StatusBadRequest},
+	} {
+		t.Run(name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodPost, side.GeneratorURL+generator.Path, strings.NewReader(body))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/json")
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			out, _ := io.ReadAll(resp.Body)
+			assert.Equal(t, tc.want, resp.StatusCode, "%s", out)
+			if tc.want == http.StatusBadRequest {
+				assert.Contains(t, string(out), "SnapshotEnvironmentBinding nobody/none not found")
+			} else {
+				assert.NotContains(t, string(out), "nobody", "an unauthenticated request is not read")
+			}
 		})
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -21,8 +23,20 @@ import (
 // httpRunnable serves one of the sidecar's HTTP APIs. It runs on every replica
 // (not only the leader): Argo CD may reach any of them.
 type httpRunnable struct {
-	name, addr string
-	handler    http.Handler
+	// name is the logger's and the readiness check's; what says what it serves.
+	name, what, addr string
+	handler          http.Handler
+	// listening is set once the port is bound: part of the sidecar's
+	// readiness, so Argo CD is not pointed at a port that refuses.
+	listening atomic.Bool
+}
+
+// check is its readiness check.
+func (g *httpRunnable) check(*http.Request) error {
+	if !g.listening.Load() {
+		return fmt.Errorf("the %s is not listening yet", g.what)
+	}
+	return nil
 }
 
 var _ manager.LeaderElectionRunnable = (*httpRunnable)(nil)
@@ -34,6 +48,7 @@ func (g *httpRunnable) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	g.listening.Store(true)
 	srv := &http.Server{Handler: g.handler, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second, WriteTimeout: 30 * time.Second}
 	go func() {
 		<-ctx.Done()
@@ -41,7 +56,7 @@ func (g *httpRunnable) Start(ctx context.Context) error {
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}()
-	ctrl.Log.WithName(g.name).Info("serving the "+g.name, "address", ln.Addr().String())
+	ctrl.Log.WithName(g.name).Info("serving the "+g.what, "address", ln.Addr().String())
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -67,7 +82,7 @@ func generatorServer(o Options, c client.Reader) *httpRunnable {
 			`create the Secret named by the plugin ConfigMap (key "token") and mount it at this file`),
 		Params: generator.ServerParams(c),
 	}
-	return &httpRunnable{name: "ApplicationSet plugin generator", addr: o.GeneratorAddr, handler: s.Handler()}
+	return &httpRunnable{name: "generator", what: "ApplicationSet plugin generator", addr: o.GeneratorAddr, handler: s.Handler()}
 }
 
 func uiProxyServer(o Options, c client.Reader) *httpRunnable {
@@ -76,5 +91,5 @@ func uiProxyServer(o Options, c client.Reader) *httpRunnable {
 		Token: tokenFrom(ctrl.Log.WithName("ui-proxy"), o.UIProxyTokenFile,
 			"mount the Secret whose key argocd-secret's extension header refers to at this file (see README)"),
 	}
-	return &httpRunnable{name: "UI proxy extension", addr: o.UIProxyAddr, handler: s.Handler()}
+	return &httpRunnable{name: "ui-proxy", what: "Argo CD proxy extension backend (the UI panel's API)", addr: o.UIProxyAddr, handler: s.Handler()}
 }
