@@ -183,8 +183,11 @@ func (r *Reconciler) promote(ctx context.Context, run *as.PromotionRun) (ctrl.Re
 	}
 	for {
 		for _, name := range level {
-			if !slices.ContainsFunc(envs.Items, func(e as.Environment) bool { return e.Name == name }) {
-				return r.fail(run, fmt.Sprintf("Environment %q not found", name)), nil
+			if slices.ContainsFunc(envs.Items, func(e as.Environment) bool { return e.Name == name }) {
+				continue
+			}
+			if msg, err := r.get(ctx, run.Namespace, name, &as.Environment{}, "Environment"); msg != "" || err != nil {
+				return r.fail(run, msg), err
 			}
 		}
 		done, err := r.deploy(ctx, run, snap, level)
