@@ -142,8 +142,10 @@ func TestBindingDeploysSnapshotWithConfiguration(t *testing.T) {
 	// A new Snapshot rolls both components, without waiting for the plugin's requeue.
 	require.NoError(t, k8s.Create(ctx, snapshotOf(ns, "snap-2", "v2")))
 	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(seb), seb))
+	// A merge patch: the sidecar writes the binding's status meanwhile.
+	patch := client.MergeFrom(seb.DeepCopy())
 	seb.Spec.Snapshot = "snap-2"
-	require.NoError(t, k8s.Update(ctx, seb))
+	require.NoError(t, k8s.Patch(ctx, seb, patch))
 	require.Eventually(t, func() bool {
 		fe, err1 := deployment(ns, "frontend")
 		be, err2 := deployment(ns, "backend")
@@ -151,6 +153,20 @@ func TestBindingDeploysSnapshotWithConfiguration(t *testing.T) {
 			fe.Spec.Template.Spec.Containers[0].Image == "quay.io/example/frontend:v2" &&
 			be.Spec.Template.Spec.Containers[0].Image == "quay.io/example/backend:v2"
 	}, deployWait, poll, "the new Snapshot was not rolled out")
+	// ...and the binding says so: every component Synced and Healthy at the commit.
+	got = waitBinding(t, seb, "all components deployed and healthy after the roll", func(b *as.SnapshotEnvironmentBinding) bool {
+		if !meta.IsStatusConditionTrue(b.Status.ComponentDeploymentConditions, as.ComponentDeploymentConditionAllComponentsDeployed) ||
+			len(b.Status.GitOpsDeployments) != 2 {
+			return false
+		}
+		for _, d := range b.Status.GitOpsDeployments {
+			if d.GitOpsDeploymentSyncStatus != "Synced" || d.GitOpsDeploymentHealthStatus != "Healthy" || d.GitOpsDeploymentCommitID != sha {
+				return false
+			}
+		}
+		return true
+	})
+	assert.Equal(t, "snap-2", got.Spec.Snapshot)
 
 	// Deleting the binding removes what it deployed.
 	require.NoError(t, k8s.Delete(ctx, seb))
