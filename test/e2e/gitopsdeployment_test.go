@@ -144,8 +144,10 @@ func TestPathChangeUpdatesReconciledState(t *testing.T) {
 	gd := deploy(t, ns, "paths", repo.URL, "v1", v1.GitOpsDeploymentSpecTypeAutomated, nil)
 	waitStatus(t, gd, "Synced at v1", syncedHealthyAt(sha))
 	require.NoError(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(gd), gd))
+	// A merge patch: the sidecar writes the status meanwhile.
+	patch := client.MergeFrom(gd.DeepCopy())
 	gd.Spec.Source.Path = "v2"
-	require.NoError(t, k8s.Update(context.Background(), gd))
+	require.NoError(t, k8s.Patch(context.Background(), gd, patch))
 	waitStatus(t, gd, "reconciled at v2", func(gd *v1.GitOpsDeployment) bool {
 		return gd.Status.ReconciledState.Source.Path == "v2" && gd.Status.Sync.Status == v1.SyncStatusCodeSynced
 	})

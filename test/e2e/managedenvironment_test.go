@@ -428,8 +428,9 @@ func TestManagedEnvironmentWrongCredentials(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, k8s.Create(ctx, credentialsSecret(tenant, "switched-bad", v1.ManagedEnvironmentSecretType, map[string]string{"kubeconfig": string(kc)})))
 		require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(env), env))
+		patch := client.MergeFrom(env.DeepCopy()) // the sidecar writes the status meanwhile
 		env.Spec.ClusterCredentialsSecret = "switched-bad"
-		require.NoError(t, k8s.Update(ctx, env))
+		require.NoError(t, k8s.Patch(ctx, env, patch))
 		waitEnvironment(t, env, "refused", connectionRefused(v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials, "401"))
 		require.Eventually(t, func() bool { return len(clusterSecrets(t, env)) == 0 }, deployWait, poll,
 			"the cluster Secret of an environment whose credentials stopped working was kept")
