@@ -50,32 +50,9 @@ spec:
 // TestKube starts only etcd, kube-apiserver and kube-controller-manager and
 // checks CRD installation, the admin kubeconfig and garbage collection.
 func TestKube(t *testing.T) {
-	b := resolveBinaries()
-	if err := b.require(b.Etcd, b.KubeAPIServer, b.KubeControllerManager); err != nil {
-		if Required() {
-			t.Fatalf("%v (%s=1)", err, EnvRequire)
-		}
-		t.Skipf("kube binaries not available (set %s=1 to fail instead): %v", EnvRequire, err)
-	}
-	if testing.Short() {
-		t.Skip("skipping real stack in -short mode")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	start := time.Now()
-	k, err := StartKube(ctx, KubeOptions{Name: "kube-test", ControllerManager: true})
-	if err != nil {
-		t.Fatalf("StartKube: %v", err)
-	}
-	t.Cleanup(k.Stop)
-	t.Cleanup(func() {
-		if t.Failed() {
-			var buf bytes.Buffer
-			k.WriteLogs(&buf)
-			t.Logf("component logs:\n%s", buf.String())
-		}
-	})
-	t.Logf("kube started in %s", time.Since(start).Round(time.Millisecond))
+	k := startTestKube(ctx, t, KubeOptions{Name: "kube-test", ControllerManager: true})
 
 	// The admin kubeconfig file works on its own.
 	cfg, err := clientcmd.BuildConfigFromFlags("", k.Kubeconfig)
@@ -148,4 +125,36 @@ func TestKube(t *testing.T) {
 	if !bytes.Contains(buf.Bytes(), []byte("[kube-test/kube-apiserver]")) {
 		t.Fatalf("WriteLogs after Stop lacks apiserver lines:\n%.2000s", buf.String())
 	}
+}
+
+// startTestKube starts etcd, kube-apiserver and kube-controller-manager for a
+// test (skipped without the binaries unless the stack is required), stopped
+// at its end, with the component logs printed if it failed.
+func startTestKube(ctx context.Context, t *testing.T, o KubeOptions) *Kube {
+	t.Helper()
+	b := resolveBinaries()
+	if err := b.require(b.Etcd, b.KubeAPIServer, b.KubeControllerManager); err != nil {
+		if Required() {
+			t.Fatalf("%v (%s=1)", err, EnvRequire)
+		}
+		t.Skipf("kube binaries not available (set %s=1 to fail instead): %v", EnvRequire, err)
+	}
+	if testing.Short() {
+		t.Skip("skipping real stack in -short mode")
+	}
+	start := time.Now()
+	k, err := StartKube(ctx, o)
+	if err != nil {
+		t.Fatalf("StartKube: %v", err)
+	}
+	t.Cleanup(k.Stop)
+	t.Cleanup(func() {
+		if t.Failed() {
+			var buf bytes.Buffer
+			k.WriteLogs(&buf)
+			t.Logf("component logs:\n%s", buf.String())
+		}
+	})
+	t.Logf("kube started in %s", time.Since(start).Round(time.Millisecond))
+	return k
 }

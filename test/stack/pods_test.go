@@ -1,7 +1,6 @@
 package stack
 
 import (
-	"bytes"
 	"context"
 	"testing"
 	"time"
@@ -30,28 +29,10 @@ func deploymentOf(name string, replicas int32, podLabels map[string]string) *app
 // TestRunPods: with the workload controllers and RunPods, a Deployment whose
 // pods carry PodRunLabel rolls out; one without it does not.
 func TestRunPods(t *testing.T) {
-	b := resolveBinaries()
-	if err := b.require(b.Etcd, b.KubeAPIServer, b.KubeControllerManager); err != nil {
-		if Required() {
-			t.Fatalf("%v (%s=1)", err, EnvRequire)
-		}
-		t.Skipf("kube binaries not available: %v", err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	k, err := StartKube(ctx, KubeOptions{Name: "pods-test", ControllerManager: true,
+	k := startTestKube(ctx, t, KubeOptions{Name: "pods-test", ControllerManager: true,
 		Controllers: append(append([]string{}, DefaultControllers...), WorkloadControllers...)})
-	if err != nil {
-		t.Fatalf("StartKube: %v", err)
-	}
-	t.Cleanup(k.Stop)
-	t.Cleanup(func() {
-		if t.Failed() {
-			var buf bytes.Buffer
-			k.WriteLogs(&buf)
-			t.Logf("component logs:\n%s", buf.String())
-		}
-	})
 	if err := k.RunPods(ctx, PodRunLabel+"=true"); err != nil {
 		t.Fatal(err)
 	}
