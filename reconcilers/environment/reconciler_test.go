@@ -24,6 +24,7 @@ import (
 	generator "github.com/gitops-service/gitops-service/applicationset-generator"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/environment"
+	"github.com/gitops-service/gitops-service/test/stack"
 )
 
 const (
@@ -182,16 +183,7 @@ func waitConditionWithin(t *testing.T, within time.Duration, env *as.Environment
 
 func waitEvent(t *testing.T, env *as.Environment, eventType, reason, msgPart string) {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		var events corev1.EventList
-		require.NoError(t, k8s.List(context.Background(), &events, client.InNamespace(env.Namespace)))
-		for _, e := range events.Items {
-			if e.InvolvedObject.UID == env.UID && e.Type == eventType && e.Reason == reason && strings.Contains(e.Message, msgPart) {
-				return true
-			}
-		}
-		return false
-	}, wait, tick, "no %s Event %s %q for %s", eventType, reason, msgPart, env.Name)
+	stack.WaitForEvent(t, k8s, env, eventType, reason, msgPart, wait)
 }
 
 // assertNoLeak checks that token appears nowhere but in Secrets: not in the

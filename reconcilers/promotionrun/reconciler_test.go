@@ -16,6 +16,7 @@ import (
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/promotionrun"
+	"github.com/gitops-service/gitops-service/test/stack"
 )
 
 const (
@@ -90,18 +91,7 @@ func bindings(t *testing.T, ns string) []as.SnapshotEnvironmentBinding {
 
 func warning(t *testing.T, run *as.PromotionRun, reason string) {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		var events corev1.EventList
-		if k8s.List(context.Background(), &events, client.InNamespace(run.Namespace)) != nil {
-			return false
-		}
-		for _, e := range events.Items {
-			if e.InvolvedObject.UID == run.UID && e.Type == corev1.EventTypeWarning && e.Reason == reason {
-				return true
-			}
-		}
-		return false
-	}, wait, tick, "no Warning %s for %s", reason, run.Name)
+	stack.WaitForEvent(t, k8s, run, corev1.EventTypeWarning, reason, "", wait)
 }
 
 func TestManualPromotionCreatesTheBindingAndTimesOut(t *testing.T) {

@@ -322,16 +322,5 @@ func TestForeignSecretsAreLeftAlone(t *testing.T) {
 
 func assertWarningEvent(t *testing.T, rc *rcT, reason string) {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		var events corev1.EventList
-		if k8s.List(context.Background(), &events, client.InNamespace(rc.Namespace)) != nil {
-			return false
-		}
-		for _, e := range events.Items {
-			if e.InvolvedObject.Name == rc.Name && e.Type == corev1.EventTypeWarning && e.Reason == reason {
-				return true
-			}
-		}
-		return false
-	}, wait, tick, "no Warning Event %s for %s/%s", reason, rc.Namespace, rc.Name)
+	stack.WaitForEvent(t, k8s, rc, corev1.EventTypeWarning, reason, "", wait)
 }

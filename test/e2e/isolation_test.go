@@ -15,6 +15,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/test/stack"
 )
 
 // isolationCase is one bad or hostile input. setup may create objects (in the
@@ -185,18 +186,7 @@ func assertWarningEvent(t *testing.T, obj client.Object) {
 // assertEvent waits for an Event of type typ about obj, with reason unless empty.
 func assertEvent(t *testing.T, obj client.Object, typ, reason string) {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		var events corev1.EventList
-		if k8s.List(context.Background(), &events, client.InNamespace(obj.GetNamespace())) != nil {
-			return false
-		}
-		for _, e := range events.Items {
-			if e.InvolvedObject.UID == obj.GetUID() && e.Type == typ && (reason == "" || e.Reason == reason) {
-				return true
-			}
-		}
-		return false
-	}, 10*time.Second, poll, "no %s Event %s for %s", typ, reason, obj.GetName())
+	stack.WaitForEvent(t, k8s, obj, typ, reason, "", 10*time.Second)
 }
 
 // isolationCases gathers the cases of every kind.
