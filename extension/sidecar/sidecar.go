@@ -167,6 +167,14 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	if err := (&tenant.Reconciler{Projects: projects}).SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("setting up the tenant reconciler: %w", err)
 	}
+	if err := (&tenant.PolicyReconciler{
+		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
+		ArgoNamespace: o.ArgoNamespace,
+		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the tenant RBAC policy reconciler: %w", err)
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, err
 	}

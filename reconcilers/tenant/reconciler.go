@@ -109,7 +109,23 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		})).
 		Watches(&argov1alpha1.Application{}, byTenantLabel,
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletes()))).
+		// The platform admin changing the tenant mapping changes the project's role.
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
+		}), builder.WithPredicates(mappingChanged())).
 		Complete(r)
+}
+
+// mappingChanged passes updates of a namespace's tenant mapping annotation.
+func mappingChanged() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetAnnotations()[argocd.AnnotationArgoCDSubjects] != e.ObjectNew.GetAnnotations()[argocd.AnnotationArgoCDSubjects]
+		},
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
 }
 
 // deletes passes only delete events.

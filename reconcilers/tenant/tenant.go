@@ -76,6 +76,8 @@ func (p *Projects) desired(ctx context.Context, ns *corev1.Namespace, extraRepos
 		return nil, err
 	}
 	t := argocd.Tenant{Namespace: ns.Name, UID: string(ns.UID), Repos: extraRepos}
+	// Invalid entries are reported by the RBAC policy reconciler.
+	t.Subjects, _ = argocd.ParseSubjects(ns.Annotations[argocd.AnnotationArgoCDSubjects])
 	for i := range apps {
 		if src := apps[i].Spec.Source; src != nil {
 			t.Repos = append(t.Repos, src.RepoURL)
