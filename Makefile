@@ -9,8 +9,10 @@ CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 export GITOPS_SERVICE_CACHE := $(CACHE)
 
 .PHONY: build
-build: ## Build the sidecar binary into bin/gitops-service.
+build: ## Build the sidecar (bin/gitops-service) and the CLI (bin/argocd-gitops, bin/kubectl-gitops).
 	go build -o $(BIN)/gitops-service ./extension
+	go build -o $(BIN)/argocd-gitops ./extension/cli
+	ln -sf argocd-gitops $(BIN)/kubectl-gitops
 
 $(CONTROLLER_GEN):
 	@mkdir -p $(BIN)
