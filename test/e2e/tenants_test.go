@@ -73,6 +73,7 @@ type argoTenant struct {
 	cli                *stack.ArgoCLI
 	app                string // its Application
 	project            string
+	sha                string // the commit its repository holds
 }
 
 func newArgoTenant(t *testing.T, ctx context.Context) *argoTenant {
@@ -84,9 +85,8 @@ func newArgoTenant(t *testing.T, ctx context.Context) *argoTenant {
 	repo, sha := gitRepo(t, map[string]string{"app/cm.yaml": configMap("shown", ns)})
 	gd := deploy(t, ns, "web", repo.URL, "app", v1.GitOpsDeploymentSpecTypeManual, nil)
 	waitStatus(t, gd, "OutOfSync", func(gd *v1.GitOpsDeployment) bool { return gd.Status.Sync.Status == v1.SyncStatusCodeOutOfSync })
-	_ = sha
 	app := application(t, gd)
-	tt.app, tt.project = app.Name, app.Spec.Project
+	tt.app, tt.project, tt.sha = app.Name, app.Spec.Project, sha
 	var err error
 	tt.cli, err = argo.Login(ctx, tt.user, tt.password)
 	require.NoError(t, err)
@@ -145,7 +145,7 @@ func TestTenantsInArgoCD(t *testing.T) {
 		require.NoError(t, err, out)
 		out, err = me.run(t, "app", "history", me.app)
 		require.NoError(t, err, out)
-		assert.Contains(t, out, "main", "a sync shows in the history")
+		assert.Contains(t, out, me.sha[:7], "the sync shows in the history")
 		out, err = me.run(t, "app", "logs", me.app)
 		require.NoError(t, err, out)
 
