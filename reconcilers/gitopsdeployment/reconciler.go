@@ -57,6 +57,8 @@ type Reconciler struct {
 	ArgoNamespace string
 	Projects      *tenant.Projects
 	Recorder      record.EventRecorder
+	// AllowFileRepositories accepts file:// repository URLs (demos and tests only).
+	AllowFileRepositories bool
 	// Now is the clock for condition times; tests may set it.
 	Now func() metav1.Time
 }
@@ -117,11 +119,18 @@ func (r *Reconciler) apply(ctx context.Context, gd *v1.GitOpsDeployment) (*argov
 	if msg := validate(gd); msg != "" {
 		return current, msg, nil
 	}
+	if msg := argocd.CheckRepoURL(gd.Spec.Source.RepoURL, r.AllowFileRepositories); msg != "" {
+		msg = "spec.source.repoURL: " + msg
+		return current, msg, nil
+	}
 	target, msg, err := r.target(ctx, gd)
 	if err != nil || msg != "" {
 		return current, msg, err
 	}
 	if target.Project, err = r.Projects.Ensure(ctx, gd.Namespace, gd.Spec.Source.RepoURL); err != nil {
+		if errors.Is(err, tenant.ErrNotOurs) {
+			return current, err.Error(), nil
+		}
 		return current, "", err
 	}
 	desired := argocd.Application(r.ArgoNamespace, gd, target)

@@ -61,6 +61,8 @@ type Reconciler struct {
 	ArgoNamespace string
 	Projects      *tenant.Projects
 	Recorder      record.EventRecorder
+	// AllowFileRepositories accepts file:// repository URLs (demos and tests only).
+	AllowFileRepositories bool
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -124,9 +126,18 @@ func (r *Reconciler) apply(ctx context.Context, seb *as.SnapshotEnvironmentBindi
 	}
 	var repos []string
 	for _, p := range params {
-		repos = append(repos, p["repoURL"].(string))
+		repo := p["repoURL"].(string)
+		// Refused before the project lists it: Argo CD then refuses the
+		// generated Application too.
+		if msg := argocd.CheckRepoURL(repo, r.AllowFileRepositories); msg != "" {
+			return fmt.Sprintf("component %v: GitOps repository: %s", p["component"], msg), as.BindingReasonGitOpsRepoNotReady, nil
+		}
+		repos = append(repos, repo)
 	}
 	if _, err := r.Projects.Ensure(ctx, seb.Namespace, repos...); err != nil {
+		if errors.Is(err, tenant.ErrNotOurs) {
+			return err.Error(), as.BindingReasonErrorOccurred, nil
+		}
 		return "", "", err
 	}
 	argoErr, err := r.writeApplicationSet(ctx, seb, hashOf(params), repos)

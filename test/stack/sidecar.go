@@ -41,6 +41,9 @@ type SidecarOptions struct {
 	ArgoNamespace string
 	// Args are extra flags.
 	Args []string
+	// RefuseFileRepositories leaves out --allow-file-repositories, which the
+	// stack's sidecar gets by default: its repositories are file:// URLs.
+	RefuseFileRepositories bool
 }
 
 var (
@@ -123,6 +126,9 @@ func StartSidecar(ctx context.Context, k *Kube, o SidecarOptions) (*Sidecar, err
 			"--ui-proxy-token-file=" + proxyTokenFile,
 			"--zap-log-level=info",
 		}, o.Args...),
+	}
+	if !o.RefuseFileRepositories {
+		s.args = append(s.args, "--allow-file-repositories")
 	}
 	return s, s.Start(ctx)
 }
