@@ -75,10 +75,5 @@ func run(ctx context.Context, o sidecar.Options) error {
 	if err != nil {
 		return fmt.Errorf("no Kubernetes configuration (in-cluster, or set KUBECONFIG): %w", err)
 	}
-	mgr, err := sidecar.New(ctx, cfg, o)
-	if err != nil {
-		return err
-	}
-	ctrl.Log.Info("starting gitops-service", "argocdNamespace", o.ArgoNamespace)
-	return mgr.Start(ctx)
+	return sidecar.Run(ctx, cfg, o)
 }
