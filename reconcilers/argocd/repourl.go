@@ -57,3 +57,16 @@ func CheckRepoURL(raw string, allowFile bool) string {
 	}
 	return ""
 }
+
+// CheckRevision says why a tenant's revision (a branch, tag or commit, given to
+// git by the repo-server) is refused, or "" when it is acceptable: no leading
+// '-' (it would read as an option), no blanks or control characters, no "..".
+func CheckRevision(rev string) string {
+	if rev == "" {
+		return ""
+	}
+	if strings.HasPrefix(rev, "-") || strings.Contains(rev, "..") || strings.IndexFunc(rev, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+		return fmt.Sprintf("revision %q is not a valid branch, tag or commit: no leading '-', blanks, control characters or '..'", rev)
+	}
+	return ""
+}

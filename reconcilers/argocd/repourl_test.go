@@ -58,3 +58,12 @@ func TestCheckRepoURLNeverRepeatsAPassword(t *testing.T) {
 		assert.NotContains(t, msg, "secret", u)
 	}
 }
+
+func TestCheckRevision(t *testing.T) {
+	for _, ok := range []string{"", "main", "HEAD", "v1.2.3", "release/2026-11", "0123456789abcdef0123456789abcdef01234567", "HEAD~1"} {
+		assert.Empty(t, CheckRevision(ok), ok)
+	}
+	for _, bad := range []string{"-x", "--upload-pack=touch /tmp/p", "main..evil", "a b", "main\n", "x\x00", "tab\there", "del\x7f"} {
+		assert.NotEmpty(t, CheckRevision(bad), bad)
+	}
+}

@@ -123,6 +123,10 @@ func (r *Reconciler) apply(ctx context.Context, gd *v1.GitOpsDeployment) (*argov
 		msg = "spec.source.repoURL: " + msg
 		return current, msg, nil
 	}
+	if msg := argocd.CheckRevision(gd.Spec.Source.TargetRevision); msg != "" {
+		msg = "spec.source.targetRevision: " + msg
+		return current, msg, nil
+	}
 	target, msg, err := r.target(ctx, gd)
 	if err != nil || msg != "" {
 		return current, msg, err
