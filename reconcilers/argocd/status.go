@@ -174,3 +174,18 @@ func operation(in argov1alpha1.Operation) v1.Operation {
 	}
 	return out
 }
+
+// SyncError is the SyncError an Application's owner shows (Argo CD's, with the
+// resources it could not sync named), or "" when there is none.
+func SyncError(app *argov1alpha1.Application) string {
+	refused := refusedResources(app.Status.OperationState)
+	for _, c := range app.Status.Conditions {
+		if c.Type == argov1alpha1.ApplicationConditionSyncError {
+			if refused != "" {
+				return c.Message + "; " + refused
+			}
+			return c.Message
+		}
+	}
+	return refused
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
@@ -47,6 +48,7 @@ var (
 const (
 	staleCacheRetry = 500 * time.Millisecond
 	waitingRetry    = 30 * time.Second
+	squatRetry      = 10 * time.Second
 )
 
 // Reconciler reconciles GitOpsDeployments.
@@ -101,6 +103,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Waiting for another object: its watch usually wakes us, but look again
 		// anyway in case the event came before this deployment was cached.
 		result.RequeueAfter = waitingRetry
+	}
+	if strings.HasPrefix(errMsg, tenant.ErrNotOurs.Error()) {
+		// A squatted AppProject is not watched (not ours): look again for the
+		// admin's removal of it.
+		result.RequeueAfter = squatRetry
 	}
 	return result, r.patchStatus(ctx, orig, gd)
 }

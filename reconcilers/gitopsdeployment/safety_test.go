@@ -100,9 +100,12 @@ func TestSquattedAppProjectIsNeverUsed(t *testing.T) {
 			assert.Equal(t, squat.Spec, after.Spec, "the squatted project was changed")
 			assert.Equal(t, squat.ResourceVersion, after.ResourceVersion, "the squatted project was written to")
 
-			// Once the admin removes it, the tenant gets its own project.
+			// Once the admin removes it, the tenant gets its own project (the
+			// squatted project is not watched: the deployment looks again every 10 s).
 			require.NoError(t, k8s.Delete(context.Background(), squat))
-			app := waitApp(t, gd, func(*argov1alpha1.Application) bool { return true })
+			app := &argov1alpha1.Application{}
+			require.Eventually(t, func() bool { return k8s.Get(context.Background(), appKey(gd), app) == nil }, 2*wait, tick,
+				"no Application after the squatted project was removed")
 			proj := &argov1alpha1.AppProject{}
 			require.NoError(t, k8s.Get(context.Background(), types.NamespacedName{Namespace: argoNS, Name: app.Spec.Project}, proj))
 			assert.True(t, argocd.IsOwnedBy(proj.Labels, argocd.OwnerKindTenant, uid))

@@ -267,7 +267,11 @@ func (r *Reconciler) setStatus(ctx context.Context, seb *as.SnapshotEnvironmentB
 	}
 	var deployed []as.BindingStatusGitOpsDeployment
 	synced := 0
+	var syncErrors []string
 	for _, a := range apps.Items {
+		if e := argocd.SyncError(&a); e != "" {
+			syncErrors = append(syncErrors, fmt.Sprintf("component %s: %s", a.Labels[as.LabelComponent], e))
+		}
 		deployed = append(deployed, as.BindingStatusGitOpsDeployment{
 			ComponentName:                a.Labels[as.LabelComponent],
 			GitOpsDeployment:             a.Name,
@@ -287,7 +291,12 @@ func (r *Reconciler) setStatus(ctx context.Context, seb *as.SnapshotEnvironmentB
 	want := r.componentCount(ctx, seb)
 	cond := metav1.Condition{Type: as.ComponentDeploymentConditionAllComponentsDeployed, ObservedGeneration: seb.Generation,
 		Message: fmt.Sprintf("%d of %d components deployed", synced, want)}
-	if synced == want && want > 0 {
+	if len(syncErrors) > 0 {
+		// What Argo CD refused (e.g. the project fence) is shown, not only "unsynced".
+		sort.Strings(syncErrors)
+		cond.Status, cond.Reason = metav1.ConditionFalse, as.ComponentDeploymentConditionErrorOccurred
+		cond.Message += "; SyncError: " + strings.Join(syncErrors, "; ")
+	} else if synced == want && want > 0 {
 		cond.Status, cond.Reason = metav1.ConditionTrue, as.ComponentDeploymentConditionCommitsSynced
 	} else {
 		cond.Status, cond.Reason = metav1.ConditionFalse, as.ComponentDeploymentConditionCommitsUnsynced

@@ -17,6 +17,7 @@ import (
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -87,6 +88,8 @@ func TestSidecarRidesOutAPIErrors(t *testing.T) {
 	proxy, err := stack.StartFaultProxy(kube, t.TempDir())
 	require.NoError(t, err)
 	defer proxy.Close()
+	_, err = stack.BuildSidecar() // before the clock starts: a build takes a while
+	require.NoError(t, err)
 	proxy.SetFailRate(1)
 	started := make(chan error, 1)
 	var side *stack.Sidecar
@@ -194,16 +197,34 @@ func TestChaosRound(t *testing.T) {
 		require.NoError(t, k8s.Get(context.Background(), appKey(gd), app))
 		assert.Equal(t, gd.Spec.Source.Path, app.Spec.Source.Path, "the spec of %s did not reach its Application", gd.Name)
 	}
-	// Exactly one Application per remaining deployment and no orphans.
-	var apps argov1alpha1.ApplicationList
-	require.Eventually(t, func() bool {
-		require.NoError(t, k8s.List(context.Background(), &apps, client.InNamespace(argoNS), client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue, argocd.LabelOwnerKind: argocd.OwnerKindGitOpsDeployment}))
-		return len(apps.Items) == len(kept)
-	}, 60*time.Second, 200*time.Millisecond, "Applications of GitOpsDeployments: want one per deployment")
-	owners := map[string]int{}
-	for _, a := range apps.Items {
-		owners[a.Labels[argocd.LabelOwnerUID]]++
+	// Exactly one Application per remaining deployment, none of a deleted one,
+	// and no orphan: every Application of ours for the tenant has a live owner.
+	live := map[string]bool{}
+	for _, gd := range kept {
+		live[string(gd.UID)] = true
 	}
+	foreign := map[string]bool{}
+	for _, la := range lookAlikes {
+		foreign[la.Name] = true
+	}
+	var apps argov1alpha1.ApplicationList
+	owners := map[string]int{}
+	require.Eventually(t, func() bool {
+		require.NoError(t, k8s.List(context.Background(), &apps, client.InNamespace(argoNS), client.MatchingLabels{argocd.LabelTenantNS: ns}))
+		owners = map[string]int{}
+		orphans := 0
+		for _, a := range apps.Items {
+			if foreign[a.Name] {
+				continue
+			}
+			uid := a.Labels[argocd.LabelOwnerUID]
+			owners[uid]++
+			if !live[uid] {
+				orphans++
+			}
+		}
+		return orphans == 0 && len(owners) == len(kept)
+	}, 60*time.Second, 200*time.Millisecond, "orphan Applications, or deployments without one")
 	for _, gd := range kept {
 		assert.Equal(t, 1, owners[string(gd.UID)], "Applications of %s", gd.Name)
 	}
@@ -290,3 +311,46 @@ func logTail(s *stack.Sidecar) string {
 type tail []byte
 
 func (t *tail) Write(p []byte) (int, error) { *t = append(*t, p...); return len(p), nil }
+
+// Two replicas with leader election: the leader is SIGKILLed in the middle of
+// a burst and the other takes over within the lease time; every deployment
+// ends with exactly one Application.
+func TestLeaderKilledMidBurst(t *testing.T) {
+	args := []string{"--leader-elect=true", "--leader-election-namespace=" + argoNS}
+	leader, err := stack.StartSidecar(context.Background(), kube, stack.SidecarOptions{Args: args})
+	require.NoError(t, err)
+	defer leader.Close()
+	// The first replica holds the lease before the second starts.
+	require.Eventually(t, func() bool {
+		var lease coordinationv1.Lease
+		return k8s.Get(context.Background(), client.ObjectKey{Namespace: argoNS, Name: "gitops-service.managed-gitops.redhat.com"}, &lease) == nil &&
+			lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != ""
+	}, 30*time.Second, 200*time.Millisecond, "the first replica never took the lease")
+	follower, err := stack.StartSidecar(context.Background(), kube, stack.SidecarOptions{Args: args})
+	require.NoError(t, err)
+	defer follower.Close()
+
+	ns := tenantNamespace(t)
+	var gds []*v1.GitOpsDeployment
+	for i := 0; i < *n; i++ {
+		gds = append(gds, createDeployment(t, ns, fmt.Sprintf("app-%d", i)))
+		if i == *n/2 {
+			leader.Kill()
+		}
+	}
+	killedAt := time.Now()
+	// Lease 15 s (controller-runtime's default) plus the time to reconcile.
+	waitConverged(t, gds, 60*time.Second)
+	t.Logf("%d deployments converged %s after the leader was killed", len(gds), time.Since(killedAt).Round(time.Second))
+	require.False(t, follower.Exited(), "the follower exited")
+	var apps argov1alpha1.ApplicationList
+	require.NoError(t, k8s.List(context.Background(), &apps, client.InNamespace(argoNS), client.MatchingLabels{argocd.LabelTenantNS: ns}))
+	owners := map[string]int{}
+	for _, a := range apps.Items {
+		owners[a.Labels[argocd.LabelOwnerUID]]++
+	}
+	assert.Len(t, apps.Items, len(gds), "Applications of the tenant")
+	for _, gd := range gds {
+		assert.Equal(t, 1, owners[string(gd.UID)], "Applications of %s", gd.Name)
+	}
+}
