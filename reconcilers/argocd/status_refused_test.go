@@ -63,3 +63,15 @@ func TestSyncErrorNamesWhatTheProjectFenceRefused(t *testing.T) {
 	assert.Contains(t, msg, "(and 40 more)")
 	assert.NotContains(t, msg, "cm-10:")
 }
+
+func TestSyncErrorOfAnApplication(t *testing.T) {
+	app := &argov1alpha1.Application{}
+	assert.Empty(t, SyncError(app))
+	app.Status.OperationState = &argov1alpha1.OperationState{Phase: synccommon.OperationRunning, SyncResult: &argov1alpha1.SyncOperationResult{
+		Resources: []*argov1alpha1.ResourceResult{{Kind: "Secret", Namespace: "argocd", Name: "x", Status: synccommon.ResultCodeSyncFailed,
+			Message: "namespace argocd is not permitted in project 'gitops-tenant-x'"}},
+	}}
+	assert.Equal(t, "Argo CD could not sync 1 resource(s): Secret argocd/x: namespace argocd is not permitted in project 'gitops-tenant-x'", SyncError(app))
+	app.Status.Conditions = []argov1alpha1.ApplicationCondition{{Type: "SyncError", Message: "Failed sync attempt"}}
+	assert.Equal(t, "Failed sync attempt; Argo CD could not sync 1 resource(s): Secret argocd/x: namespace argocd is not permitted in project 'gitops-tenant-x'", SyncError(app))
+}
