@@ -186,6 +186,8 @@ func (d *demo) startSidecar(bin string) error {
 		p, err := stack.StartProcess("gitops-service", logPath, d.dir, []string{"KUBECONFIG=" + d.kube.Kubeconfig}, bin,
 			"--argocd-namespace=argocd",
 			"--leader-elect=false",
+			// The demo's repositories are file:// URLs on this machine.
+			"--allow-file-repositories",
 			fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]),
 			"--health-probe-bind-address="+probe,
 			"--generator-bind-address="+generator,
