@@ -409,7 +409,8 @@ func (c *cli) envs(ctx context.Context) error {
 	}
 	depth := map[string]int{}
 	for _, n := range graph {
-		if d, ok := depth[n.Parent]; ok {
+		depth[n.Name] = 0
+		if d, ok := depth[n.Parent]; ok && n.Parent != n.Name {
 			depth[n.Name] = d + 1
 		}
 		indent := strings.Repeat("   ", depth[n.Name])
