@@ -83,7 +83,9 @@ func TestTenantKubectlRBAC(t *testing.T) {
 			args = append(args, "-n", namespace)
 		}
 		out, _ := kubectl(t, args...)
-		return strings.TrimSpace(out) == "yes"
+		// The answer is the last line (kubectl warns first about cluster-scoped resources).
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		return lines[len(lines)-1] == "yes"
 	}
 
 	for resource, namespaced := range ourCRDs(t) {
