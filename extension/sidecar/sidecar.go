@@ -115,7 +115,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
-	projects := &tenant.Projects{Client: mgr.GetClient(), ArgoNamespace: o.ArgoNamespace}
+	projects := &tenant.Projects{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace}
 	if err := (&gitopsdeployment.Reconciler{
 		Client:        mgr.GetClient(),
 		APIReader:     mgr.GetAPIReader(),
@@ -172,6 +172,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	}
 	if err := (&snapshotenvironmentbinding.Reconciler{
 		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
 		ArgoNamespace: o.ArgoNamespace,
 		Projects:      projects,
 		Recorder:      mgr.GetEventRecorderFor("gitops-service"),

@@ -11,14 +11,13 @@ package environment
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/record"
@@ -28,6 +27,7 @@ import (
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=environments,verbs=get;list;watch
@@ -54,7 +54,7 @@ const (
 
 // errRequeueSoon: the cache is behind our own writes, or an object of ours is
 // still being deleted; look again in a moment.
-var errRequeueSoon = errors.New("waiting for the cache or a deletion")
+var errRequeueSoon = &kernel.Waiting{After: requeueSoon, For: "the cache or a deletion"}
 
 // Reconciler reconciles Environments.
 type Reconciler struct {
@@ -65,12 +65,12 @@ type Reconciler struct {
 	// RecheckInterval and RetryInterval: see DefaultRecheckInterval and DefaultRetryInterval.
 	RecheckInterval, RetryInterval time.Duration
 	// Now is the clock for condition times; tests may set it.
-	Now func() metav1.Time
+	Now kernel.Clock
 }
 
 // Reconcile brings one Environment's ManagedEnvironment and its Secret in line
 // with the Environment's spec and credentials Secret.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	env := &as.Environment{}
 	if err := r.Client.Get(ctx, req.NamespacedName, env); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -85,17 +85,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		_, err := r.remove(ctx, req.NamespacedName)
 		return ctrl.Result{}, err
 	}
-	orig := env.DeepCopy()
+	patcher := kernel.NewStatusPatcher(r.Client, env)
+	defer patcher.Patch(ctx, env, &err)
 	wanted, refusal, err := r.apply(ctx, env)
-	if errors.Is(err, errRequeueSoon) {
-		return ctrl.Result{RequeueAfter: requeueSoon}, nil
-	}
 	if err != nil {
-		return ctrl.Result{}, err
+		return kernel.Outcome(ctrl.Result{}, err)
 	}
-	r.setCondition(env, refusal)
-	if err := r.patchStatus(ctx, orig, env); err != nil {
-		return ctrl.Result{}, err
+	// An Environment that never failed gets no condition.
+	if refusal != nil || meta.FindStatusCondition(env.Status.Conditions, as.EnvironmentConditionErrorOccurred) != nil {
+		kernel.SetCondition(r.Recorder, env, &env.Status.Conditions, condition(env, refusal), r.Now.Now(), refusal != nil)
 	}
 	switch {
 	case refusal != nil:
@@ -109,7 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // apply writes env's Secret and ManagedEnvironment when env has usable
 // credentials, and removes them when it has none or they are unusable. wanted
 // says that env asks for a ManagedEnvironment.
-func (r *Reconciler) apply(ctx context.Context, env *as.Environment) (wanted bool, _ *Refusal, _ error) {
+func (r *Reconciler) apply(ctx context.Context, env *as.Environment) (wanted bool, _ *kernel.Refusal, _ error) {
 	key := client.ObjectKeyFromObject(env)
 	src, refusal, err := r.credentialsSource(ctx, env)
 	if err != nil {
@@ -153,7 +151,7 @@ func (r *Reconciler) apply(ctx context.Context, env *as.Environment) (wanted boo
 	return true, nil, r.writeManagedEnvironment(ctx, env, me, desiredManagedEnvironment(env, src, secret.ResourceVersion))
 }
 
-func firstOf(refusals ...*Refusal) *Refusal {
+func firstOf(refusals ...*kernel.Refusal) *kernel.Refusal {
 	for _, r := range refusals {
 		if r != nil {
 			return r
@@ -164,14 +162,14 @@ func firstOf(refusals ...*Refusal) *Refusal {
 
 // credentialsSource says where env's cluster and credentials come from: nil
 // (and no refusal) for the tenant's own namespace on the local cluster.
-func (r *Reconciler) credentialsSource(_ context.Context, env *as.Environment) (*Source, *Refusal, error) {
+func (r *Reconciler) credentialsSource(_ context.Context, env *as.Environment) (*Source, *kernel.Refusal, error) {
 	claim := env.Spec.Configuration.Target.DeploymentTargetClaim.ClaimName
 	switch {
 	case claim != "" && HasCredentials(env):
-		return nil, refuse(as.EnvironmentReasonInvalidEnvironment,
+		return nil, kernel.Refuse(as.EnvironmentReasonInvalidEnvironment,
 			"Environment is invalid since it cannot have both DeploymentTargetClaim and credentials configuration set"), nil
 	case claim != "":
-		return nil, refuse(as.EnvironmentReasonDeploymentTargetClaimNotSupported,
+		return nil, kernel.Refuse(as.EnvironmentReasonDeploymentTargetClaimNotSupported,
 			"Environment '%s' uses DeploymentTargetClaim '%s': deploying to a DeploymentTargetClaim is not supported by this version of the GitOps Service; use unstableConfigurationFields.kubernetesCredentials instead",
 			env.Name, claim), nil
 	case HasCredentials(env):
@@ -183,8 +181,8 @@ func (r *Reconciler) credentialsSource(_ context.Context, env *as.Environment) (
 
 // readCredentials reads the kubeconfig of the user's credentials Secret,
 // uncached and only from env's own namespace.
-func (r *Reconciler) readCredentials(ctx context.Context, env *as.Environment, name string) ([]byte, *Refusal, error) {
-	notFound := refuse(as.EnvironmentReasonSecretNotFound,
+func (r *Reconciler) readCredentials(ctx context.Context, env *as.Environment, name string) ([]byte, *kernel.Refusal, error) {
+	notFound := kernel.Refuse(as.EnvironmentReasonSecretNotFound,
 		"the secret %s referenced by the Environment resource was not found in namespace %s", name, env.Namespace)
 	if len(validation.IsDNS1123Subdomain(name)) > 0 {
 		return nil, notFound, nil
@@ -197,11 +195,11 @@ func (r *Reconciler) readCredentials(ctx context.Context, env *as.Environment, n
 		return nil, nil, fmt.Errorf("reading Secret %s/%s: %w", env.Namespace, name, err)
 	}
 	if secret.Type != v1.ManagedEnvironmentSecretType {
-		return nil, refuse(as.EnvironmentReasonInvalidSecretType,
+		return nil, kernel.Refuse(as.EnvironmentReasonInvalidSecretType,
 			"the secret %s referenced by the Environment resource has type '%s'; it must be of type '%s'", name, secret.Type, v1.ManagedEnvironmentSecretType), nil
 	}
 	if len(secret.Data[KubeconfigKey]) == 0 {
-		return nil, refuse(as.EnvironmentReasonMissingKubeConfigField,
+		return nil, kernel.Refuse(as.EnvironmentReasonMissingKubeConfigField,
 			"the secret %s referenced by the Environment resource has no '%s' field", name, KubeconfigKey), nil
 	}
 	return secret.Data[KubeconfigKey], nil, nil
@@ -209,7 +207,7 @@ func (r *Reconciler) readCredentials(ctx context.Context, env *as.Environment, n
 
 // currentManagedEnvironment returns env's ManagedEnvironment, or nil. One of
 // that name that is not ours is a refusal: it is never touched.
-func (r *Reconciler) currentManagedEnvironment(ctx context.Context, env *as.Environment) (*v1.GitOpsDeploymentManagedEnvironment, *Refusal, error) {
+func (r *Reconciler) currentManagedEnvironment(ctx context.Context, env *as.Environment) (*v1.GitOpsDeploymentManagedEnvironment, *kernel.Refusal, error) {
 	me := &v1.GitOpsDeploymentManagedEnvironment{}
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: ManagedEnvironmentName(env.Name)}, me)
 	if apierrors.IsNotFound(err) {
@@ -226,7 +224,7 @@ func (r *Reconciler) currentManagedEnvironment(ctx context.Context, env *as.Envi
 
 // currentSecret returns env's copy of the credentials, or nil. One of that
 // name that is not ours is a refusal: it is never touched (nor read further).
-func (r *Reconciler) currentSecret(ctx context.Context, env *as.Environment) (*corev1.Secret, *Refusal, error) {
+func (r *Reconciler) currentSecret(ctx context.Context, env *as.Environment) (*corev1.Secret, *kernel.Refusal, error) {
 	s := &corev1.Secret{}
 	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: SecretName(env.Name)}, s)
 	if apierrors.IsNotFound(err) {
@@ -257,8 +255,8 @@ func (r *Reconciler) checkOurs(ctx context.Context, env *as.Environment, obj cli
 	return false, nil
 }
 
-func collision(env *as.Environment, kind, name string) *Refusal {
-	return refuse(as.EnvironmentReasonNameCollision,
+func collision(env *as.Environment, kind, name string) *kernel.Refusal {
+	return kernel.Refuse(as.EnvironmentReasonNameCollision,
 		"the %s %s exists in namespace %s and was not created by the GitOps Service for Environment '%s'; it is left untouched: delete or rename it",
 		kind, name, env.Namespace, env.Name)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,9 +22,6 @@ import (
 // (metadata only: the data is read uncached), so a changed credentials Secret
 // is copied at once; the copy is also compared every RecheckInterval.
 func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concurrency int) error {
-	if r.Now == nil {
-		r.Now = metav1.Now
-	}
 	if r.RecheckInterval == 0 {
 		r.RecheckInterval = DefaultRecheckInterval
 	}

@@ -1,7 +1,6 @@
 package environment
 
 import (
-	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +10,7 @@ import (
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/managedenvironment"
 )
 
@@ -37,20 +37,6 @@ func ManagedEnvironmentName(environment string) string { return "managed-environ
 // ManagedEnvironment references, as in the original service.
 func SecretName(environment string) string { return "managed-environment-secret-" + environment }
 
-// Refusal is why an Environment cannot be turned into a ManagedEnvironment: a
-// reason of the ErrorOccurred condition and a message for the user. Messages
-// name objects, never credentials.
-type Refusal struct {
-	Reason  string
-	Message string
-}
-
-func (r *Refusal) Error() string { return r.Reason + ": " + r.Message }
-
-func refuse(reason, format string, args ...any) *Refusal {
-	return &Refusal{Reason: reason, Message: fmt.Sprintf(format, args...)}
-}
-
 // Source is where an Environment's cluster and credentials come from: the
 // fields of its GitOpsDeploymentManagedEnvironment and the name of the Secret,
 // in the Environment's namespace, whose kubeconfig is copied.
@@ -73,18 +59,18 @@ func HasCredentials(env *as.Environment) bool {
 
 // sourceFromCredentials is the Source of an Environment that sets
 // kubernetesCredentials, or why it is unusable.
-func sourceFromCredentials(env *as.Environment) (*Source, *Refusal) {
+func sourceFromCredentials(env *as.Environment) (*Source, *kernel.Refusal) {
 	c := env.Spec.UnstableConfigurationFields.KubernetesClusterCredentials
 	if c.APIURL == "" {
-		return nil, refuse(as.EnvironmentReasonInvalidEnvironment,
+		return nil, kernel.Refuse(as.EnvironmentReasonInvalidEnvironment,
 			"Environment '%s' is invalid: kubernetesCredentials.apiURL is empty", env.Name)
 	}
 	if r := managedenvironment.ValidateAPIURL(c.APIURL); r != nil {
-		return nil, refuse(as.EnvironmentReasonUnsupportedAPIURL,
+		return nil, kernel.Refuse(as.EnvironmentReasonUnsupportedAPIURL,
 			"Environment '%s' has an unsupported kubernetesCredentials.apiURL: %s", env.Name, r.Message)
 	}
 	if c.ClusterCredentialsSecret == "" {
-		return nil, refuse(as.EnvironmentReasonInvalidEnvironment,
+		return nil, kernel.Refuse(as.EnvironmentReasonInvalidEnvironment,
 			"Environment '%s' is invalid: kubernetesCredentials.clusterCredentialsSecret is empty", env.Name)
 	}
 	return &Source{

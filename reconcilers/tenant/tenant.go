@@ -4,6 +4,7 @@ package tenant
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -17,11 +18,14 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
 // Projects writes tenant AppProjects.
 type Projects struct {
-	Client        client.Client
+	Client client.Client
+	// APIReader reads past the cache, which holds only our Argo CD objects.
+	APIReader     client.Reader
 	ArgoNamespace string
 }
 
@@ -39,27 +43,20 @@ func (p *Projects) Ensure(ctx context.Context, namespace string, repos ...string
 		return "", err
 	}
 	current := &argov1alpha1.AppProject{}
-	err = p.Client.Get(ctx, client.ObjectKeyFromObject(desired), current)
-	if apierrors.IsNotFound(err) {
-		if err := p.Client.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
-			return "", fmt.Errorf("creating AppProject %s: %w", desired.Name, err)
-		}
-		return desired.Name, nil
-	}
-	if err != nil {
+	var cur client.Object = current
+	if err := p.Client.Get(ctx, client.ObjectKeyFromObject(desired), current); apierrors.IsNotFound(err) {
+		cur = nil
+	} else if err != nil {
 		return "", fmt.Errorf("reading AppProject %s: %w", desired.Name, err)
-	}
-	if !argocd.IsOwnedBy(current.Labels, argocd.OwnerKindTenant, string(ns.UID)) {
+	} else if !argocd.IsOwnedBy(current.Labels, argocd.OwnerKindTenant, string(ns.UID)) {
 		return "", fmt.Errorf("AppProject %s/%s exists but is not owned by the GitOps Service for namespace %s", p.ArgoNamespace, desired.Name, namespace)
 	}
-	if argocd.Equal(current.Spec, desired.Spec) && argocd.HasMeta(current, desired) {
-		return desired.Name, nil
-	}
-	updated := current.DeepCopy()
-	updated.Spec = desired.Spec
-	argocd.CopyMeta(updated, desired)
-	if err := p.Client.Update(ctx, updated); err != nil {
-		return "", fmt.Errorf("updating AppProject %s: %w", desired.Name, err)
+	owned := kernel.Owned{Client: p.Client, APIReader: p.APIReader, Ours: func(o client.Object) bool {
+		return argocd.IsOwnedBy(o.GetLabels(), argocd.OwnerKindTenant, string(ns.UID))
+	}}
+	// Ours but not cached yet: it is being written, as the previous create did.
+	if err := owned.Apply(ctx, cur, desired); err != nil && !errors.Is(err, kernel.ErrStaleCache) {
+		return "", err
 	}
 	return desired.Name, nil
 }
