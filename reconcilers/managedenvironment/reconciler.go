@@ -57,9 +57,10 @@ type Reconciler struct {
 	// RemoteClient makes clients of target clusters (default NewRemoteClient).
 	RemoteClient RemoteClientFunc
 	// RecheckInterval is how often a connected environment is verified again;
-	// RetryInterval how often a failing one is retried (tenant Secrets are not
-	// watched). CleanupTimeout is how long a deletion keeps trying to remove
-	// what was installed on the target cluster.
+	// RetryInterval how often a failing one is retried (a cluster that comes
+	// back changes nothing we watch; a changed credentials Secret is watched).
+	// CleanupTimeout is how long a deletion keeps trying to remove what was
+	// installed on the target cluster.
 	RecheckInterval, RetryInterval, CleanupTimeout time.Duration
 	// Now is the clock for condition times; tests may set it.
 	Now kernel.Clock
