@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
@@ -38,9 +39,13 @@ import (
 // Application is gone (the Application's delete event usually comes first).
 const deletePollInterval = 2 * time.Second
 
-// waitingRetry: a deployment waiting for its ManagedEnvironment looks again
-// this often, in case the environment's event came before it was cached.
-const waitingRetry = 30 * time.Second
+const (
+	// waitingRetry: a deployment waiting for its ManagedEnvironment looks
+	// again this often, in case the environment's event came before it was cached.
+	waitingRetry = 30 * time.Second
+	// squatRetry: a squatted AppProject is not watched (not ours).
+	squatRetry = 10 * time.Second
+)
 
 // Reconciler reconciles GitOpsDeployments.
 type Reconciler struct {
@@ -50,6 +55,8 @@ type Reconciler struct {
 	ArgoNamespace string
 	Projects      *tenant.Projects
 	Recorder      record.EventRecorder
+	// AllowFileRepositories accepts file:// repository URLs (demos and tests only).
+	AllowFileRepositories bool
 	// Now is the clock for condition times; tests may set it.
 	Now kernel.Clock
 }
@@ -85,6 +92,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// anyway in case the event came before this deployment was cached.
 		return ctrl.Result{RequeueAfter: waitingRetry}, nil
 	}
+	if refusal != nil && strings.HasPrefix(refusal.Message, tenant.ErrNotOurs.Error()) {
+		// A squatted AppProject is not watched (not ours): look again for the
+		// admin's removal of it.
+		return ctrl.Result{RequeueAfter: squatRetry}, nil
+	}
 	return ctrl.Result{}, nil
 }
 
@@ -99,11 +111,20 @@ func (r *Reconciler) apply(ctx context.Context, gd *v1.GitOpsDeployment) (*argov
 	if msg := validate(gd); msg != "" {
 		return current, refuse(msg), nil
 	}
+	if msg := argocd.CheckRepoURL(gd.Spec.Source.RepoURL, r.AllowFileRepositories); msg != "" {
+		return current, refuse("spec.source.repoURL: " + msg), nil
+	}
+	if msg := argocd.CheckRevision(gd.Spec.Source.TargetRevision); msg != "" {
+		return current, refuse("spec.source.targetRevision: " + msg), nil
+	}
 	target, msg, err := r.target(ctx, gd)
 	if err != nil || msg != "" {
 		return current, refuse(msg), err
 	}
 	if target.Project, err = r.Projects.Ensure(ctx, gd.Namespace, gd.Spec.Source.RepoURL); err != nil {
+		if errors.Is(err, tenant.ErrNotOurs) {
+			return current, refuse(err.Error()), nil
+		}
 		return current, nil, err
 	}
 	app := argocd.Application(r.ArgoNamespace, gd, target)

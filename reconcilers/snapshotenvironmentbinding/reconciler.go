@@ -62,6 +62,8 @@ type Reconciler struct {
 	Recorder      record.EventRecorder
 	// APIReader reads past the cache, which holds only our Argo CD objects.
 	APIReader client.Reader
+	// AllowFileRepositories accepts file:// repository URLs (demos and tests only).
+	AllowFileRepositories bool
 	// Now is the clock; tests may set it.
 	Now kernel.Clock
 }
@@ -118,9 +120,18 @@ func (r *Reconciler) apply(ctx context.Context, seb *as.SnapshotEnvironmentBindi
 	}
 	var repos []string
 	for _, p := range params {
-		repos = append(repos, p["repoURL"].(string))
+		repo := p["repoURL"].(string)
+		// Refused before the project lists it: Argo CD then refuses the
+		// generated Application too.
+		if msg := argocd.CheckRepoURL(repo, r.AllowFileRepositories); msg != "" {
+			return kernel.Refuse(as.BindingReasonGitOpsRepoNotReady, "component %v: GitOps repository: %s", p["component"], msg), nil
+		}
+		repos = append(repos, repo)
 	}
 	if _, err := r.Projects.Ensure(ctx, seb.Namespace, repos...); err != nil {
+		if errors.Is(err, tenant.ErrNotOurs) {
+			return kernel.Refuse(as.BindingReasonErrorOccurred, "%s", err.Error()), nil
+		}
 		return nil, err
 	}
 	argoErr, err := r.writeApplicationSet(ctx, seb, hashOf(params), repos)
@@ -244,7 +255,11 @@ func (r *Reconciler) setStatus(ctx context.Context, seb *as.SnapshotEnvironmentB
 	}
 	var deployed []as.BindingStatusGitOpsDeployment
 	synced := 0
+	var syncErrors []string
 	for _, a := range apps.Items {
+		if e := argocd.SyncError(&a); e != "" {
+			syncErrors = append(syncErrors, fmt.Sprintf("component %s: %s", a.Labels[as.LabelComponent], e))
+		}
 		deployed = append(deployed, as.BindingStatusGitOpsDeployment{
 			ComponentName:                a.Labels[as.LabelComponent],
 			GitOpsDeployment:             a.Name,
@@ -264,7 +279,12 @@ func (r *Reconciler) setStatus(ctx context.Context, seb *as.SnapshotEnvironmentB
 	want := r.componentCount(ctx, seb)
 	all := metav1.Condition{Type: as.ComponentDeploymentConditionAllComponentsDeployed, ObservedGeneration: seb.Generation,
 		Message: fmt.Sprintf("%d of %d components deployed", synced, want)}
-	if synced == want && want > 0 {
+	if len(syncErrors) > 0 {
+		// What Argo CD refused (e.g. the project fence) is shown, not only "unsynced".
+		sort.Strings(syncErrors)
+		all.Status, all.Reason = metav1.ConditionFalse, as.ComponentDeploymentConditionErrorOccurred
+		all.Message += "; SyncError: " + strings.Join(syncErrors, "; ")
+	} else if synced == want && want > 0 {
 		all.Status, all.Reason = metav1.ConditionTrue, as.ComponentDeploymentConditionCommitsSynced
 	} else {
 		all.Status, all.Reason = metav1.ConditionFalse, as.ComponentDeploymentConditionCommitsUnsynced

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,13 +22,25 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
+// ErrNotOurs is returned by Ensure when the tenant's AppProject name is taken by
+// a project the GitOps Service did not create for this namespace: it is never
+// used (its destinations could be anything), so nothing is deployed.
+var ErrNotOurs = errors.New("AppProject name taken")
+
 // Projects writes tenant AppProjects.
 type Projects struct {
 	Client client.Client
-	// APIReader reads past the cache, which holds only our Argo CD objects.
+	// APIReader reads around the cache, which holds only AppProjects labelled
+	// as ours: a squatted project is only visible through it.
 	APIReader     client.Reader
 	ArgoNamespace string
+	// Grace is how long a new AppProject is kept even though no Application
+	// uses it yet (its first Application is being written); DefaultGrace when 0.
+	Grace time.Duration
 }
+
+// DefaultGrace is Projects.Grace when unset.
+const DefaultGrace = 30 * time.Second
 
 // Ensure makes the tenant's AppProject match what the tenant's Applications need,
 // plus the repositories about to be used (repos), and returns its name. It writes
@@ -49,16 +62,27 @@ func (p *Projects) Ensure(ctx context.Context, namespace string, repos ...string
 	} else if err != nil {
 		return "", fmt.Errorf("reading AppProject %s: %w", desired.Name, err)
 	} else if !argocd.IsOwnedBy(current.Labels, argocd.OwnerKindTenant, string(ns.UID)) {
-		return "", fmt.Errorf("AppProject %s/%s exists but is not owned by the GitOps Service for namespace %s", p.ArgoNamespace, desired.Name, namespace)
+		return "", p.notOurs(desired.Name, namespace)
 	}
 	owned := kernel.Owned{Client: p.Client, APIReader: p.APIReader, Ours: func(o client.Object) bool {
 		return argocd.IsOwnedBy(o.GetLabels(), argocd.OwnerKindTenant, string(ns.UID))
 	}}
-	// Ours but not cached yet: it is being written, as the previous create did.
-	if err := owned.Apply(ctx, cur, desired); err != nil && !errors.Is(err, kernel.ErrStaleCache) {
+	// Ours but not cached yet: our own write, the cache catches up.
+	err = owned.Apply(ctx, cur, desired)
+	var foreign *kernel.NotOursError
+	switch {
+	case errors.As(err, &foreign):
+		// Someone else's project under our name (not labelled as ours, so not cached).
+		return "", p.notOurs(desired.Name, namespace)
+	case err != nil && !errors.Is(err, kernel.ErrStaleCache):
 		return "", err
 	}
 	return desired.Name, nil
+}
+
+func (p *Projects) notOurs(name, namespace string) error {
+	return fmt.Errorf("%w: the Argo CD AppProject %s/%s was not created by the GitOps Service for namespace %s and is never used: nothing is deployed until the platform admin removes it",
+		ErrNotOurs, p.ArgoNamespace, name, namespace)
 }
 
 // desired is the tenant's AppProject: the repositories of the tenant's existing
@@ -73,6 +97,8 @@ func (p *Projects) desired(ctx context.Context, ns *corev1.Namespace, extraRepos
 		return nil, err
 	}
 	t := argocd.Tenant{Namespace: ns.Name, UID: string(ns.UID), Repos: extraRepos}
+	// Invalid entries are reported by the RBAC policy reconciler.
+	t.Subjects, _ = argocd.ParseSubjects(ns.Annotations[argocd.AnnotationArgoCDSubjects])
 	for i := range apps {
 		if src := apps[i].Spec.Source; src != nil {
 			t.Repos = append(t.Repos, src.RepoURL)
@@ -133,5 +159,19 @@ func (p *Projects) applications(ctx context.Context, tenantNS string) ([]argov1a
 	if err := p.Client.List(ctx, &apps, client.InNamespace(p.ArgoNamespace), client.MatchingFields{tenantIndex: tenantNS}); err != nil {
 		return nil, fmt.Errorf("listing Applications of tenant %s: %w", tenantNS, err)
 	}
-	return apps.Items, nil
+	return made(apps.Items), nil
+}
+
+// made keeps the Applications we made: a GitOpsDeployment's, or generated for a
+// binding. Look-alikes carrying only our managed-by label neither widen a
+// tenant's project nor keep it alive.
+func made(apps []argov1alpha1.Application) []argov1alpha1.Application {
+	var out []argov1alpha1.Application
+	for _, a := range apps {
+		uid := a.Labels[argocd.LabelOwnerUID]
+		if argocd.IsOwnedBy(a.Labels, argocd.OwnerKindGitOpsDeployment, uid) || argocd.IsOwnedBy(a.Labels, argocd.OwnerKindBinding, uid) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
