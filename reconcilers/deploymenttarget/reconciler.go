@@ -64,7 +64,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	orig := dt.DeepCopy()
 	defer func() {
 		if retErr == nil && !equality.Semantic.DeepEqual(orig.Status, dt.Status) {
-			// Locked: the binder writes phases too, and a stale one must not win.
+			// Locked: the binder writes phases too, and a stale one must not
+			// win; our own writes of this pass are not stale.
+			orig.ResourceVersion = dt.ResourceVersion
 			err := r.Client.Status().Patch(ctx, dt, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 			if apierrors.IsConflict(err) {
 				res, err = ctrl.Result{Requeue: true}, nil
@@ -85,13 +87,9 @@ func (r *Reconciler) reconcile(ctx context.Context, dt *as.DeploymentTarget) (ct
 	if p := dt.Annotations[as.AnnDynamicallyProvisioned]; p != "" && r.Provisioners[as.Provisioner(p)] != nil &&
 		!controllerutil.ContainsFinalizer(dt, as.FinalizerProvisioner) {
 		// Our provisioners create targets with it; put back if removed while live.
-		patch := client.MergeFromWithOptions(dt.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(dt, as.FinalizerProvisioner)
-		status := dt.Status
-		if err := r.Client.Patch(ctx, dt, patch); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
+		if err := r.patchMeta(ctx, dt, func() { controllerutil.AddFinalizer(dt, as.FinalizerProvisioner) }); err != nil {
+			return ctrl.Result{}, err
 		}
-		dt.Status = status
 	}
 	switch {
 	case dt.Spec.ClaimRef == "":
@@ -129,13 +127,9 @@ func (r *Reconciler) reconcile(ctx context.Context, dt *as.DeploymentTarget) (ct
 		return ctrl.Result{}, nil
 	}
 	claimName := dt.Spec.ClaimRef
-	status := dt.Status
-	patch := client.MergeFromWithOptions(dt.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	dt.Spec.ClaimRef = ""
-	if err := r.Client.Patch(ctx, dt, patch); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if err := r.patchMeta(ctx, dt, func() { dt.Spec.ClaimRef = "" }); err != nil {
+		return ctrl.Result{}, err
 	}
-	dt.Status = status
 	setPhase(dt, as.DeploymentTargetPhaseReleased, metav1.ConditionFalse, as.DeploymentTargetReasonSuccess,
 		"released: claim "+claimName+" is gone (reclaimPolicy Retain)")
 	r.Recorder.Eventf(dt, corev1.EventTypeNormal, "Released", "Claim %s is gone; the target is Released", claimName)
@@ -163,14 +157,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, dt *as.DeploymentTarge
 		}
 	}
 	if done {
-		patch := client.MergeFromWithOptions(dt.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.RemoveFinalizer(dt, as.FinalizerProvisioner)
-		status := dt.Status
-		if err := r.Client.Patch(ctx, dt, patch); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
-		}
-		dt.Status = status
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.patchMeta(ctx, dt, func() { controllerutil.RemoveFinalizer(dt, as.FinalizerProvisioner) })
 	}
 	if r.now().Sub(dt.DeletionTimestamp.Time) < r.ReleaseTimeout {
 		return ctrl.Result{RequeueAfter: releaseRetry}, nil
@@ -184,6 +171,19 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, dt *as.DeploymentTarge
 	}
 	setPhase(dt, as.DeploymentTargetPhaseFailed, metav1.ConditionTrue, as.DeploymentTargetReasonReleaseFailed, msg)
 	return ctrl.Result{RequeueAfter: 10 * releaseRetry}, nil
+}
+
+// patchMeta patches what mutate changes outside the status, with optimistic
+// concurrency, keeping the status this pass computed.
+func (r *Reconciler) patchMeta(ctx context.Context, dt *as.DeploymentTarget, mutate func()) error {
+	patch := client.MergeFromWithOptions(dt.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	mutate()
+	status := dt.Status
+	if err := r.Client.Patch(ctx, dt, patch); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	dt.Status = status
+	return nil
 }
 
 func (r *Reconciler) now() time.Time {

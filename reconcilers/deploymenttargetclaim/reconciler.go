@@ -284,10 +284,6 @@ func (r *Reconciler) provision(ctx context.Context, claim *as.DeploymentTargetCl
 		return outcome{}, err
 	}
 	name := class.Spec.Provisioner
-	if name == "" {
-		return waiting(as.DeploymentTargetClaimPhasePending, as.DeploymentTargetReasonNoMatchingTarget,
-			"no DeploymentTarget of class %s is available, and the class names no provisioner", class.Name), nil
-	}
 	if claim.Annotations[as.AnnTargetProvisioner] != string(name) {
 		patch := client.MergeFrom(claim.DeepCopy())
 		metav1.SetMetaDataAnnotation(&claim.ObjectMeta, as.AnnTargetProvisioner, string(name))

@@ -19,6 +19,9 @@ import (
 	"github.com/gitops-service/gitops-service/test/stack"
 )
 
+// external is a provisioner this sidecar does not run.
+const external = "example.test/external"
+
 func isBound(c *as.DeploymentTargetClaim) bool {
 	return hasReason(c, as.DeploymentTargetClaimPhaseBound, metav1.ConditionFalse, as.DeploymentTargetReasonSuccess) &&
 		c.Annotations[as.AnnBindCompleted] == as.AnnBinderValueTrue
@@ -26,8 +29,8 @@ func isBound(c *as.DeploymentTargetClaim) bool {
 
 func TestStaticBindingByClass(t *testing.T) {
 	ns := tenant(t)
-	cls := class(t, "", as.ReclaimPolicyRetain, "")
-	other := class(t, "", as.ReclaimPolicyRetain, "")
+	cls := class(t, external, as.ReclaimPolicyRetain, "")
+	other := class(t, external, as.ReclaimPolicyRetain, "")
 	target(t, ns, "other-class", other, nil)
 	target(t, ns, "no-credentials", cls, func(dt *as.DeploymentTarget) { dt.Spec.KubernetesClusterCredentials.ClusterCredentialsSecret = "" })
 	target(t, ns, "taken", cls, func(dt *as.DeploymentTarget) { dt.Spec.ClaimRef = "someone-else" })
@@ -51,19 +54,25 @@ func TestStaticBindingByClass(t *testing.T) {
 		assert.Empty(t, o.Spec.ClaimRef, name)
 	}
 
-	// A second claim finds nothing: Pending, no provisioner to ask.
+	// A second claim finds nothing: Pending, marked for the class's
+	// provisioner, which this sidecar does not run.
 	second := waitFor(t, claim(t, ns, "second", cls, ""), func(c *as.DeploymentTargetClaim) bool {
-		return hasReason(c, as.DeploymentTargetClaimPhasePending, metav1.ConditionFalse, as.DeploymentTargetReasonNoMatchingTarget)
+		return hasReason(c, as.DeploymentTargetClaimPhasePending, metav1.ConditionFalse, as.DeploymentTargetReasonWaitingForProvisioner)
 	}, "waited for a target")
-	// A new matching target is bound to it at once.
-	target(t, ns, "late", cls, nil)
-	second = waitFor(t, second, isBound, "was bound to the late target")
+	assert.Equal(t, external, second.Annotations[as.AnnTargetProvisioner])
+	// Marked for provisioning, it takes only a target made for it: a free one
+	// is left alone, the (external) provisioner's is bound at once.
+	free := target(t, ns, "late-free", cls, nil)
+	target(t, ns, "late", cls, func(dt *as.DeploymentTarget) { dt.Spec.ClaimRef = "second" })
+	second = waitFor(t, second, isBound, "was bound to the provisioned target")
 	assert.Equal(t, "late", second.Spec.TargetName)
+	require.NoError(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(free), free))
+	assert.Empty(t, free.Spec.ClaimRef)
 }
 
 func TestBindingByTargetName(t *testing.T) {
 	ns := tenant(t)
-	cls := class(t, "", as.ReclaimPolicyRetain, "")
+	cls := class(t, external, as.ReclaimPolicyRetain, "")
 	target(t, ns, "first", cls, nil)
 	target(t, ns, "wanted", cls, nil)
 	c := waitFor(t, claim(t, ns, "prod", cls, "wanted"), isBound, "was bound")
@@ -80,8 +89,8 @@ func TestBindingByTargetName(t *testing.T) {
 
 func TestTargetNameRefusals(t *testing.T) {
 	ns := tenant(t)
-	cls := class(t, "", as.ReclaimPolicyRetain, "")
-	other := class(t, "", as.ReclaimPolicyRetain, "")
+	cls := class(t, external, as.ReclaimPolicyRetain, "")
+	other := class(t, external, as.ReclaimPolicyRetain, "")
 	target(t, ns, "theirs", cls, func(dt *as.DeploymentTarget) { dt.Spec.ClaimRef = "owner" })
 	target(t, ns, "wrong-class", other, nil)
 	for _, tc := range []struct{ claim, target, reason, msg string }{
@@ -110,7 +119,7 @@ func TestTargetNameRefusals(t *testing.T) {
 // up in the claim's own namespace only.
 func TestOtherTenantsTargetsAreInvisible(t *testing.T) {
 	a, b := tenant(t), tenant(t)
-	cls := class(t, "", as.ReclaimPolicyRetain, "")
+	cls := class(t, external, as.ReclaimPolicyRetain, "")
 	dt := target(t, a, "shared-name", cls, nil)
 	c := waitFor(t, claim(t, b, "thief", cls, "shared-name"), func(c *as.DeploymentTargetClaim) bool {
 		return hasReason(c, as.DeploymentTargetClaimPhasePending, metav1.ConditionFalse, as.DeploymentTargetReasonWaitingForTarget)
@@ -129,7 +138,7 @@ func TestOtherTenantsTargetsAreInvisible(t *testing.T) {
 
 func TestLost(t *testing.T) {
 	ns := tenant(t)
-	cls := class(t, "", as.ReclaimPolicyRetain, "")
+	cls := class(t, external, as.ReclaimPolicyRetain, "")
 	dt := target(t, ns, "doomed", cls, nil)
 	c := waitFor(t, claim(t, ns, "dev", cls, ""), isBound, "was bound")
 	require.NoError(t, k8s.Delete(context.Background(), dt))
@@ -141,7 +150,7 @@ func TestLost(t *testing.T) {
 
 func TestReclaimRetainReleases(t *testing.T) {
 	ns := tenant(t)
-	cls := class(t, "", as.ReclaimPolicyRetain, "")
+	cls := class(t, external, as.ReclaimPolicyRetain, "")
 	dt := target(t, ns, "kept", cls, nil)
 	c := waitFor(t, claim(t, ns, "dev", cls, ""), isBound, "was bound")
 	require.NoError(t, k8s.Delete(context.Background(), c))
@@ -157,7 +166,7 @@ func TestReclaimRetainReleases(t *testing.T) {
 
 func TestReclaimDeleteDeletesTheTarget(t *testing.T) {
 	ns := tenant(t)
-	cls := class(t, "", as.ReclaimPolicyDelete, "")
+	cls := class(t, external, as.ReclaimPolicyDelete, "")
 	dt := target(t, ns, "disposable", cls, nil)
 	c := waitFor(t, claim(t, ns, "dev", cls, ""), isBound, "was bound")
 	require.NoError(t, k8s.Delete(context.Background(), c))
@@ -169,7 +178,7 @@ func TestReclaimDeleteDeletesTheTarget(t *testing.T) {
 // own target, and the others wait.
 func TestConcurrentClaims(t *testing.T) {
 	ns := tenant(t)
-	cls := class(t, "", as.ReclaimPolicyRetain, "")
+	cls := class(t, external, as.ReclaimPolicyRetain, "")
 	parallel(50, func(i int) { target(t, ns, fmt.Sprintf("dt-%02d", i), cls, nil) })
 	parallel(100, func(i int) { claim(t, ns, fmt.Sprintf("claim-%03d", i), cls, "") })
 	checkOneToOne(t, ns, 50, 50)

@@ -117,7 +117,7 @@ func TestProvisionedNamespaceEndToEnd(t *testing.T) {
 func TestEnvironmentWaitsForItsClaim(t *testing.T) {
 	ctx := context.Background()
 	ns := tenantNamespace(t)
-	cls := dtClass(t, "", as.ReclaimPolicyRetain, "")
+	cls := dtClass(t, "example.test/external", as.ReclaimPolicyRetain, "")
 	env := &as.Environment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "later"},
 		Spec: as.EnvironmentSpec{Configuration: as.EnvironmentConfiguration{Target: as.EnvironmentTarget{
 			DeploymentTargetClaim: as.DeploymentTargetClaimConfig{ClaimName: "later"}}}}}
@@ -142,7 +142,7 @@ func TestEnvironmentWaitsForItsClaim(t *testing.T) {
 func TestConcurrentClaimsAcrossARestart(t *testing.T) {
 	ctx := context.Background()
 	ns := tenantNamespace(t)
-	cls := dtClass(t, "", as.ReclaimPolicyRetain, "")
+	cls := dtClass(t, "example.test/external", as.ReclaimPolicyRetain, "")
 	each := func(n int, f func(i int)) {
 		var wg sync.WaitGroup
 		for i := range n {

@@ -119,9 +119,6 @@ const (
 	// DeploymentTarget matches; the class's provisioner is making one, or is
 	// not run by this GitOps Service (an external provisioner may).
 	DeploymentTargetReasonWaitingForProvisioner = "WaitingForProvisioner"
-	// DeploymentTargetReasonNoMatchingTarget (claim, status False): no
-	// DeploymentTarget matches and the class names no provisioner.
-	DeploymentTargetReasonNoMatchingTarget = "NoMatchingDeploymentTarget"
 	// DeploymentTargetReasonClaimedByAnother (claim): the DeploymentTarget
 	// named by targetName is bound to another claim.
 	DeploymentTargetReasonClaimedByAnother = "DeploymentTargetClaimedByAnotherClaim"

@@ -311,7 +311,12 @@ func (p *Provisioner) Release(ctx context.Context, dt *as.DeploymentTarget) (boo
 	if err != nil {
 		return false, err
 	}
-	gone, err := deleteNamespace(ctx, cl.c, name, func(ns *corev1.Namespace) bool { return string(ns.UID) == uid })
+	// Targets are tenants' objects: the annotations alone never make a
+	// namespace ours. It must also carry our labels for a claim of the
+	// target's own namespace.
+	gone, err := deleteNamespace(ctx, cl.c, name, func(ns *corev1.Namespace) bool {
+		return string(ns.UID) == uid && ns.Labels[argocd.LabelOwnerKind] == OwnerKindClaim && ns.Labels[argocd.LabelTenantNS] == dt.Namespace
+	})
 	if err != nil || !gone {
 		return false, err
 	}
