@@ -50,7 +50,7 @@ func TestEnvironmentThroughClaim(t *testing.T) {
 	assert.Equal(t, []string{"team-prod"}, me.Spec.Namespaces)
 	assert.True(t, me.Spec.AllowInsecureSkipTLSVerify)
 	s := waitSecret(t, env, exists)
-	assert.Equal(t, mg.ManagedEnvironmentSecretType, s.Type)
+	assert.Equal(t, corev1.SecretType(mg.ManagedEnvironmentSecretType), s.Type)
 	assert.Equal(t, kc, s.Data["kubeconfig"])
 	waitCondition(t, env, metav1.ConditionFalse, environment.ReasonResolved, "")
 
