@@ -34,7 +34,7 @@ type KubeOptions struct {
 	// Name is used in log prefixes and dir names, e.g. "local", "remote".
 	Name string
 	// ControllerManager starts kube-controller-manager with the garbage
-	// collector, namespace and service-account token controllers (see
+	// collector, namespace, service-account token and ClusterRole aggregation controllers (see
 	// Controllers). Without it namespaces stay Terminating forever and
 	// ownerReference cascades never happen.
 	ControllerManager bool
@@ -52,6 +52,9 @@ var DefaultControllers = []string{
 	"garbage-collector-controller",
 	"namespace-controller",
 	"serviceaccount-token-controller",
+	// Fills the aggregated ClusterRoles (admin, edit, view): without it they
+	// grant nothing, e.g. to a ServiceAccount bound to edit in one namespace.
+	"clusterrole-aggregation-controller",
 }
 
 // Kube is a running etcd + kube-apiserver (+ kube-controller-manager).
