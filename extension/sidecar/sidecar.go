@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -70,6 +71,10 @@ type Options struct {
 	UIProxyTokenFile string
 	// PromotionTimeout is how long a PromotionRun may take per Environment.
 	PromotionTimeout time.Duration
+	// SkipNameValidation lets one process run more than one manager (a test
+	// that restarts the sidecar in-process); controller names are otherwise
+	// unique per process.
+	SkipNameValidation bool
 	// ReleaseTimeout is how long freeing a deleted DeploymentTarget's
 	// resources may fail before the target is marked Failed.
 	ReleaseTimeout time.Duration
@@ -105,6 +110,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       ptr.To(30 * time.Second),
+		Controller:                    config.Controller{SkipNameValidation: ptr.To(o.SkipNameValidation)},
 		Cache: cache.Options{
 			SyncPeriod: &o.SyncPeriod,
 			// managedFields are never read here and are a large part of each object.

@@ -188,6 +188,11 @@ func TestConcurrentClaims(t *testing.T) {
 // then checks no target has two claims and every claim and target agree.
 func checkOneToOne(t *testing.T, ns string, bound, pending int) {
 	t.Helper()
+	checkOneToOneWith(t, k8s, ns, bound, pending)
+}
+
+func checkOneToOneWith(t *testing.T, k8s client.Client, ns string, bound, pending int) {
+	t.Helper()
 	var claims as.DeploymentTargetClaimList
 	require.Eventually(t, func() bool {
 		require.NoError(t, k8s.List(context.Background(), &claims, client.InNamespace(ns)))
