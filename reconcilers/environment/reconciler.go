@@ -11,13 +11,14 @@ package environment
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/record"
@@ -27,7 +28,6 @@ import (
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
-	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=environments,verbs=get;list;watch
@@ -35,6 +35,7 @@ import (
 // Owner references with blockOwnerDeletion need update on the owner's finalizers.
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=environments/finalizers,verbs=update
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentmanagedenvironments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclaims;deploymenttargets,verbs=get;list;watch
 // The user's credentials Secret is read one at a time, uncached, from the
 // Environment's own namespace; its copy is written there. Tenant Secrets are
 // never listed or watched.
@@ -54,7 +55,7 @@ const (
 
 // errRequeueSoon: the cache is behind our own writes, or an object of ours is
 // still being deleted; look again in a moment.
-var errRequeueSoon = &kernel.Waiting{After: requeueSoon, For: "the cache or a deletion"}
+var errRequeueSoon = errors.New("waiting for the cache or a deletion")
 
 // Reconciler reconciles Environments.
 type Reconciler struct {
@@ -65,12 +66,12 @@ type Reconciler struct {
 	// RecheckInterval and RetryInterval: see DefaultRecheckInterval and DefaultRetryInterval.
 	RecheckInterval, RetryInterval time.Duration
 	// Now is the clock for condition times; tests may set it.
-	Now kernel.Clock
+	Now func() metav1.Time
 }
 
 // Reconcile brings one Environment's ManagedEnvironment and its Secret in line
 // with the Environment's spec and credentials Secret.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	env := &as.Environment{}
 	if err := r.Client.Get(ctx, req.NamespacedName, env); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -85,17 +86,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		_, err := r.remove(ctx, req.NamespacedName)
 		return ctrl.Result{}, err
 	}
-	patcher := kernel.NewStatusPatcher(r.Client, env)
-	defer patcher.Patch(ctx, env, &err)
+	orig := env.DeepCopy()
 	wanted, refusal, err := r.apply(ctx, env)
-	if err != nil {
-		return kernel.Outcome(ctrl.Result{}, err)
+	if errors.Is(err, errRequeueSoon) {
+		return ctrl.Result{RequeueAfter: requeueSoon}, nil
 	}
-	// An Environment that never failed gets no condition.
-	if refusal != nil || meta.FindStatusCondition(env.Status.Conditions, as.EnvironmentConditionErrorOccurred) != nil {
-		kernel.SetCondition(r.Recorder, env, &env.Status.Conditions, condition(env, refusal), r.Now.Now(), refusal != nil)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	r.setCondition(env, refusal)
+	if err := r.patchStatus(ctx, orig, env); err != nil {
+		return ctrl.Result{}, err
 	}
 	switch {
+	case refusal != nil && refusal.waiting:
+		// The claim and target are watched: no retry storm while waiting.
+		return ctrl.Result{}, nil
 	case refusal != nil:
 		return ctrl.Result{RequeueAfter: r.RetryInterval}, nil
 	case wanted:
@@ -107,11 +113,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 // apply writes env's Secret and ManagedEnvironment when env has usable
 // credentials, and removes them when it has none or they are unusable. wanted
 // says that env asks for a ManagedEnvironment.
-func (r *Reconciler) apply(ctx context.Context, env *as.Environment) (wanted bool, _ *kernel.Refusal, _ error) {
+func (r *Reconciler) apply(ctx context.Context, env *as.Environment) (wanted bool, _ *Refusal, _ error) {
 	key := client.ObjectKeyFromObject(env)
 	src, refusal, err := r.credentialsSource(ctx, env)
 	if err != nil {
 		return false, nil, err
+	}
+	if src == nil && refusal != nil && refusal.keep {
+		// Waiting for, or lost, a claim's target: what was deployed through
+		// it stays as it is.
+		return true, refusal, nil
 	}
 	if src == nil {
 		// The tenant's own namespace on the local cluster, or an Environment
@@ -123,7 +134,7 @@ func (r *Reconciler) apply(ctx context.Context, env *as.Environment) (wanted boo
 		}
 		return false, refusal, err
 	}
-	kubeconfig, refusal, err := r.readCredentials(ctx, env, src.CredentialsSecret)
+	kubeconfig, refusal, err := r.readCredentials(ctx, env, src)
 	if err != nil {
 		return true, nil, err
 	}
@@ -151,7 +162,7 @@ func (r *Reconciler) apply(ctx context.Context, env *as.Environment) (wanted boo
 	return true, nil, r.writeManagedEnvironment(ctx, env, me, desiredManagedEnvironment(env, src, secret.ResourceVersion))
 }
 
-func firstOf(refusals ...*kernel.Refusal) *kernel.Refusal {
+func firstOf(refusals ...*Refusal) *Refusal {
 	for _, r := range refusals {
 		if r != nil {
 			return r
@@ -162,16 +173,14 @@ func firstOf(refusals ...*kernel.Refusal) *kernel.Refusal {
 
 // credentialsSource says where env's cluster and credentials come from: nil
 // (and no refusal) for the tenant's own namespace on the local cluster.
-func (r *Reconciler) credentialsSource(_ context.Context, env *as.Environment) (*Source, *kernel.Refusal, error) {
+func (r *Reconciler) credentialsSource(ctx context.Context, env *as.Environment) (*Source, *Refusal, error) {
 	claim := env.Spec.Configuration.Target.DeploymentTargetClaim.ClaimName
 	switch {
 	case claim != "" && HasCredentials(env):
-		return nil, kernel.Refuse(as.EnvironmentReasonInvalidEnvironment,
+		return nil, refuse(as.EnvironmentReasonInvalidEnvironment,
 			"Environment is invalid since it cannot have both DeploymentTargetClaim and credentials configuration set"), nil
 	case claim != "":
-		return nil, kernel.Refuse(as.EnvironmentReasonDeploymentTargetClaimNotSupported,
-			"Environment '%s' uses DeploymentTargetClaim '%s': deploying to a DeploymentTargetClaim is not supported by this version of the GitOps Service; use unstableConfigurationFields.kubernetesCredentials instead",
-			env.Name, claim), nil
+		return r.sourceFromClaim(ctx, env, claim)
 	case HasCredentials(env):
 		src, refusal := sourceFromCredentials(env)
 		return src, refusal, nil
@@ -181,8 +190,9 @@ func (r *Reconciler) credentialsSource(_ context.Context, env *as.Environment) (
 
 // readCredentials reads the kubeconfig of the user's credentials Secret,
 // uncached and only from env's own namespace.
-func (r *Reconciler) readCredentials(ctx context.Context, env *as.Environment, name string) ([]byte, *kernel.Refusal, error) {
-	notFound := kernel.Refuse(as.EnvironmentReasonSecretNotFound,
+func (r *Reconciler) readCredentials(ctx context.Context, env *as.Environment, src *Source) ([]byte, *Refusal, error) {
+	name := src.CredentialsSecret
+	notFound := refuse(as.EnvironmentReasonSecretNotFound,
 		"the secret %s referenced by the Environment resource was not found in namespace %s", name, env.Namespace)
 	if len(validation.IsDNS1123Subdomain(name)) > 0 {
 		return nil, notFound, nil
@@ -194,12 +204,12 @@ func (r *Reconciler) readCredentials(ctx context.Context, env *as.Environment, n
 		}
 		return nil, nil, fmt.Errorf("reading Secret %s/%s: %w", env.Namespace, name, err)
 	}
-	if secret.Type != v1.ManagedEnvironmentSecretType {
-		return nil, kernel.Refuse(as.EnvironmentReasonInvalidSecretType,
+	if secret.Type != v1.ManagedEnvironmentSecretType && !src.AnySecretType {
+		return nil, refuse(as.EnvironmentReasonInvalidSecretType,
 			"the secret %s referenced by the Environment resource has type '%s'; it must be of type '%s'", name, secret.Type, v1.ManagedEnvironmentSecretType), nil
 	}
 	if len(secret.Data[KubeconfigKey]) == 0 {
-		return nil, kernel.Refuse(as.EnvironmentReasonMissingKubeConfigField,
+		return nil, refuse(as.EnvironmentReasonMissingKubeConfigField,
 			"the secret %s referenced by the Environment resource has no '%s' field", name, KubeconfigKey), nil
 	}
 	return secret.Data[KubeconfigKey], nil, nil
@@ -207,7 +217,7 @@ func (r *Reconciler) readCredentials(ctx context.Context, env *as.Environment, n
 
 // currentManagedEnvironment returns env's ManagedEnvironment, or nil. One of
 // that name that is not ours is a refusal: it is never touched.
-func (r *Reconciler) currentManagedEnvironment(ctx context.Context, env *as.Environment) (*v1.GitOpsDeploymentManagedEnvironment, *kernel.Refusal, error) {
+func (r *Reconciler) currentManagedEnvironment(ctx context.Context, env *as.Environment) (*v1.GitOpsDeploymentManagedEnvironment, *Refusal, error) {
 	me := &v1.GitOpsDeploymentManagedEnvironment{}
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: ManagedEnvironmentName(env.Name)}, me)
 	if apierrors.IsNotFound(err) {
@@ -224,7 +234,7 @@ func (r *Reconciler) currentManagedEnvironment(ctx context.Context, env *as.Envi
 
 // currentSecret returns env's copy of the credentials, or nil. One of that
 // name that is not ours is a refusal: it is never touched (nor read further).
-func (r *Reconciler) currentSecret(ctx context.Context, env *as.Environment) (*corev1.Secret, *kernel.Refusal, error) {
+func (r *Reconciler) currentSecret(ctx context.Context, env *as.Environment) (*corev1.Secret, *Refusal, error) {
 	s := &corev1.Secret{}
 	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: SecretName(env.Name)}, s)
 	if apierrors.IsNotFound(err) {
@@ -255,8 +265,8 @@ func (r *Reconciler) checkOurs(ctx context.Context, env *as.Environment, obj cli
 	return false, nil
 }
 
-func collision(env *as.Environment, kind, name string) *kernel.Refusal {
-	return kernel.Refuse(as.EnvironmentReasonNameCollision,
+func collision(env *as.Environment, kind, name string) *Refusal {
+	return refuse(as.EnvironmentReasonNameCollision,
 		"the %s %s exists in namespace %s and was not created by the GitOps Service for Environment '%s'; it is left untouched: delete or rename it",
 		kind, name, env.Namespace, env.Name)
 }
