@@ -187,6 +187,8 @@ func (d *demo) startSidecar(bin string) error {
 			"--argocd-namespace=argocd",
 			"--argocd-redis="+d.argo.RedisAddr,
 			"--leader-elect=false",
+			// The demo's repositories are file:// URLs on this machine.
+			"--allow-file-repositories",
 			fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]),
 			"--health-probe-bind-address="+probe,
 			"--generator-bind-address="+generator,
@@ -499,10 +501,11 @@ Change the app and watch it deploy (Argo CD polls the repository every 10s):
   git commit -qam 'new greeting' && git push -q origin HEAD:main
   kubectl -n %[4]s get configmap guestbook-settings -o jsonpath='{.data.greeting}'
 
-Argo CD's API server is at %[7]s (plain HTTP, authentication disabled; this
-Argo CD build has no web UI, use the argocd CLI):
+Argo CD's API server is at %[7]s (plain HTTP; this Argo CD build has no web UI,
+use the argocd CLI):
 
-  argocd app list --server %[7]s --plaintext
+  argocd login %[7]s --plaintext --username admin --password %[13]s
+  argocd app list
   kubectl -n argocd get applications.argoproj.io    # plain "applications" are appstudio.redhat.com's
 
 What the UI panel shows for an Application (argocd-server's proxy extension
@@ -517,7 +520,7 @@ Logs: sidecar %[8]s, Argo CD %[9]s, Kubernetes %[10]s
 
 Press Ctrl-C to stop everything.
 `, d.kube.Kubeconfig, kbin, abin, tenant, d.repo.Work, appPath, d.argo.ServerAddr,
-		d.side.LogPath, argoLogs, kubeLogs, d.token, d.proxyAddr)
+		d.side.LogPath, argoLogs, kubeLogs, d.token, d.proxyAddr, d.argo.AdminPassword)
 }
 
 // waitForever waits for Ctrl-C (or SIGTERM), or for a component to die.

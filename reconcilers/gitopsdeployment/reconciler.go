@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
@@ -48,6 +49,7 @@ var (
 const (
 	staleCacheRetry = 500 * time.Millisecond
 	waitingRetry    = 30 * time.Second
+	squatRetry      = 10 * time.Second
 	// treeRecheck: per-resource health kept only in Argo CD's resource tree
 	// changes without an Application event, so look again while not Healthy
 	// (once Healthy, any resource's change changes the Application's health).
@@ -65,6 +67,8 @@ type Reconciler struct {
 	// Trees reads per-resource health where Argo CD 3.x keeps it; nil leaves
 	// that health out.
 	Trees argocd.ResourceTrees
+	// AllowFileRepositories accepts file:// repository URLs (demos and tests only).
+	AllowFileRepositories bool
 	// Now is the clock for condition times; tests may set it.
 	Now func() metav1.Time
 }
@@ -108,6 +112,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// anyway in case the event came before this deployment was cached.
 		result.RequeueAfter = waitingRetry
 	}
+	if strings.HasPrefix(errMsg, tenant.ErrNotOurs.Error()) {
+		// A squatted AppProject is not watched (not ours): look again for the
+		// admin's removal of it.
+		result.RequeueAfter = squatRetry
+	}
 	if app != nil && r.Trees != nil && argocd.HealthInTree(app) && app.Status.Health.Status != "Healthy" {
 		if result.RequeueAfter == 0 || result.RequeueAfter > treeRecheck {
 			result.RequeueAfter = treeRecheck
@@ -130,11 +139,22 @@ func (r *Reconciler) apply(ctx context.Context, gd *v1.GitOpsDeployment) (*argov
 	if msg := validate(gd); msg != "" {
 		return current, msg, nil
 	}
+	if msg := argocd.CheckRepoURL(gd.Spec.Source.RepoURL, r.AllowFileRepositories); msg != "" {
+		msg = "spec.source.repoURL: " + msg
+		return current, msg, nil
+	}
+	if msg := argocd.CheckRevision(gd.Spec.Source.TargetRevision); msg != "" {
+		msg = "spec.source.targetRevision: " + msg
+		return current, msg, nil
+	}
 	target, msg, err := r.target(ctx, gd)
 	if err != nil || msg != "" {
 		return current, msg, err
 	}
 	if target.Project, err = r.Projects.Ensure(ctx, gd.Namespace, gd.Spec.Source.RepoURL); err != nil {
+		if errors.Is(err, tenant.ErrNotOurs) {
+			return current, err.Error(), nil
+		}
 		return current, "", err
 	}
 	desired := argocd.Application(r.ArgoNamespace, gd, target)

@@ -63,10 +63,13 @@ type ArgoOptions struct {
 }
 
 // ArgoCD is a running Argo CD: redis, repo-server, application controller,
-// applicationset controller and API server (insecure, auth disabled).
+// applicationset controller and API server (plain HTTP, authentication on:
+// log in as AdminUser with AdminPassword, or as accounts made by CreateAccount).
 type ArgoCD struct {
-	Namespace      string
-	ServerAddr     string // 127.0.0.1:PORT of argocd-server (plain HTTP/gRPC, auth disabled)
+	Namespace  string
+	ServerAddr string // 127.0.0.1:PORT of argocd-server (plain HTTP/gRPC)
+	// AdminPassword is the password of Argo CD's built-in admin account.
+	AdminPassword  string
 	RepoServerAddr string // 127.0.0.1:PORT (plaintext gRPC)
 	RedisAddr      string // 127.0.0.1:PORT
 	// ApplicationSetWebhookAddr is the applicationset controller's webhook listener.
@@ -78,6 +81,9 @@ type ArgoCD struct {
 
 	procs    []*Process // start order
 	stopOnce sync.Once
+
+	adminMu    sync.Mutex
+	adminToken string
 }
 
 // StartArgoCD installs Argo CD's CRDs and configuration into k and starts its
@@ -108,13 +114,13 @@ func StartArgoCD(ctx context.Context, k *Kube, o ArgoOptions) (_ *ArgoCD, err er
 	if err != nil {
 		return nil, err
 	}
-	a := &ArgoCD{Namespace: o.Namespace, ModuleDir: modDir, Dir: dir, Kube: k}
+	a := &ArgoCD{Namespace: o.Namespace, ModuleDir: modDir, Dir: dir, Kube: k, AdminPassword: randomHex(12)}
 	defer func() {
 		if err != nil {
 			a.Stop()
 		}
 	}()
-	for _, d := range []string{"logs", "ssh", "tls", "gnupg", "gpg-source", "plugins", "home", "tmp", "redis", "static"} {
+	for _, d := range []string{"logs", "ssh", "tls", "gnupg", "gpg-source", "plugins", "home", "tmp", "redis", "static", "clients"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			return nil, err
 		}
@@ -232,7 +238,7 @@ func StartArgoCD(ctx context.Context, k *Kube, o ArgoOptions) (_ *ArgoCD, err er
 	}
 	server, err := start("server", bins.ArgoCDServer,
 		"--namespace", o.Namespace,
-		"--insecure", "--disable-auth", "--dex-server=",
+		"--insecure", "--dex-server=",
 		"--address", "127.0.0.1", "--port", fmt.Sprint(serverPort),
 		"--metrics-address", "127.0.0.1", "--metrics-port", fmt.Sprint(serverMetrics),
 		"--repo-server", a.RepoServerAddr, "--repo-server-plaintext",
@@ -286,7 +292,8 @@ func (a *ArgoCD) installConfig(ctx context.Context, o ArgoOptions) error {
 		"timeout.reconciliation": "10s",
 	}
 	maps.Copy(cm, o.ExtraConfig)
-	rbac := map[string]string{"policy.default": "role:admin"}
+	// Argo CD's own default: users get nothing but what policies grant them.
+	rbac := map[string]string{"policy.default": ""}
 	maps.Copy(rbac, o.ExtraRBAC)
 	params := map[string]string{}
 	maps.Copy(params, o.ExtraCmdParams)
@@ -327,6 +334,9 @@ func (a *ArgoCD) installConfig(ctx context.Context, o ArgoOptions) error {
 	}
 	if _, err := cs.CoreV1().Secrets(a.Namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("Secret argocd-secret: %w", err)
+	}
+	if err := a.setPassword(ctx, AdminUser, a.AdminPassword); err != nil {
+		return err
 	}
 	dyn, err := dynamic.NewForConfig(a.Kube.Config)
 	if err != nil {
