@@ -50,7 +50,7 @@ test-stack: ## Build kube-apiserver, kube-controller-manager, kubectl, Argo CD i
 
 .PHONY: unit
 unit: ## Pure unit tests (no servers).
-	go test ./api/... ./reconcilers/argocd/... ./applicationset-generator/... ./ui-proxy/...
+	go test ./api/... ./reconcilers/argocd/... ./reconcilers/kernel/... ./applicationset-generator/... ./ui-proxy/...
 
 .PHONY: test
 test: test-stack verify ## Everything: unit, real API server, real Argo CD (3.5.1, then 2.14.21) end to end.

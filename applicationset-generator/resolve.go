@@ -67,13 +67,20 @@ func Resolve(ctx context.Context, c client.Reader, seb *appstudiov1alpha1.Snapsh
 }
 
 // destination is where an Environment deploys: its own ManagedEnvironment's
-// cluster when it has credentials, else the tenant's namespace on this cluster.
+// cluster when it has credentials or deploys through a DeploymentTargetClaim,
+// else the tenant's namespace on this cluster.
 func destination(ctx context.Context, c client.Reader, env *appstudiov1alpha1.Environment) (string, string, error) {
-	if env.Spec.Configuration.Target.DeploymentTargetClaim.ClaimName != "" {
-		return "", "", &InputError{Reason: appstudiov1alpha1.BindingReasonErrorOccurred,
-			Message: fmt.Sprintf("Environment %q uses a DeploymentTargetClaim, which this version does not support yet", env.Name)}
-	}
-	if !environment.HasCredentials(env) {
+	var apiURL, ns string
+	switch {
+	case env.Spec.Configuration.Target.DeploymentTargetClaim.ClaimName != "":
+		dt, err := claimTarget(ctx, c, env)
+		if err != nil {
+			return "", "", err
+		}
+		apiURL, ns = dt.Spec.KubernetesClusterCredentials.APIURL, dt.Spec.KubernetesClusterCredentials.DefaultNamespace
+	case environment.HasCredentials(env):
+		apiURL, ns = env.Spec.UnstableConfigurationFields.APIURL, env.Spec.UnstableConfigurationFields.TargetNamespace
+	default:
 		return argocd.LocalServer, env.Namespace, nil
 	}
 	me := &managedgitopsv1alpha1.GitOpsDeploymentManagedEnvironment{}
@@ -83,21 +90,45 @@ func destination(ctx context.Context, c client.Reader, env *appstudiov1alpha1.En
 	} else if err != nil {
 		return "", "", err
 	}
-	return managedDestination(env, me)
+	return managedDestination(env, me, apiURL, ns)
 }
 
-// managedDestination is where an Environment with credentials deploys: the
+// claimTarget is the DeploymentTarget bound to the Environment's claim, in
+// the Environment's namespace; a claim not Bound (or Lost) is an input error,
+// which leaves what is deployed alone.
+func claimTarget(ctx context.Context, c client.Reader, env *appstudiov1alpha1.Environment) (*appstudiov1alpha1.DeploymentTarget, error) {
+	name := env.Spec.Configuration.Target.DeploymentTargetClaim.ClaimName
+	claim := &appstudiov1alpha1.DeploymentTargetClaim{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: name}, claim); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &InputError{Reason: appstudiov1alpha1.BindingReasonErrorOccurred,
+				Message: fmt.Sprintf("DeploymentTargetClaim %q of Environment %q not found", name, env.Name)}
+		}
+		return nil, err
+	}
+	if claim.Status.Phase != appstudiov1alpha1.DeploymentTargetClaimPhaseBound {
+		return nil, &InputError{Reason: appstudiov1alpha1.BindingReasonErrorOccurred,
+			Message: fmt.Sprintf("DeploymentTargetClaim %q of Environment %q is %s, not Bound", name, env.Name, claim.Status.Phase)}
+	}
+	dt := &appstudiov1alpha1.DeploymentTarget{}
+	err := c.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: claim.Spec.TargetName}, dt)
+	if apierrors.IsNotFound(err) || (err == nil && dt.Spec.ClaimRef != claim.Name) {
+		return nil, &InputError{Reason: appstudiov1alpha1.BindingReasonErrorOccurred,
+			Message: fmt.Sprintf("DeploymentTarget %q of DeploymentTargetClaim %q not found", claim.Spec.TargetName, name)}
+	}
+	return dt, err
+}
+
+// managedDestination is where an Environment with a cluster deploys: the
 // Argo CD cluster of the ManagedEnvironment made for it (me, nil when there is
-// none) and the Environment's targetNamespace. A ManagedEnvironment of that
-// name that this Environment does not control, that still has another apiURL,
-// or whose connection is not verified for its current spec is not used.
-func managedDestination(env *appstudiov1alpha1.Environment, me *managedgitopsv1alpha1.GitOpsDeploymentManagedEnvironment) (string, string, error) {
-	creds := env.Spec.UnstableConfigurationFields
-	if me == nil || !metav1.IsControlledBy(me, env) || !me.DeletionTimestamp.IsZero() || me.Spec.APIURL != creds.APIURL || !connected(me) {
+// none) and namespace ns (default: the Environment's). A ManagedEnvironment of
+// that name that this Environment does not control, that still has another
+// apiURL, or whose connection is not verified for its current spec is not used.
+func managedDestination(env *appstudiov1alpha1.Environment, me *managedgitopsv1alpha1.GitOpsDeploymentManagedEnvironment, apiURL, ns string) (string, string, error) {
+	if me == nil || !metav1.IsControlledBy(me, env) || !me.DeletionTimestamp.IsZero() || me.Spec.APIURL != apiURL || !connected(me) {
 		return "", "", &InputError{Reason: appstudiov1alpha1.BindingReasonErrorOccurred,
 			Message: fmt.Sprintf("the cluster of Environment %q is not connected yet (GitOpsDeploymentManagedEnvironment %q): see the status of both", env.Name, ManagedEnvironmentName(env.Name))}
 	}
-	ns := creds.TargetNamespace
 	if ns == "" {
 		ns = env.Namespace
 	}

@@ -57,7 +57,8 @@ func TestManagedDestination(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			server, ns, err := managedDestination(tc.env, tc.me)
+			c := tc.env.Spec.UnstableConfigurationFields
+			server, ns, err := managedDestination(tc.env, tc.me, c.APIURL, c.TargetNamespace)
 			if tc.wantServer == "" {
 				var inputErr *InputError
 				require.True(t, errors.As(err, &inputErr), "want an InputError, got %v", err)

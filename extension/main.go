@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/gitops-service/gitops-service/extension/sidecar"
+	"github.com/gitops-service/gitops-service/reconcilers/deploymenttarget"
 	"github.com/gitops-service/gitops-service/reconcilers/nontenant"
 	"github.com/gitops-service/gitops-service/reconcilers/promotionrun"
 )
@@ -29,6 +30,7 @@ func main() {
 	flag.IntVar(&o.Burst, "kube-api-burst", 2000, "Client-side burst to the Kubernetes API.")
 	flag.IntVar(&o.Concurrency, "concurrent-reconciles", 16, "Parallel reconciles per controller.")
 	flag.DurationVar(&o.PromotionTimeout, "promotion-timeout", promotionrun.DefaultTimeout, "How long a PromotionRun may take per Environment before it fails.")
+	flag.DurationVar(&o.ReleaseTimeout, "release-timeout", deploymenttarget.DefaultReleaseTimeout, "How long freeing a deleted DeploymentTarget's resources may fail before the target is marked Failed.")
 	flag.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Hour, "How often every object is reconciled again even without changes.")
 	flag.StringVar(&o.GeneratorAddr, "generator-bind-address", ":8090", "Address of the ApplicationSet plugin generator; \"0\" disables it.")
 	flag.StringVar(&o.GeneratorTokenFile, "generator-token-file", "/etc/gitops-service/generator/token", "File with the bearer token Argo CD's applicationset-controller presents (mount the Secret named in the plugin ConfigMap).")

@@ -26,11 +26,16 @@ import (
 	appstudiov1alpha1 "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	managedgitopsv1alpha1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/deploymenttarget"
+	"github.com/gitops-service/gitops-service/reconcilers/deploymenttargetclaim"
 	"github.com/gitops-service/gitops-service/reconcilers/environment"
 	"github.com/gitops-service/gitops-service/reconcilers/gitopsdeployment"
 	"github.com/gitops-service/gitops-service/reconcilers/managedenvironment"
 	"github.com/gitops-service/gitops-service/reconcilers/nontenant"
 	"github.com/gitops-service/gitops-service/reconcilers/promotionrun"
+	"github.com/gitops-service/gitops-service/reconcilers/provisioner"
+	"github.com/gitops-service/gitops-service/reconcilers/provisioner/devsandbox"
+	nsprovisioner "github.com/gitops-service/gitops-service/reconcilers/provisioner/namespace"
 	"github.com/gitops-service/gitops-service/reconcilers/repositorycredentials"
 	"github.com/gitops-service/gitops-service/reconcilers/snapshotenvironmentbinding"
 	"github.com/gitops-service/gitops-service/reconcilers/syncrun"
@@ -82,6 +87,9 @@ type Options struct {
 	// ProjectGrace is how long a new tenant AppProject is kept before it may be
 	// deleted as unused; tenant.DefaultGrace when 0.
 	ProjectGrace time.Duration
+	// ReleaseTimeout is how long freeing a deleted DeploymentTarget's
+	// resources may fail before the target is marked Failed.
+	ReleaseTimeout time.Duration
 }
 
 // NewScheme has every type the sidecar reads or writes.
@@ -207,6 +215,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	if err := nontenant.Setup(mgr, refused, o.Concurrency); err != nil {
 		return nil, fmt.Errorf("setting up the refusal of namespaces that are never tenants: %w", err)
 	}
+	if err := setupDeploymentTargets(ctx, mgr, cfg, o); err != nil {
+		return nil, err
+	}
 	if err := (&tenant.Reconciler{Projects: projects}).SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("setting up the tenant reconciler: %w", err)
 	}
@@ -223,6 +234,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	}
 	if err := (&snapshotenvironmentbinding.Reconciler{
 		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
 		ArgoNamespace: o.ArgoNamespace,
 		Projects:      projects,
 		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
@@ -257,6 +269,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		&managedgitopsv1alpha1.GitOpsDeploymentManagedEnvironment{}, &managedgitopsv1alpha1.GitOpsDeploymentRepositoryCredentials{},
 		&appstudiov1alpha1.Environment{}, &appstudiov1alpha1.Snapshot{}, &appstudiov1alpha1.SnapshotEnvironmentBinding{},
 		&appstudiov1alpha1.Component{}, &appstudiov1alpha1.Application{}, &appstudiov1alpha1.PromotionRun{},
+		&appstudiov1alpha1.DeploymentTarget{}, &appstudiov1alpha1.DeploymentTargetClaim{}, &appstudiov1alpha1.DeploymentTargetClass{},
 		&argov1alpha1.Application{}, &argov1alpha1.AppProject{}, &argov1alpha1.ApplicationSet{},
 	} {
 		if _, err := mgr.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
@@ -276,4 +289,35 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// setupDeploymentTargets registers the binder and the reclaimer with the
+// provisioners whose APIs this cluster serves: ours always, devsandbox when
+// the SpaceRequest API is installed.
+func setupDeploymentTargets(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o Options) error {
+	provs := []provisioner.Provisioner{&nsprovisioner.Provisioner{
+		Client: mgr.GetClient(), Local: cfg, APIReader: mgr.GetAPIReader(), SidecarNamespace: o.ArgoNamespace,
+	}}
+	if devsandbox.Available(mgr.GetRESTMapper()) {
+		provs = append(provs, &devsandbox.Provisioner{Client: mgr.GetClient()})
+	}
+	set := provisioner.NewSet(provs...)
+	if err := (&deploymenttargetclaim.Reconciler{
+		Client:       mgr.GetClient(),
+		APIReader:    mgr.GetAPIReader(),
+		Recorder:     mgr.GetEventRecorderFor("gitops-service"),
+		Provisioners: set,
+	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
+		return fmt.Errorf("setting up the DeploymentTargetClaim binder: %w", err)
+	}
+	if err := (&deploymenttarget.Reconciler{
+		Client:         mgr.GetClient(),
+		APIReader:      mgr.GetAPIReader(),
+		Recorder:       mgr.GetEventRecorderFor("gitops-service"),
+		Provisioners:   set,
+		ReleaseTimeout: o.ReleaseTimeout,
+	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
+		return fmt.Errorf("setting up the DeploymentTarget reclaimer: %w", err)
+	}
+	return nil
 }

@@ -59,7 +59,43 @@ func (d *demo) appStudio() error {
 	if err := d.show("-n", tenant, "get", "promotionrun", "shop-v2-to-dev", "-o", "jsonpath={.status.environmentStatus}{\"\\n\"}"); err != nil {
 		return err
 	}
-	return d.show("-n", tenant, "get", "deployment", "web", "-o", "wide")
+	if err := d.show("-n", tenant, "get", "deployment", "web", "-o", "wide"); err != nil {
+		return err
+	}
+	return d.provisionedEnvironment()
+}
+
+// provisionedEnvironment applies manifests/samples/deploymenttargets: a
+// DeploymentTargetClass of our namespace provisioner, a claim and an
+// Environment through it, and a binding of shop-v2 to that Environment, and
+// waits until web runs in the provisioned namespace.
+func (d *demo) provisionedEnvironment() error {
+	samples := filepath.Join(d.root, "manifests", "samples", "deploymenttargets")
+	fmt.Printf("\n==> a provisioned Environment: DeploymentTargetClass isolation-level-namespace, claim and Environment staging, binding shop-staging\n")
+	if err := d.show("apply", "-f", filepath.Join(samples, "deploymenttargetclass.yaml")); err != nil {
+		return err
+	}
+	if err := d.show("-n", tenant, "apply", "-f", filepath.Join(samples, "environment.yaml"), "-f", filepath.Join(samples, "binding.yaml")); err != nil {
+		return err
+	}
+	start := time.Now()
+	provisioned := tenant + "-staging"
+	if err := d.waitFor("the binding to deploy shop-v2 into the provisioned namespace "+provisioned,
+		[]string{"-n", tenant, "get", "deploymenttargetclaims,deploymenttargets"},
+		func(string) (string, bool, error) {
+			out, err := d.kubectl("", "-n", provisioned, "get", "deployment", "web", "--ignore-not-found",
+				"-o", "jsonpath={.spec.template.spec.containers[0].image} {.status.availableReplicas}")
+			return out, strings.HasPrefix(out, "quay.io/example/web:v2 ") && !strings.HasSuffix(out, " "), err
+		}, func(status string) string {
+			return "web does not run quay.io/example/web:v2 in " + provisioned + ": " + status
+		}); err != nil {
+		return err
+	}
+	fmt.Printf("\n==> deployed %.1fs after the kubectl apply\n", time.Since(start).Seconds())
+	if err := d.show("-n", tenant, "get", "deploymenttargetclaims,deploymenttargets", "-o", "wide"); err != nil {
+		return err
+	}
+	return d.show("-n", provisioned, "get", "deployment", "web", "-o", "wide")
 }
 
 // webRuns says whether the sample's Deployment runs image with replicas

@@ -110,10 +110,3 @@ func ClusterSecret(argoNamespace string, env *v1.GitOpsDeploymentManagedEnvironm
 		Data: data,
 	}
 }
-
-// ClusterSecretUpToDate is SecretUpToDate, and the service-account annotation
-// must match exactly, present or not.
-func ClusterSecretUpToDate(current, desired *corev1.Secret) bool {
-	return SecretUpToDate(current, desired) &&
-		current.Annotations[AnnotationServiceAccount] == desired.Annotations[AnnotationServiceAccount]
-}

@@ -147,30 +147,6 @@ func TestClusterName(t *testing.T) {
 	assert.NotEqual(t, name, ClusterName(other), "shortened names stay distinct")
 }
 
-func TestClusterSecretUpToDate(t *testing.T) {
-	env := managedEnvironment(nil)
-	desired := ClusterSecret("argocd", env, "p", ClusterCredentials{BearerToken: "tok", CAData: []byte(testCA)})
-	same := desired.DeepCopy()
-	same.Labels["someone-else"] = "keeps this"
-	assert.True(t, ClusterSecretUpToDate(same, desired))
-
-	for name, mutate := range map[string]func(*corev1.Secret){
-		"token changed":         func(s *corev1.Secret) { s.Data["config"] = []byte(`{"bearerToken":"old"}`) },
-		"extra key":             func(s *corev1.Secret) { s.Data["namespaces"] = []byte("a") },
-		"missing key":           func(s *corev1.Secret) { delete(s.Data, "project") },
-		"owner label changed":   func(s *corev1.Secret) { s.Labels[LabelOwnerUID] = "x" },
-		"secret type label":     func(s *corev1.Secret) { delete(s.Labels, LabelSecretType) },
-		"stale service account": func(s *corev1.Secret) { s.Annotations[AnnotationServiceAccount] = "kube-system/x" },
-		"type":                  func(s *corev1.Secret) { s.Type = corev1.SecretTypeDockerConfigJson },
-	} {
-		t.Run(name, func(t *testing.T) {
-			cur := desired.DeepCopy()
-			mutate(cur)
-			assert.False(t, ClusterSecretUpToDate(cur, desired))
-		})
-	}
-}
-
 // The server URL pattern in an AppProject destination is a glob: the query's '?'
 // matches itself, and the UID keeps other environments' clusters out.
 func TestClusterServerMatchesOnlyItsProjectDestination(t *testing.T) {

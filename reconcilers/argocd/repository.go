@@ -61,20 +61,6 @@ func RepositorySecret(argoNamespace string, rc *v1.GitOpsDeploymentRepositoryCre
 	}
 }
 
-// SecretUpToDate says whether current already has desired's type, exactly its
-// data, and our labels and annotations (others' labels are kept).
-func SecretUpToDate(current, desired *corev1.Secret) bool {
-	if current.Type != desired.Type || len(current.Data) != len(desired.Data) || !HasMeta(current, desired) {
-		return false
-	}
-	for k, v := range desired.Data {
-		if cv, ok := current.Data[k]; !ok || string(cv) != string(v) {
-			return false
-		}
-	}
-	return true
-}
-
 // SameRepository says whether two repository URLs name the same repository the
 // way Argo CD matches them: scheme and host case-insensitive, a trailing "/" or
 // ".git" ignored.

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
@@ -34,26 +33,6 @@ func TestRepositorySecret(t *testing.T) {
 			assert.True(t, IsOwnedBy(s.Labels, OwnerKindRepositoryCredentials, string(tc.rc.UID)))
 			assert.False(t, IsOwnedBy(s.Labels, OwnerKindManagedEnvironment, string(tc.rc.UID)))
 			golden(t, name, readable(t, s))
-		})
-	}
-}
-
-func TestSecretUpToDate(t *testing.T) {
-	desired := RepositorySecret("argocd", repositoryCredentials("https://git.example.com/a.git"), "p", RepositoryCredentials{Username: "u", Password: "p"})
-	same := desired.DeepCopy()
-	same.Labels["someone-else"] = "keeps this"
-	assert.True(t, SecretUpToDate(same, desired))
-	for name, mutate := range map[string]func(*corev1.Secret){
-		"password changed": func(s *corev1.Secret) { s.Data["password"] = []byte("old") },
-		"extra key":        func(s *corev1.Secret) { s.Data["sshPrivateKey"] = []byte("k") },
-		"missing key":      func(s *corev1.Secret) { delete(s.Data, "project") },
-		"owner changed":    func(s *corev1.Secret) { s.Labels[LabelOwnerUID] = "x" },
-		"type":             func(s *corev1.Secret) { s.Type = corev1.SecretTypeBasicAuth },
-	} {
-		t.Run(name, func(t *testing.T) {
-			cur := desired.DeepCopy()
-			mutate(cur)
-			assert.False(t, SecretUpToDate(cur, desired))
 		})
 	}
 }

@@ -20,10 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
-
-// ErrStaleCache: our own create has not reached the cache yet; retry shortly.
-var ErrStaleCache = errors.New("the cache does not show a Secret we created yet")
 
 // Store is one kind of owned Secret. Client's cache must hold our Secrets of
 // the Argo CD namespace; APIReader reads past it.
@@ -84,45 +82,26 @@ func (s Store) Current(ctx context.Context, name string, uid types.UID) (current
 	return sec, false, nil
 }
 
-// Write creates desired, or updates current to it when upToDate says it
-// differs: type, data and our labels and annotations (others' are kept;
-// drop lists our annotations to remove when desired lacks them). collided
-// says the name is taken by a Secret that is not ours.
-func (s Store) Write(ctx context.Context, current, desired *corev1.Secret, upToDate func(current, desired *corev1.Secret) bool, drop ...string) (collided bool, err error) {
-	if current == nil {
-		err := s.Client.Create(ctx, desired)
-		if apierrors.IsAlreadyExists(err) {
-			// The cache shows only our Secrets: this is ours, not yet cached, or someone else's.
-			existing := &corev1.Secret{}
-			if err := s.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), existing); err != nil {
-				return false, fmt.Errorf("reading Secret %s: %w", desired.Name, err)
-			}
-			if argocd.IsOwnedBy(existing.Labels, s.Kind, desired.Labels[argocd.LabelOwnerUID]) {
-				return false, ErrStaleCache
-			}
-			return true, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("creating Secret %s: %w", desired.Name, err)
-		}
-		return false, nil
+// Write creates desired, or brings current (ours, as cached) to it: only the
+// type, data, labels and annotations desired sets are written, with
+// server-side apply, so what others add is kept; nothing is sent when current
+// already has them. collided says the name is taken by a Secret that is not
+// ours.
+func (s Store) Write(ctx context.Context, current, desired *corev1.Secret) (collided bool, err error) {
+	uid := desired.Labels[argocd.LabelOwnerUID]
+	owned := kernel.Owned{Client: s.Client, APIReader: s.APIReader, Ours: func(o client.Object) bool {
+		return argocd.IsOwnedBy(o.GetLabels(), s.Kind, uid)
+	}}
+	var cur client.Object
+	if current != nil {
+		cur = current
 	}
-	if upToDate(current, desired) {
-		return false, nil
+	err = owned.Apply(ctx, cur, desired)
+	var notOurs *kernel.NotOursError
+	if errors.As(err, &notOurs) {
+		return true, nil
 	}
-	updated := current.DeepCopy()
-	updated.Type = desired.Type
-	updated.Data = desired.Data
-	argocd.CopyMeta(updated, desired)
-	for _, k := range drop {
-		if _, ok := desired.Annotations[k]; !ok {
-			delete(updated.Annotations, k)
-		}
-	}
-	if err := s.Client.Update(ctx, updated); err != nil {
-		return false, fmt.Errorf("updating Secret %s: %w", desired.Name, err)
-	}
-	return false, nil
+	return false, err
 }
 
 // AnyUID and OtherUID select Secrets for DeleteFor.

@@ -35,6 +35,7 @@ import (
 // Owner references with blockOwnerDeletion need update on the owner's finalizers.
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=environments/finalizers,verbs=update
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentmanagedenvironments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclaims;deploymenttargets,verbs=get;list;watch
 // The user's credentials Secret is read one at a time, uncached, from the
 // Environment's own namespace; its copy is written there. Tenant Secrets are
 // never listed or watched.
@@ -98,6 +99,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	switch {
+	case refusal != nil && refusal.waiting:
+		// The claim and target are watched: no retry storm while waiting.
+		return ctrl.Result{}, nil
 	case refusal != nil:
 		return ctrl.Result{RequeueAfter: r.RetryInterval}, nil
 	case wanted:
@@ -115,6 +119,11 @@ func (r *Reconciler) apply(ctx context.Context, env *as.Environment) (wanted boo
 	if err != nil {
 		return false, nil, err
 	}
+	if src == nil && refusal != nil && refusal.keep {
+		// Waiting for, or lost, a claim's target: what was deployed through
+		// it stays as it is.
+		return true, refusal, nil
+	}
 	if src == nil {
 		// The tenant's own namespace on the local cluster, or an Environment
 		// we cannot deploy to: nothing of ours may point anywhere else.
@@ -125,7 +134,7 @@ func (r *Reconciler) apply(ctx context.Context, env *as.Environment) (wanted boo
 		}
 		return false, refusal, err
 	}
-	kubeconfig, refusal, err := r.readCredentials(ctx, env, src.CredentialsSecret)
+	kubeconfig, refusal, err := r.readCredentials(ctx, env, src)
 	if err != nil {
 		return true, nil, err
 	}
@@ -164,16 +173,14 @@ func firstOf(refusals ...*Refusal) *Refusal {
 
 // credentialsSource says where env's cluster and credentials come from: nil
 // (and no refusal) for the tenant's own namespace on the local cluster.
-func (r *Reconciler) credentialsSource(_ context.Context, env *as.Environment) (*Source, *Refusal, error) {
+func (r *Reconciler) credentialsSource(ctx context.Context, env *as.Environment) (*Source, *Refusal, error) {
 	claim := env.Spec.Configuration.Target.DeploymentTargetClaim.ClaimName
 	switch {
 	case claim != "" && HasCredentials(env):
 		return nil, refuse(as.EnvironmentReasonInvalidEnvironment,
 			"Environment is invalid since it cannot have both DeploymentTargetClaim and credentials configuration set"), nil
 	case claim != "":
-		return nil, refuse(as.EnvironmentReasonDeploymentTargetClaimNotSupported,
-			"Environment '%s' uses DeploymentTargetClaim '%s': deploying to a DeploymentTargetClaim is not supported by this version of the GitOps Service; use unstableConfigurationFields.kubernetesCredentials instead",
-			env.Name, claim), nil
+		return r.sourceFromClaim(ctx, env, claim)
 	case HasCredentials(env):
 		src, refusal := sourceFromCredentials(env)
 		return src, refusal, nil
@@ -183,7 +190,8 @@ func (r *Reconciler) credentialsSource(_ context.Context, env *as.Environment) (
 
 // readCredentials reads the kubeconfig of the user's credentials Secret,
 // uncached and only from env's own namespace.
-func (r *Reconciler) readCredentials(ctx context.Context, env *as.Environment, name string) ([]byte, *Refusal, error) {
+func (r *Reconciler) readCredentials(ctx context.Context, env *as.Environment, src *Source) ([]byte, *Refusal, error) {
+	name := src.CredentialsSecret
 	notFound := refuse(as.EnvironmentReasonSecretNotFound,
 		"the secret %s referenced by the Environment resource was not found in namespace %s", name, env.Namespace)
 	if len(validation.IsDNS1123Subdomain(name)) > 0 {
@@ -196,7 +204,7 @@ func (r *Reconciler) readCredentials(ctx context.Context, env *as.Environment, n
 		}
 		return nil, nil, fmt.Errorf("reading Secret %s/%s: %w", env.Namespace, name, err)
 	}
-	if secret.Type != v1.ManagedEnvironmentSecretType {
+	if secret.Type != v1.ManagedEnvironmentSecretType && !src.AnySecretType {
 		return nil, refuse(as.EnvironmentReasonInvalidSecretType,
 			"the secret %s referenced by the Environment resource has type '%s'; it must be of type '%s'", name, secret.Type, v1.ManagedEnvironmentSecretType), nil
 	}

@@ -381,7 +381,8 @@ func TestErrorsBecomeConditions(t *testing.T) {
 		{name: "no-kubeconfig", u: creds(apiURL, "no-kubeconfig"), reason: as.EnvironmentReasonMissingKubeConfigField, msgPart: "has no 'kubeconfig' field"},
 		{name: "http-url", u: creds("http://api.cluster.example.test", "good"), reason: as.EnvironmentReasonUnsupportedAPIURL, msgPart: "must be an https:// URL"},
 		{name: "url-with-query", u: creds(apiURL+"?managedEnvironment=x", "good"), reason: as.EnvironmentReasonUnsupportedAPIURL, msgPart: "must not have ? or &"},
-		{name: "claim", mutate: withClaim, reason: as.EnvironmentReasonDeploymentTargetClaimNotSupported, msgPart: "not supported by this version"},
+		{name: "claim", mutate: withClaim, reason: as.EnvironmentReasonDeploymentTargetClaimNotFound,
+			msgPart: "DeploymentTargetClaim prod-dtc referenced by Environment 'claim' was not found in namespace"},
 		{name: "claim-and-credentials", u: creds(apiURL, "good"), mutate: withClaim, reason: as.EnvironmentReasonInvalidEnvironment,
 			msgPart: "cannot have both DeploymentTargetClaim and credentials configuration set"},
 	}

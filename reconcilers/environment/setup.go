@@ -49,6 +49,11 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concu
 			specOrMeta).
 		// The credentials Secret changed, or our copy of it was edited.
 		WatchesRawSource(tenantSecrets).
+		// The claim an Environment deploys through, and its target, changed.
+		Watches(&as.DeploymentTargetClaim{}, handler.EnqueueRequestsFromMapFunc(r.claimUsers)).
+		Watches(&as.DeploymentTarget{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+			return r.usersOfClaim(ctx, obj.GetNamespace(), obj.(*as.DeploymentTarget).Spec.ClaimRef)
+		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 }
@@ -65,6 +70,29 @@ func (r *Reconciler) usersOf(ctx context.Context, s *corev1.Secret) []reconcile.
 		env := &list.Items[i]
 		if u := env.Spec.UnstableConfigurationFields; (u != nil && u.ClusterCredentialsSecret == s.Name) || SecretName(env.Name) == s.Name {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(env)})
+		}
+	}
+	return out
+}
+
+func (r *Reconciler) claimUsers(ctx context.Context, obj client.Object) []reconcile.Request {
+	return r.usersOfClaim(ctx, obj.GetNamespace(), obj.GetName())
+}
+
+// usersOfClaim enqueues the Environments of the namespace that deploy through the claim.
+func (r *Reconciler) usersOfClaim(ctx context.Context, namespace, claim string) []reconcile.Request {
+	if claim == "" {
+		return nil
+	}
+	var list as.EnvironmentList
+	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing Environments for a DeploymentTargetClaim", "claim", claim)
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if list.Items[i].Spec.Configuration.Target.DeploymentTargetClaim.ClaimName == claim {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
 	}
 	return out

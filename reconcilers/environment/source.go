@@ -1,11 +1,14 @@
 package environment
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
@@ -43,6 +46,12 @@ func SecretName(environment string) string { return "managed-environment-secret-
 type Refusal struct {
 	Reason  string
 	Message string
+	// waiting: not an error, the Environment waits for another object
+	// (condition False, no Warning Event).
+	waiting bool
+	// keep: what was written for the Environment stays (nothing deployed
+	// through it is deleted).
+	keep bool
 }
 
 func (r *Refusal) Error() string { return r.Reason + ": " + r.Message }
@@ -60,6 +69,9 @@ type Source struct {
 	AllowInsecureSkipTLSVerify bool
 	Namespaces                 []string
 	ClusterResources           bool
+	// AnySecretType: a provisioner's Secret (through a DeploymentTarget)
+	// may be untyped.
+	AnySecretType bool
 }
 
 // HasCredentials says whether an Environment sets
@@ -166,4 +178,54 @@ func ownedByName(obj metav1.Object, namespace, name string) bool {
 	uid := obj.GetLabels()[argocd.LabelOwnerUID]
 	return ownedBy(obj, uid) && obj.GetAnnotations()[argocd.AnnotationOwnerName] == namespace+"/"+name &&
 		metav1.GetControllerOf(obj).Name == name
+}
+
+// sourceFromClaim is the Source of an Environment that deploys through a
+// DeploymentTargetClaim: the Bound claim's DeploymentTarget, all in the
+// Environment's namespace, limited to the target's defaultNamespace.
+func (r *Reconciler) sourceFromClaim(ctx context.Context, env *as.Environment, name string) (*Source, *Refusal, error) {
+	claim := &as.DeploymentTargetClaim{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: name}, claim); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, refuse(as.EnvironmentReasonDeploymentTargetClaimNotFound,
+				"DeploymentTargetClaim %s referenced by Environment '%s' was not found in namespace %s", name, env.Name, env.Namespace), nil
+		}
+		return nil, nil, err
+	}
+	switch claim.Status.Phase {
+	case as.DeploymentTargetClaimPhaseBound:
+	case as.DeploymentTargetClaimPhaseLost:
+		r := refuse(as.EnvironmentReasonDeploymentTargetClaimLost,
+			"DeploymentTargetClaim %s lost its DeploymentTarget %s; what was deployed is left as it is", name, claim.Spec.TargetName)
+		r.keep = true
+		return nil, r, nil
+	default:
+		r := refuse(as.EnvironmentReasonDeploymentTargetClaimNotBound,
+			"waiting for DeploymentTargetClaim %s to be Bound (phase %q)", name, claim.Status.Phase)
+		r.waiting, r.keep = true, true
+		return nil, r, nil
+	}
+	dt := &as.DeploymentTarget{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: claim.Spec.TargetName}, dt)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, nil, err
+	}
+	if err != nil || dt.Spec.ClaimRef != claim.Name {
+		r := refuse(as.EnvironmentReasonDeploymentTargetNotFound,
+			"DeploymentTarget %s bound to DeploymentTargetClaim %s was not found in namespace %s", claim.Spec.TargetName, name, env.Namespace)
+		r.keep = true
+		return nil, r, nil
+	}
+	c := dt.Spec.KubernetesClusterCredentials
+	if rf := managedenvironment.ValidateAPIURL(c.APIURL); rf != nil {
+		return nil, refuse(as.EnvironmentReasonUnsupportedAPIURL,
+			"DeploymentTarget %s has an unsupported apiURL: %s", dt.Name, rf.Message), nil
+	}
+	return &Source{
+		APIURL:                     c.APIURL,
+		CredentialsSecret:          c.ClusterCredentialsSecret,
+		AllowInsecureSkipTLSVerify: c.AllowInsecureSkipTLSVerify,
+		Namespaces:                 []string{c.DefaultNamespace},
+		AnySecretType:              true,
+	}, nil, nil
 }

@@ -43,8 +43,6 @@ func TestCredentialsSource(t *testing.T) {
 		})},
 		{name: "credentials", env: envWith(withCredentials(good)), want: &Source{APIURL: good.APIURL, CredentialsSecret: "creds",
 			AllowInsecureSkipTLSVerify: true, Namespaces: []string{"web", "db"}, ClusterResources: true}},
-		{name: "claim", env: envWith(withClaim), wantReason: as.EnvironmentReasonDeploymentTargetClaimNotSupported,
-			wantMsg: "uses DeploymentTargetClaim 'prod-dtc': deploying to a DeploymentTargetClaim is not supported"},
 		{name: "claim and credentials", env: envWith(func(env *as.Environment) { withClaim(env); withCredentials(good)(env) }),
 			wantReason: as.EnvironmentReasonInvalidEnvironment, wantMsg: "cannot have both DeploymentTargetClaim and credentials configuration set"},
 		{name: "http apiURL", env: envWith(withCredentials(as.KubernetesClusterCredentials{APIURL: "http://api.example.test", ClusterCredentialsSecret: "creds"})),

@@ -31,7 +31,9 @@ func (r *Reconciler) setCondition(env *as.Environment, refusal *Refusal) {
 		Reason:             ReasonResolved,
 		ObservedGeneration: env.Generation,
 	}
-	if refusal != nil {
+	if refusal != nil && refusal.waiting {
+		cond.Reason, cond.Message = refusal.Reason, refusal.Message
+	} else if refusal != nil {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, refusal.Reason, refusal.Message
 		if before == nil || before.Status != cond.Status || before.Reason != cond.Reason || before.Message != cond.Message {
 			r.Recorder.Event(env, corev1.EventTypeWarning, cond.Reason, cond.Message)

@@ -7,14 +7,6 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 )
 
-// setError records (msg != "") or resolves (msg == "") ErrorOccurred.
-func setError(conds []v1.GitOpsDeploymentCondition, msg string, now metav1.Time) []v1.GitOpsDeploymentCondition {
-	if msg == "" {
-		return v1.ResolveCondition(conds, v1.GitOpsDeploymentConditionErrorOccurred, now)
-	}
-	return v1.SetCondition(conds, v1.GitOpsDeploymentConditionErrorOccurred, v1.GitOpsConditionStatusTrue, v1.GitOpsDeploymentReasonErrorOccurred, msg, now)
-}
-
 // mirrorAppConditions copies the Application's conditions (type = reason = Argo CD's
 // type) and resolves the ones Argo CD no longer reports.
 func mirrorAppConditions(conds []v1.GitOpsDeploymentCondition, app []argocd.AppCondition, now metav1.Time) []v1.GitOpsDeploymentCondition {

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +22,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/tenant"
 )
 
@@ -41,15 +40,12 @@ import (
 // Application is gone (the Application's delete event usually comes first).
 const deletePollInterval = 2 * time.Second
 
-var (
-	errNotOurs    = errors.New("name collision")
-	errStaleCache = errors.New("the cache does not show an object we created yet")
-)
-
 const (
-	staleCacheRetry = 500 * time.Millisecond
-	waitingRetry    = 30 * time.Second
-	squatRetry      = 10 * time.Second
+	// waitingRetry: a deployment waiting for its ManagedEnvironment looks
+	// again this often, in case the environment's event came before it was cached.
+	waitingRetry = 30 * time.Second
+	// squatRetry: a squatted AppProject is not watched (not ours).
+	squatRetry = 10 * time.Second
 	// treeRecheck: per-resource health kept only in Argo CD's resource tree
 	// changes without an Application event, so look again while not Healthy
 	// (once Healthy, any resource's change changes the Application's health).
@@ -70,11 +66,11 @@ type Reconciler struct {
 	// AllowFileRepositories accepts file:// repository URLs (demos and tests only).
 	AllowFileRepositories bool
 	// Now is the clock for condition times; tests may set it.
-	Now func() metav1.Time
+	Now kernel.Clock
 }
 
 // Reconcile brings one GitOpsDeployment's Application in line with its spec.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	gd := &v1.GitOpsDeployment{}
 	if err := r.Client.Get(ctx, req.NamespacedName, gd); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -92,121 +88,111 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.deleteApplications(ctx, req.NamespacedName, otherUID(gd.UID), false); err != nil {
 		return ctrl.Result{}, err
 	}
-
-	orig := gd.DeepCopy()
-	app, errMsg, err := r.apply(ctx, gd)
-	if errors.Is(err, errNotOurs) {
-		app, errMsg, err = nil, err.Error(), nil
-	}
-	if errors.Is(err, errStaleCache) {
-		// Our own create has not reached the cache yet; its event requeues us.
-		return ctrl.Result{RequeueAfter: staleCacheRetry}, nil
-	}
+	patcher := kernel.NewStatusPatcher(r.Client, gd)
+	defer patcher.Patch(ctx, gd, &err)
+	app, refusal, err := r.apply(ctx, gd)
 	if err != nil {
-		return ctrl.Result{}, err
+		return kernel.Outcome(ctrl.Result{}, err)
 	}
-	r.setStatus(ctx, gd, app, errMsg)
-	var result ctrl.Result
-	if errMsg == v1.ErrMsgManagedEnvUnresolved {
+	r.setStatus(ctx, gd, app, refusal)
+	if refusal != nil && refusal.Message == v1.ErrMsgManagedEnvUnresolved {
 		// Waiting for another object: its watch usually wakes us, but look again
 		// anyway in case the event came before this deployment was cached.
-		result.RequeueAfter = waitingRetry
+		return ctrl.Result{RequeueAfter: waitingRetry}, nil
 	}
-	if strings.HasPrefix(errMsg, tenant.ErrNotOurs.Error()) {
+	if refusal != nil && strings.HasPrefix(refusal.Message, tenant.ErrNotOurs.Error()) {
 		// A squatted AppProject is not watched (not ours): look again for the
 		// admin's removal of it.
-		result.RequeueAfter = squatRetry
+		return ctrl.Result{RequeueAfter: squatRetry}, nil
 	}
 	if app != nil && r.Trees != nil && argocd.HealthInTree(app) && app.Status.Health.Status != "Healthy" {
-		if result.RequeueAfter == 0 || result.RequeueAfter > treeRecheck {
-			result.RequeueAfter = treeRecheck
-		}
+		return ctrl.Result{RequeueAfter: treeRecheck}, nil
 	}
-	return result, r.patchStatus(ctx, orig, gd)
+	return ctrl.Result{}, nil
 }
 
-// apply writes the Application. It returns the Application as now known, or a
-// user-facing message when the spec cannot be deployed (then nothing is written).
-func (r *Reconciler) apply(ctx context.Context, gd *v1.GitOpsDeployment) (*argov1alpha1.Application, string, error) {
-	current, err := r.currentApplication(ctx, gd)
-	if errors.Is(err, errNotOurs) {
+// apply writes the Application. It returns the Application as now known, or
+// why the spec cannot be deployed (then nothing is written).
+func (r *Reconciler) apply(ctx context.Context, gd *v1.GitOpsDeployment) (*argov1alpha1.Application, *kernel.Refusal, error) {
+	current, refusal, err := r.currentApplication(ctx, gd)
+	if err != nil || refusal != nil {
 		// Never touch an object someone else made, even under our name.
-		return nil, err.Error(), nil
-	}
-	if err != nil {
-		return nil, "", err
+		return nil, refusal, err
 	}
 	if msg := validate(gd); msg != "" {
-		return current, msg, nil
+		return current, refuse(msg), nil
 	}
 	if msg := argocd.CheckRepoURL(gd.Spec.Source.RepoURL, r.AllowFileRepositories); msg != "" {
-		msg = "spec.source.repoURL: " + msg
-		return current, msg, nil
+		return current, refuse("spec.source.repoURL: " + msg), nil
 	}
 	if msg := argocd.CheckRevision(gd.Spec.Source.TargetRevision); msg != "" {
-		msg = "spec.source.targetRevision: " + msg
-		return current, msg, nil
+		return current, refuse("spec.source.targetRevision: " + msg), nil
 	}
 	target, msg, err := r.target(ctx, gd)
 	if err != nil || msg != "" {
-		return current, msg, err
+		return current, refuse(msg), err
 	}
 	if target.Project, err = r.Projects.Ensure(ctx, gd.Namespace, gd.Spec.Source.RepoURL); err != nil {
 		if errors.Is(err, tenant.ErrNotOurs) {
-			return current, err.Error(), nil
+			return current, refuse(err.Error()), nil
 		}
-		return current, "", err
+		return current, nil, err
 	}
-	desired := argocd.Application(r.ArgoNamespace, gd, target)
-	if current == nil {
-		if err := r.Client.Create(ctx, desired); err != nil {
-			if apierrors.IsAlreadyExists(err) {
-				return nil, "", r.whyExists(ctx, desired)
-			}
-			return nil, "", fmt.Errorf("creating Application %s: %w", desired.Name, err)
-		}
-		return desired, "", nil
+	app := argocd.Application(r.ArgoNamespace, gd, target)
+	var cur client.Object
+	if current != nil {
+		cur = current
 	}
-	if argocd.Equal(current.Spec, desired.Spec) && argocd.HasMeta(current, desired) {
-		return current, "", nil
+	err = r.owned(gd).Apply(ctx, cur, app)
+	var notOurs *kernel.NotOursError
+	if errors.As(err, &notOurs) {
+		return nil, collision(app.Namespace+"/"+app.Name, gd), nil
 	}
-	updated := current.DeepCopy()
-	updated.Spec = desired.Spec
-	argocd.CopyMeta(updated, desired)
-	if err := r.Client.Update(ctx, updated); err != nil {
-		return nil, "", fmt.Errorf("updating Application %s: %w", desired.Name, err)
+	if err != nil {
+		return nil, nil, err
 	}
-	return updated, "", nil
+	if current != nil && app.ResourceVersion == "" {
+		// Nothing was written: the cached Application is current.
+		return current, nil, nil
+	}
+	return app, nil, nil
 }
 
-// whyExists explains a create that found the name taken: either our own create
-// that the cache has not seen yet, or somebody else's object (never adopted).
-func (r *Reconciler) whyExists(ctx context.Context, desired *argov1alpha1.Application) error {
-	existing := &argov1alpha1.Application{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), existing); err != nil {
-		return fmt.Errorf("reading Application %s: %w", desired.Name, err)
-	}
-	if argocd.IsOwnedBy(existing.Labels, argocd.OwnerKindGitOpsDeployment, desired.Labels[argocd.LabelOwnerUID]) {
-		return errStaleCache
-	}
-	return fmt.Errorf("%w: Argo CD Application %s/%s exists and was not created for GitOpsDeployment %s",
-		errNotOurs, desired.Namespace, desired.Name, desired.Annotations[argocd.AnnotationOwnerName])
+// owned writes the Applications of gd.
+func (r *Reconciler) owned(gd *v1.GitOpsDeployment) kernel.Owned {
+	return kernel.Owned{Client: r.Client, APIReader: r.APIReader, Ours: func(o client.Object) bool {
+		return argocd.IsOwnedBy(o.GetLabels(), argocd.OwnerKindGitOpsDeployment, string(gd.UID))
+	}}
 }
 
-// currentApplication returns the GitOpsDeployment's Application, or nil.
-func (r *Reconciler) currentApplication(ctx context.Context, gd *v1.GitOpsDeployment) (*argov1alpha1.Application, error) {
+// refuse is a user-facing error in the original service's shape (reason
+// ErrorOccurred); "" is none.
+func refuse(msg string) *kernel.Refusal {
+	if msg == "" {
+		return nil
+	}
+	return &kernel.Refusal{Reason: string(v1.GitOpsDeploymentReasonErrorOccurred), Message: msg}
+}
+
+func collision(name string, gd *v1.GitOpsDeployment) *kernel.Refusal {
+	return refuse(fmt.Sprintf("name collision: Argo CD Application %s exists and was not created for GitOpsDeployment %s/%s", name, gd.Namespace, gd.Name))
+}
+
+// currentApplication returns the GitOpsDeployment's Application from the
+// cache, or nil; one of our name that is not ours is a refusal.
+func (r *Reconciler) currentApplication(ctx context.Context, gd *v1.GitOpsDeployment) (*argov1alpha1.Application, *kernel.Refusal, error) {
 	app := &argov1alpha1.Application{}
 	key := types.NamespacedName{Namespace: r.ArgoNamespace, Name: argocd.ApplicationName(string(gd.UID))}
 	if err := r.Client.Get(ctx, key, app); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, nil
+			return nil, nil, nil
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	if !argocd.IsOwnedBy(app.Labels, argocd.OwnerKindGitOpsDeployment, string(gd.UID)) {
-		return nil, fmt.Errorf("%w: Argo CD Application %s exists and was not created for GitOpsDeployment %s/%s", errNotOurs, key, gd.Namespace, gd.Name)
+		return nil, collision(key.String(), gd), nil
 	}
-	return app, nil
+	return app, nil, nil
 }
 
 // target resolves where the deployment goes: the local cluster (only the
@@ -234,15 +220,15 @@ func (r *Reconciler) target(ctx context.Context, gd *v1.GitOpsDeployment) (argoc
 	return argocd.Target{Server: argocd.ClusterServer(env.Spec.APIURL, string(env.UID)), Namespace: ns}, "", nil
 }
 
-// setStatus computes the new status from the Application and the error, if any.
-func (r *Reconciler) setStatus(ctx context.Context, gd *v1.GitOpsDeployment, app *argov1alpha1.Application, errMsg string) {
-	now := r.Now()
-	before := errorMessage(gd.Status.Conditions)
-	gd.Status.Conditions = setError(gd.Status.Conditions, errMsg, now)
-	if errMsg != "" && errMsg != before {
-		r.Recorder.Event(gd, corev1.EventTypeWarning, string(v1.GitOpsDeploymentReasonErrorOccurred), errMsg)
+// setStatus computes the new status from the Application and the refusal, if any.
+func (r *Reconciler) setStatus(ctx context.Context, gd *v1.GitOpsDeployment, app *argov1alpha1.Application, refusal *kernel.Refusal) {
+	now := r.Now.Now()
+	msg := ""
+	if refusal != nil {
+		msg = refusal.Message
 	}
-	if errMsg == "" {
+	kernel.SetError(r.Recorder, gd, &gd.Status.Conditions, msg, now)
+	if refusal == nil {
 		gd.Status.ObservedGeneration = gd.Generation
 	}
 	if app == nil {
@@ -284,26 +270,6 @@ func (r *Reconciler) serverNames(ctx context.Context, gd *v1.GitOpsDeployment) a
 	return names
 }
 
-func errorMessage(conds []v1.GitOpsDeploymentCondition) string {
-	for _, c := range conds {
-		if c.Type == v1.GitOpsDeploymentConditionErrorOccurred && c.Status == v1.GitOpsConditionStatusTrue {
-			return c.Message
-		}
-	}
-	return ""
-}
-
-// patchStatus writes the status only when it changed.
-func (r *Reconciler) patchStatus(ctx context.Context, orig, gd *v1.GitOpsDeployment) error {
-	if equality.Semantic.DeepEqual(orig.Status, gd.Status) {
-		return nil
-	}
-	if err := r.Client.Status().Patch(ctx, gd, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("updating status: %w", err)
-	}
-	return nil
-}
-
 // finalize runs when a GitOpsDeployment is being deleted. With our finalizer the
 // Application is deleted with cascade (Argo CD removes the deployed resources) and
 // the finalizer goes only once the Application is gone.
@@ -321,12 +287,7 @@ func (r *Reconciler) finalize(ctx context.Context, gd *v1.GitOpsDeployment) (ctr
 		}
 		return ctrl.Result{RequeueAfter: deletePollInterval}, nil
 	}
-	patch := client.MergeFrom(gd.DeepCopy())
-	controllerutil.RemoveFinalizer(gd, v1.FinalizerResourcesFinalizer)
-	if err := r.Client.Patch(ctx, gd, patch); err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, fmt.Errorf("removing finalizer: %w", err)
-	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, kernel.RemoveFinalizer(ctx, r.Client, gd, v1.FinalizerResourcesFinalizer)
 }
 
 // applications lists the Applications made for the GitOpsDeployment key whose

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -369,4 +370,65 @@ func TestTenantProjectRemovedWithLastDeployment(t *testing.T) {
 	waitGone(t, proj)
 	// The neighbour's project is untouched.
 	require.NoError(t, k8s.Get(context.Background(), types.NamespacedName{Namespace: argoNS, Name: app2.Spec.Project}, &argov1alpha1.AppProject{}))
+}
+
+// TestKeepsFieldsItDoesNotOwn: what others write into our Application (a
+// label, an annotation, spec fields we never set, Argo CD's status and
+// operation, and a field our Argo CD types do not know when the CRD keeps it)
+// survives our writes; fields we stop setting go; an idle resync writes nothing.
+func TestKeepsFieldsItDoesNotOwn(t *testing.T) {
+	ctx := context.Background()
+	ns := tenant(t)
+	gd := create(t, newDeployment(ns, "others", nil))
+	app := waitApp(t, gd, func(*argov1alpha1.Application) bool { return true })
+
+	// Someone else (an admin, Argo CD) writes fields of their own.
+	theirs := []byte(`{"metadata":{"labels":{"team":"payments"},"annotations":{"notes.example.com/runbook":"https://wiki/x"}},
+		"spec":{"info":[{"name":"owner","value":"ops"}],"revisionHistoryLimit":3,"syncPolicy":{"automated":{"enabled":true}}},
+		"status":{"health":{"status":"Healthy"},"sync":{"status":"Synced","revision":"abc123"}}}`)
+	require.NoError(t, k8s.Patch(ctx, app, client.RawPatch(types.MergePatchType, theirs), client.FieldOwner("someone-else")))
+	raw := &unstructured.Unstructured{}
+	raw.SetGroupVersionKind(argov1alpha1.SchemeGroupVersion.WithKind("Application"))
+	require.NoError(t, k8s.Get(ctx, appKey(gd), raw))
+	_, crdKeepsEnabled, _ := unstructured.NestedBool(raw.Object, "spec", "syncPolicy", "automated", "enabled")
+
+	// Our spec changes: we write, and only our fields. (Merge patches: the
+	// sidecar writes the status meanwhile.)
+	require.NoError(t, k8s.Patch(ctx, gd, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"source":{"path":"moved"}}}`))))
+	app = waitApp(t, gd, func(a *argov1alpha1.Application) bool { return a.Spec.Source.Path == "moved" })
+	assert.Equal(t, "payments", app.Labels["team"], "someone else's label was dropped")
+	assert.Equal(t, "https://wiki/x", app.Annotations["notes.example.com/runbook"], "someone else's annotation was dropped")
+	assert.Equal(t, []argov1alpha1.Info{{Name: "owner", Value: "ops"}}, app.Spec.Info, "spec.info, which we do not set, was dropped")
+	require.NotNil(t, app.Spec.RevisionHistoryLimit)
+	assert.Equal(t, int64(3), *app.Spec.RevisionHistoryLimit)
+	assert.Equal(t, argov1alpha1.SyncStatusCodeSynced, app.Status.Sync.Status, "the Application's status was rewritten")
+	assert.Equal(t, "abc123", app.Status.Sync.Revision)
+	require.NoError(t, k8s.Get(ctx, appKey(gd), raw))
+	if crdKeepsEnabled { // Argo CD 3.x's CRD; 2.14's prunes the field
+		enabled, found, _ := unstructured.NestedBool(raw.Object, "spec", "syncPolicy", "automated", "enabled")
+		assert.True(t, found && enabled, "syncPolicy.automated.enabled (unknown to our types) was dropped")
+	}
+
+	// Someone edits a field of ours: it is put back, theirs stay.
+	app.Spec.Source.Path = "edited"
+	require.NoError(t, k8s.Update(ctx, app, client.FieldOwner("someone-else")))
+	app = waitApp(t, gd, func(a *argov1alpha1.Application) bool { return a.Spec.Source.Path == "moved" })
+	assert.Equal(t, "payments", app.Labels["team"])
+
+	// An idle resync writes nothing.
+	appRV := app.ResourceVersion
+	require.NoError(t, k8s.Patch(ctx, gd, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"nudge":"1"}}}`))))
+	time.Sleep(2 * time.Second)
+	require.NoError(t, k8s.Get(ctx, appKey(gd), app))
+	assert.Equal(t, appRV, app.ResourceVersion, "an idle reconcile wrote the Application")
+
+	// A field we stop setting goes: switched to manual, no automated sync.
+	flip := create(t, newDeployment(ns, "flip", nil))
+	waitApp(t, flip, func(a *argov1alpha1.Application) bool {
+		return a.Spec.SyncPolicy != nil && a.Spec.SyncPolicy.Automated != nil
+	})
+	require.NoError(t, k8s.Patch(ctx, flip, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"type":"manual"}}`))))
+	waitApp(t, flip, func(a *argov1alpha1.Application) bool {
+		return a.Spec.SyncPolicy == nil || a.Spec.SyncPolicy.Automated == nil
+	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,9 +24,6 @@ const (
 
 // SetupWithManager registers the reconciler, its indexes and watches.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
-	if r.Now == nil {
-		r.Now = metav1.Now
-	}
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &argov1alpha1.Application{}, ownerIndex, func(o client.Object) []string {
 		if owner := ownerOf(o); owner != nil {

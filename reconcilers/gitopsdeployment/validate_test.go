@@ -6,9 +6,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
 func TestValidate(t *testing.T) {
@@ -57,6 +59,11 @@ func TestValidate(t *testing.T) {
 func TestConditions(t *testing.T) {
 	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	t1 := metav1.NewTime(t0.Add(time.Minute))
+	rec := record.NewFakeRecorder(10)
+	setError := func(conds []v1.GitOpsDeploymentCondition, msg string, now metav1.Time) []v1.GitOpsDeploymentCondition {
+		kernel.SetError(rec, &v1.GitOpsDeployment{}, &conds, msg, now)
+		return conds
+	}
 
 	conds := setError(nil, "", t0)
 	assert.Empty(t, conds, "no error and none before: no condition at all")
@@ -68,6 +75,8 @@ func TestConditions(t *testing.T) {
 
 	same := setError(append([]v1.GitOpsDeploymentCondition(nil), conds...), "boom", t1)
 	assert.Equal(t, conds, same, "observing the same error again changes nothing (no write on resync)")
+	assert.Len(t, rec.Events, 1, "one Warning Event for the new error, none when it is seen again")
+	assert.Equal(t, "Warning ErrorOccurred boom", <-rec.Events)
 
 	conds = setError(conds, "", t1)
 	assert.Equal(t, v1.GitOpsConditionStatusFalse, conds[0].Status)

@@ -11,6 +11,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
 // KubeconfigKey is the key of the credentials Secret that holds the kubeconfig.
@@ -18,20 +19,6 @@ const KubeconfigKey = "kubeconfig"
 
 // maxKubeconfigSize bounds what is parsed (a Secret holds at most 1 MiB anyway).
 const maxKubeconfigSize = 1 << 20
-
-// Refusal is a user-facing reason why an environment cannot be connected: the
-// reason and message of its ConnectionInitializationSucceeded condition. Its
-// message never contains a credential.
-type Refusal struct {
-	Reason  string
-	Message string
-}
-
-func (r *Refusal) Error() string { return r.Reason + ": " + r.Message }
-
-func refuse(reason, format string, args ...any) *Refusal {
-	return &Refusal{Reason: reason, Message: fmt.Sprintf(format, args...)}
-}
 
 // Kubeconfig is what we take from a user's kubeconfig: the bearer token of the
 // user of a context whose cluster's server is the environment's apiURL, and
@@ -48,39 +35,39 @@ type Kubeconfig struct {
 // ValidateAPIURL accepts an https URL with a host, no credentials, query or
 // fragment, and none of the glob characters (but '?', excluded anyway) that
 // Argo CD's AppProject destinations would interpret.
-func ValidateAPIURL(apiURL string) *Refusal {
+func ValidateAPIURL(apiURL string) *kernel.Refusal {
 	if strings.ContainsAny(apiURL, "?&") {
-		return refuse(v1.ManagedEnvironmentReasonUnsupportedAPIURL, "the API URL must not have ? or & values")
+		return kernel.Refuse(v1.ManagedEnvironmentReasonUnsupportedAPIURL, "the API URL must not have ? or & values")
 	}
 	u, err := url.Parse(apiURL)
 	if err != nil {
-		return refuse(v1.ManagedEnvironmentReasonUnsupportedAPIURL, "the API URL %q is not a valid URL", apiURL)
+		return kernel.Refuse(v1.ManagedEnvironmentReasonUnsupportedAPIURL, "the API URL %q is not a valid URL", apiURL)
 	}
 	switch {
 	case u.Scheme != "https":
-		return refuse(v1.ManagedEnvironmentReasonUnsupportedAPIURL, "the API URL must be an https:// URL")
+		return kernel.Refuse(v1.ManagedEnvironmentReasonUnsupportedAPIURL, "the API URL must be an https:// URL")
 	case u.Host == "" || u.Hostname() == "":
-		return refuse(v1.ManagedEnvironmentReasonUnsupportedAPIURL, "the API URL must name a host")
+		return kernel.Refuse(v1.ManagedEnvironmentReasonUnsupportedAPIURL, "the API URL must name a host")
 	case u.User != nil:
-		return refuse(v1.ManagedEnvironmentReasonUnsupportedAPIURL, "the API URL must not contain credentials")
+		return kernel.Refuse(v1.ManagedEnvironmentReasonUnsupportedAPIURL, "the API URL must not contain credentials")
 	case u.Fragment != "" || strings.Contains(apiURL, "#"):
-		return refuse(v1.ManagedEnvironmentReasonUnsupportedAPIURL, "the API URL must not have a fragment")
+		return kernel.Refuse(v1.ManagedEnvironmentReasonUnsupportedAPIURL, "the API URL must not have a fragment")
 	case strings.ContainsAny(apiURL, "[]"):
 		// Argo CD matches AppProject destinations as globs, where [..] is a class.
-		return refuse(v1.ManagedEnvironmentReasonUnsupportedAPIURL, "the API URL must not contain [ or ]: use a host name instead of an IPv6 address")
+		return kernel.Refuse(v1.ManagedEnvironmentReasonUnsupportedAPIURL, "the API URL must not contain [ or ]: use a host name instead of an IPv6 address")
 	case strings.ContainsAny(apiURL, "*{}!\\ \t\r\n"):
-		return refuse(v1.ManagedEnvironmentReasonUnsupportedAPIURL, "the API URL must not contain spaces or any of the characters * { } ! \\")
+		return kernel.Refuse(v1.ManagedEnvironmentReasonUnsupportedAPIURL, "the API URL must not contain spaces or any of the characters * { } ! \\")
 	}
 	return nil
 }
 
 // ValidateNamespaces checks spec.namespaces (each a DNS-1123 label) and returns
 // them sorted and without duplicates.
-func ValidateNamespaces(namespaces []string) ([]string, *Refusal) {
+func ValidateNamespaces(namespaces []string) ([]string, *kernel.Refusal) {
 	set := map[string]bool{}
 	for _, ns := range namespaces {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-			return nil, refuse(v1.ManagedEnvironmentReasonInvalidNamespaceList,
+			return nil, kernel.Refuse(v1.ManagedEnvironmentReasonInvalidNamespaceList,
 				"ManagedEnvironment contains an invalid namespace in namespaces list: %q: %s", ns, strings.Join(errs, "; "))
 		}
 		set[ns] = true
@@ -105,14 +92,14 @@ func sameServer(a, b string) bool {
 // a token and CA data are accepted: anything that would make the sidecar or
 // Argo CD run a program, read a file, use another identity or another route
 // is refused, each with its own message.
-func ParseKubeconfig(data []byte, apiURL string) (kc Kubeconfig, refusal *Refusal) {
+func ParseKubeconfig(data []byte, apiURL string) (kc Kubeconfig, refusal *kernel.Refusal) {
 	if len(data) > maxKubeconfigSize {
-		return Kubeconfig{}, refuse(v1.ManagedEnvironmentReasonUnableToParseKubeconfigData,
+		return Kubeconfig{}, kernel.Refuse(v1.ManagedEnvironmentReasonUnableToParseKubeconfigData,
 			"unable to parse kubeconfig data: larger than %d bytes", maxKubeconfigSize)
 	}
 	cfg, err := load(data)
 	if err != nil {
-		return Kubeconfig{}, refuse(v1.ManagedEnvironmentReasonUnableToParseKubeconfigData, "unable to parse kubeconfig data: %s", err)
+		return Kubeconfig{}, kernel.Refuse(v1.ManagedEnvironmentReasonUnableToParseKubeconfigData, "unable to parse kubeconfig data: %s", err)
 	}
 
 	var clusters []string
@@ -122,7 +109,7 @@ func ParseKubeconfig(data []byte, apiURL string) (kc Kubeconfig, refusal *Refusa
 		}
 	}
 	if len(clusters) == 0 {
-		return Kubeconfig{}, refuse(v1.ManagedEnvironmentReasonUnableToLocateContext,
+		return Kubeconfig{}, kernel.Refuse(v1.ManagedEnvironmentReasonUnableToLocateContext,
 			"the kubeconfig did not have a cluster entry that matched the API URL '%s'", apiURL)
 	}
 	sort.Strings(clusters)
@@ -137,7 +124,7 @@ func ParseKubeconfig(data []byte, apiURL string) (kc Kubeconfig, refusal *Refusa
 		}
 	}
 	if len(contexts) == 0 {
-		return Kubeconfig{}, refuse(v1.ManagedEnvironmentReasonUnableToLocateContext,
+		return Kubeconfig{}, kernel.Refuse(v1.ManagedEnvironmentReasonUnableToLocateContext,
 			"the kubeconfig did not have a context that matched the cluster specified in the API URL of the GitOpsDeploymentManagedEnvironment. Context was expected to reference cluster '%s'", clusters[0])
 	}
 	sort.Strings(contexts)
@@ -150,17 +137,17 @@ func ParseKubeconfig(data []byte, apiURL string) (kc Kubeconfig, refusal *Refusa
 	ctx := cfg.Contexts[name]
 	user, ok := cfg.AuthInfos[ctx.AuthInfo]
 	if !ok || user == nil {
-		return Kubeconfig{}, refuse(v1.ManagedEnvironmentReasonUnableToLocateContext,
+		return Kubeconfig{}, kernel.Refuse(v1.ManagedEnvironmentReasonUnableToLocateContext,
 			"the kubeconfig context '%s' references user '%s', which the kubeconfig does not define", name, ctx.AuthInfo)
 	}
 	cluster := cfg.Clusters[ctx.Cluster]
 	if problems := unsupported(cluster, user); len(problems) > 0 {
-		return Kubeconfig{}, refuse(v1.ManagedEnvironmentReasonUnsupportedCredentials,
+		return Kubeconfig{}, kernel.Refuse(v1.ManagedEnvironmentReasonUnsupportedCredentials,
 			"the kubeconfig context '%s' is not supported: %s. Only a bearer token (user 'token') with the cluster's 'certificate-authority-data' is accepted",
 			name, strings.Join(problems, "; "))
 	}
 	if strings.TrimSpace(user.Token) == "" {
-		return Kubeconfig{}, refuse(v1.ManagedEnvironmentReasonUnsupportedCredentials,
+		return Kubeconfig{}, kernel.Refuse(v1.ManagedEnvironmentReasonUnsupportedCredentials,
 			"kubeconfig must have a service account token for the user in context \"%s\"", name)
 	}
 	return Kubeconfig{Context: name, Token: strings.TrimSpace(user.Token), CAData: append([]byte(nil), cluster.CertificateAuthorityData...)}, nil

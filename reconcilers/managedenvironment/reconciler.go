@@ -13,7 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/record"
@@ -24,6 +23,7 @@ import (
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/argosecret"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentmanagedenvironments,verbs=get;list;watch;update;patch
@@ -44,8 +44,7 @@ const (
 	DefaultRetryInterval   = 30 * time.Second
 	DefaultCleanupTimeout  = 2 * time.Minute
 
-	staleCacheRetry = 500 * time.Millisecond
-	cleanupRetry    = 5 * time.Second
+	cleanupRetry = 5 * time.Second
 )
 
 // Reconciler reconciles GitOpsDeploymentManagedEnvironments.
@@ -58,19 +57,20 @@ type Reconciler struct {
 	// RemoteClient makes clients of target clusters (default NewRemoteClient).
 	RemoteClient RemoteClientFunc
 	// RecheckInterval is how often a connected environment is verified again;
-	// RetryInterval how often a failing one is retried (tenant Secrets are not
-	// watched). CleanupTimeout is how long a deletion keeps trying to remove
-	// what was installed on the target cluster.
+	// RetryInterval how often a failing one is retried (a cluster that comes
+	// back changes nothing we watch; a changed credentials Secret is watched).
+	// CleanupTimeout is how long a deletion keeps trying to remove what was
+	// installed on the target cluster.
 	RecheckInterval, RetryInterval, CleanupTimeout time.Duration
 	// Now is the clock for condition times; tests may set it.
-	Now func() metav1.Time
+	Now kernel.Clock
 
 	secrets argosecret.Store
 }
 
 // Reconcile brings one ManagedEnvironment's Argo CD cluster Secret in line with
 // its spec and credentials.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	env := &v1.GitOpsDeploymentManagedEnvironment{}
 	if err := r.Client.Get(ctx, req.NamespacedName, env); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -87,19 +87,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.secrets.DeleteFor(ctx, req.NamespacedName, argosecret.OtherUID(env.UID)); err != nil {
 		return ctrl.Result{}, err
 	}
-	orig := env.DeepCopy()
+	patcher := kernel.NewStatusPatcher(r.Client, env)
+	defer patcher.Patch(ctx, env, &err)
 	refusal, err := r.apply(ctx, env)
-	if errors.Is(err, argosecret.ErrStaleCache) {
-		// Our own create has not reached the cache yet; its event requeues us.
-		return ctrl.Result{RequeueAfter: staleCacheRetry}, nil
-	}
 	if err != nil {
-		return ctrl.Result{}, err
+		return kernel.Outcome(ctrl.Result{}, err)
 	}
-	r.setCondition(env, refusal)
-	if err := r.patchStatus(ctx, orig, env); err != nil {
-		return ctrl.Result{}, err
-	}
+	kernel.SetCondition(r.Recorder, env, &env.Status.Conditions, condition(env, refusal), r.Now.Now(), refusal != nil)
 	if refusal != nil {
 		return ctrl.Result{RequeueAfter: r.RetryInterval}, nil
 	}
@@ -108,7 +102,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // apply writes the cluster Secret when the environment's credentials work, and
 // deletes it when they do not; it returns why they do not.
-func (r *Reconciler) apply(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (*Refusal, error) {
+func (r *Reconciler) apply(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (*kernel.Refusal, error) {
 	current, refusal, err := r.currentClusterSecret(ctx, env)
 	if err != nil || refusal != nil {
 		return refusal, err
@@ -130,11 +124,11 @@ func (r *Reconciler) apply(ctx context.Context, env *v1.GitOpsDeploymentManagedE
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: env.Namespace}, ns); err != nil {
 		return nil, fmt.Errorf("reading namespace %s: %w", env.Namespace, err)
 	}
-	if err := r.addFinalizer(ctx, env); err != nil {
+	if err := kernel.AddFinalizer(ctx, r.Client, env, v1.FinalizerManagedEnvironment); err != nil {
 		return nil, err
 	}
 	desired := argocd.ClusterSecret(r.ArgoNamespace, env, argocd.ProjectName(string(ns.UID)), creds)
-	collided, err := r.secrets.Write(ctx, current, desired, argocd.ClusterSecretUpToDate, argocd.AnnotationServiceAccount)
+	collided, err := r.secrets.Write(ctx, current, desired)
 	if collided {
 		return collision(desired.Name), err
 	}
@@ -144,7 +138,7 @@ func (r *Reconciler) apply(ctx context.Context, env *v1.GitOpsDeploymentManagedE
 // credentials runs the checks, in the original service's order (but the
 // namespace list is checked before anything is done on the cluster), and
 // returns what Argo CD should connect with.
-func (r *Reconciler) credentials(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment, current *corev1.Secret) (argocd.ClusterCredentials, *Refusal, error) {
+func (r *Reconciler) credentials(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment, current *corev1.Secret) (argocd.ClusterCredentials, *kernel.Refusal, error) {
 	none := argocd.ClusterCredentials{}
 	if refusal := ValidateAPIURL(env.Spec.APIURL); refusal != nil {
 		return none, refusal, nil
@@ -160,18 +154,18 @@ func (r *Reconciler) credentials(ctx context.Context, env *v1.GitOpsDeploymentMa
 	user := argocd.ClusterCredentials{BearerToken: kc.Token, CAData: kc.CAData, Insecure: env.Spec.AllowInsecureSkipTLSVerify}
 	userClient, err := r.RemoteClient(restConfig(env.Spec.APIURL, user))
 	if err != nil {
-		return none, refuse(v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials,
+		return none, kernel.Refuse(v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials,
 			"Unable to create a client of the cluster with the provided credentials: %s", describe(err)), nil
 	}
 	creds, check := user, userClient
 	if env.Spec.CreateNewServiceAccount {
 		// What we install must be removable: the finalizer goes on first.
-		if err := r.addFinalizer(ctx, env); err != nil {
+		if err := kernel.AddFinalizer(ctx, r.Client, env, v1.FinalizerManagedEnvironment); err != nil {
 			return none, nil, err
 		}
 		token, err := installServiceAccount(ctx, userClient, env.Namespace, env.UID, namespaces)
 		if err != nil {
-			return none, refuse(v1.ManagedEnvironmentReasonUnableToInstallServiceAccount,
+			return none, kernel.Refuse(v1.ManagedEnvironmentReasonUnableToInstallServiceAccount,
 				"Unable to install a ServiceAccount on the cluster with the credentials of Secret '%s': %s", env.Spec.ClusterCredentialsSecret, err), nil
 		}
 		creds = argocd.ClusterCredentials{BearerToken: token, CAData: kc.CAData, Insecure: user.Insecure, ServiceAccount: ServiceAccountRef(env.UID)}
@@ -187,16 +181,16 @@ func (r *Reconciler) credentials(ctx context.Context, env *v1.GitOpsDeploymentMa
 		}
 	}
 	if msg := verify(ctx, check, namespaces); msg != "" {
-		return none, refuse(v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials, "%s", msg), nil
+		return none, kernel.Refuse(v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials, "%s", msg), nil
 	}
 	return creds, nil, nil
 }
 
 // readKubeconfig reads the credentials Secret, uncached and only from the
 // environment's own namespace, and parses its kubeconfig.
-func (r *Reconciler) readKubeconfig(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (Kubeconfig, *Refusal, error) {
+func (r *Reconciler) readKubeconfig(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (Kubeconfig, *kernel.Refusal, error) {
 	name := env.Spec.ClusterCredentialsSecret
-	notFound := refuse(v1.ManagedEnvironmentReasonSecretNotFound,
+	notFound := kernel.Refuse(v1.ManagedEnvironmentReasonSecretNotFound,
 		"secret '%s' referenced by managed environment '%s' in '%s', could not be retrieved: not found", name, env.Name, env.Namespace)
 	if len(validation.IsDNS1123Subdomain(name)) > 0 {
 		return Kubeconfig{}, notFound, nil
@@ -209,47 +203,31 @@ func (r *Reconciler) readKubeconfig(ctx context.Context, env *v1.GitOpsDeploymen
 		return Kubeconfig{}, nil, fmt.Errorf("reading Secret %s/%s: %w", env.Namespace, name, err)
 	}
 	if secret.Type != v1.ManagedEnvironmentSecretType {
-		return Kubeconfig{}, refuse(v1.ManagedEnvironmentReasonInvalidSecretType,
+		return Kubeconfig{}, kernel.Refuse(v1.ManagedEnvironmentReasonInvalidSecretType,
 			"invalid secret type: %s (expected %s)", secret.Type, v1.ManagedEnvironmentSecretType), nil
 	}
 	data, ok := secret.Data[KubeconfigKey]
 	if !ok || len(data) == 0 {
-		return Kubeconfig{}, refuse(v1.ManagedEnvironmentReasonMissingKubeConfigField, "missing %s field in Secret", KubeconfigKey), nil
+		return Kubeconfig{}, kernel.Refuse(v1.ManagedEnvironmentReasonMissingKubeConfigField, "missing %s field in Secret", KubeconfigKey), nil
 	}
 	kc, refusal := ParseKubeconfig(data, env.Spec.APIURL)
 	return kc, refusal, nil
 }
 
-func collision(name string) *Refusal {
-	return refuse(v1.ManagedEnvironmentReasonClusterSecretNameCollision,
+func collision(name string) *kernel.Refusal {
+	return kernel.Refuse(v1.ManagedEnvironmentReasonClusterSecretNameCollision,
 		"the Argo CD cluster Secret %s exists and was not created by the GitOps Service for this environment", name)
 }
 
 // currentClusterSecret returns the environment's cluster Secret, or nil; one
 // of that name that is not ours is a refusal and is never touched.
-func (r *Reconciler) currentClusterSecret(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (*corev1.Secret, *Refusal, error) {
+func (r *Reconciler) currentClusterSecret(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (*corev1.Secret, *kernel.Refusal, error) {
 	name := argocd.ClusterSecretName(string(env.UID))
 	current, collided, err := r.secrets.Current(ctx, name, env.UID)
 	if collided {
 		return nil, collision(name), err
 	}
 	return current, nil, err
-}
-
-// addFinalizer adds our finalizer before anything is written for the environment.
-func (r *Reconciler) addFinalizer(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) error {
-	if controllerutil.ContainsFinalizer(env, v1.FinalizerManagedEnvironment) {
-		return nil
-	}
-	status := env.Status.DeepCopy()
-	patch := client.MergeFrom(env.DeepCopy())
-	controllerutil.AddFinalizer(env, v1.FinalizerManagedEnvironment)
-	if err := r.Client.Patch(ctx, env, patch); err != nil {
-		return fmt.Errorf("adding finalizer: %w", err)
-	}
-	// Keep the status being computed (the patch returned the stored one).
-	env.Status = *status
-	return nil
 }
 
 // finalize runs while an environment is being deleted: what was installed on
@@ -280,12 +258,7 @@ func (r *Reconciler) finalize(ctx context.Context, env *v1.GitOpsDeploymentManag
 	if err := r.secrets.DeleteFor(ctx, key, argosecret.AnyUID); err != nil {
 		return ctrl.Result{}, err
 	}
-	patch := client.MergeFrom(env.DeepCopy())
-	controllerutil.RemoveFinalizer(env, v1.FinalizerManagedEnvironment)
-	if err := r.Client.Patch(ctx, env, patch); err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, fmt.Errorf("removing finalizer: %w", err)
-	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, kernel.RemoveFinalizer(ctx, r.Client, env, v1.FinalizerManagedEnvironment)
 }
 
 // cleanupTarget removes our ServiceAccount, roles and token from the cluster

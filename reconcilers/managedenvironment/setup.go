@@ -4,7 +4,6 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,9 +22,6 @@ import (
 // extension/sidecar); the tenants' Secrets are watched without their data and
 // read uncached.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
-	if r.Now == nil {
-		r.Now = metav1.Now
-	}
 	if r.RemoteClient == nil {
 		r.RemoteClient = NewRemoteClient
 	}
@@ -69,6 +65,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 func (r *Reconciler) usersOf(ctx context.Context, s *corev1.Secret) []reconcile.Request {
 	var list v1.GitOpsDeploymentManagedEnvironmentList
 	if err := r.Client.List(ctx, &list, client.InNamespace(s.Namespace)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing GitOpsDeploymentManagedEnvironments naming a Secret for a watch event")
 		return nil
 	}
 	var out []reconcile.Request

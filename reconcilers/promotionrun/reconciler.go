@@ -15,7 +15,6 @@ import (
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +24,7 @@ import (
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionruns,verbs=get;list;watch
@@ -57,20 +57,15 @@ type Reconciler struct {
 	Recorder      record.EventRecorder
 	// Timeout per Environment promoted to; DefaultTimeout when zero.
 	Timeout time.Duration
-	// Now is the clock; time.Now when nil.
-	Now func() time.Time
+	// Now is the clock; tests may set it.
+	Now kernel.Clock
 
 	// starting serializes the start of runs of one application (key ns/app),
 	// so two runs never both become Active.
 	starting sync.Map
 }
 
-func (r *Reconciler) now() metav1.Time {
-	if r.Now != nil {
-		return metav1.NewTime(r.Now())
-	}
-	return metav1.Now()
-}
+func (r *Reconciler) now() metav1.Time { return r.Now.Now() }
 
 func (r *Reconciler) timeout() time.Duration {
 	if r.Timeout > 0 {
@@ -80,7 +75,7 @@ func (r *Reconciler) timeout() time.Duration {
 }
 
 // Reconcile starts a run when it is its application's turn and moves it on.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	run := &as.PromotionRun{}
 	if err := r.Client.Get(ctx, req.NamespacedName, run); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -88,33 +83,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if run.Status.State == as.PromotionRunStateCompleted || !run.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
+	// The optimistic lock makes a status decided on an old copy of the run
+	// fail, above all a start: two runs never both become Active.
+	patcher := kernel.NewStatusPatcher(r.Client, run).WithOptimisticLock()
+	defer patcher.Patch(ctx, run, &err)
 	if run.Status.State != as.PromotionRunStateActive {
-		started, err := r.start(ctx, run)
-		if err != nil || !started {
+		// The start is written before anything is promoted: the next pass promotes.
+		if started, err := r.start(ctx, run, patcher); err != nil || !started {
 			return ctrl.Result{}, err
 		}
+		return ctrl.Result{Requeue: true}, nil
 	}
-	orig := run.DeepCopy()
-	result, err := r.promote(ctx, run)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if !equality.Semantic.DeepEqual(orig.Status, run.Status) {
-		if err := r.Client.Status().Patch(ctx, run, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
-		}
-	}
-	return result, nil
+	return r.promote(ctx, run)
 }
 
 // start makes the run Active when no other run of its application is Active
 // and no older one is waiting; else it marks it Waiting. Runs of another
-// namespace never count: tenants do not hold each other up.
-func (r *Reconciler) start(ctx context.Context, run *as.PromotionRun) (bool, error) {
+// namespace never count: tenants do not hold each other up. The decision is
+// made and written under a per-application lock, on the API server's list of
+// runs.
+func (r *Reconciler) start(ctx context.Context, run *as.PromotionRun, patcher *kernel.StatusPatcher) (started bool, err error) {
 	key := run.Namespace + "/" + run.Spec.Application
 	mu, _ := r.starting.LoadOrStore(key, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
+	// The decision is written before the lock is released.
+	defer patcher.Patch(ctx, run, &err)
 
 	var list as.PromotionRunList
 	if err := r.APIReader.List(ctx, &list, client.InNamespace(run.Namespace)); err != nil {
@@ -131,23 +125,15 @@ func (r *Reconciler) start(ctx context.Context, run *as.PromotionRun) (bool, err
 			break
 		}
 	}
-	orig := run.DeepCopy()
 	if blocker != "" {
-		run.Status.State = as.PromotionRunStateWaiting
-		if orig.Status.State != run.Status.State {
+		if run.Status.State != as.PromotionRunStateWaiting {
 			r.Recorder.Eventf(run, corev1.EventTypeNormal, "Waiting", "Waiting for PromotionRun %s of Application %s to complete", blocker, run.Spec.Application)
 		}
-		if equality.Semantic.DeepEqual(orig.Status, run.Status) {
-			return false, nil
-		}
-		return false, client.IgnoreNotFound(r.Client.Status().Patch(ctx, run, client.MergeFrom(orig)))
+		run.Status.State = as.PromotionRunStateWaiting
+		return false, nil
 	}
 	run.Status.State = as.PromotionRunStateActive
 	run.Status.PromotionStartTime = r.now()
-	// The optimistic lock makes a start decided on an old copy of the run fail.
-	if err := r.Client.Status().Patch(ctx, run, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return false, client.IgnoreNotFound(err)
-	}
 	return true, nil
 }
 

@@ -8,7 +8,6 @@ package repositorycredentials
 import (
 	"context"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -22,11 +21,11 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/argosecret"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentrepositorycredentials,verbs=get;list;watch;update;patch
@@ -52,7 +51,6 @@ const (
 	// repository may come back; a Secret of the wrong type is not watched).
 	DefaultRetryInterval = 10 * time.Second
 
-	staleCacheRetry = 500 * time.Millisecond
 	// tlsCertsConfigMap holds the CAs Argo CD trusts for https repositories, by host.
 	tlsCertsConfigMap = "argocd-tls-certs-cm"
 )
@@ -69,7 +67,7 @@ type Reconciler struct {
 	// RecheckInterval and RetryInterval: see the defaults.
 	RecheckInterval, RetryInterval time.Duration
 	// Now is the clock for condition times; tests may set it.
-	Now func() metav1.Time
+	Now kernel.Clock
 
 	secrets argosecret.Store
 }
@@ -77,7 +75,7 @@ type Reconciler struct {
 // outcome is what one reconcile found: refusal when Argo CD was not given the
 // credentials, else the verdict of checking them.
 type outcome struct {
-	refusal *Refusal
+	refusal *kernel.Refusal
 	verdict Verdict
 }
 
@@ -87,7 +85,7 @@ func (o outcome) failed() bool {
 
 // Reconcile brings one RepositoryCredentials' Argo CD repository Secret in line
 // with its spec and the tenant's Secret.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	rc := &v1.GitOpsDeploymentRepositoryCredentials{}
 	if err := r.Client.Get(ctx, req.NamespacedName, rc); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -102,17 +100,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.secrets.DeleteFor(ctx, req.NamespacedName, argosecret.OtherUID(rc.UID)); err != nil {
 		return ctrl.Result{}, err
 	}
-	orig := rc.DeepCopy()
+	patcher := kernel.NewStatusPatcher(r.Client, rc)
+	defer patcher.Patch(ctx, rc, &err)
 	out, err := r.apply(ctx, rc)
-	if errors.Is(err, argosecret.ErrStaleCache) {
-		return ctrl.Result{RequeueAfter: staleCacheRetry}, nil
-	}
 	if err != nil {
-		return ctrl.Result{}, err
+		return kernel.Outcome(ctrl.Result{}, err)
 	}
-	r.setConditions(rc, out)
-	if err := r.patchStatus(ctx, orig, rc); err != nil {
-		return ctrl.Result{}, err
+	for _, c := range conditions(out) {
+		c.ObservedGeneration = rc.Generation
+		warn := c.Type == v1.RepositoryCredentialConditionErrorOccurred && c.Status == metav1.ConditionTrue
+		kernel.SetCondition(r.Recorder, rc, &rc.Status.Conditions, c, r.Now.Now(), warn)
 	}
 	if out.failed() {
 		return ctrl.Result{RequeueAfter: r.RetryInterval}, nil
@@ -145,11 +142,11 @@ func (r *Reconciler) apply(ctx context.Context, rc *v1.GitOpsDeploymentRepositor
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: rc.Namespace}, ns); err != nil {
 		return outcome{}, fmt.Errorf("reading namespace %s: %w", rc.Namespace, err)
 	}
-	if err := r.addFinalizer(ctx, rc); err != nil {
+	if err := kernel.AddFinalizer(ctx, r.Client, rc, v1.FinalizerRepositoryCredentials); err != nil {
 		return outcome{}, err
 	}
 	desired := argocd.RepositorySecret(r.ArgoNamespace, rc, argocd.ProjectName(string(ns.UID)), creds)
-	if collided, err := r.secrets.Write(ctx, current, desired, argocd.SecretUpToDate); err != nil || collided {
+	if collided, err := r.secrets.Write(ctx, current, desired); err != nil || collided {
 		return outcome{refusal: collision(name)}, err
 	}
 	roots, err := r.trustedCAs(ctx, rc.Spec.Repository)
@@ -160,20 +157,20 @@ func (r *Reconciler) apply(ctx context.Context, rc *v1.GitOpsDeploymentRepositor
 }
 
 // credentials runs the checks that decide whether Argo CD gets the credentials.
-func (r *Reconciler) credentials(ctx context.Context, rc *v1.GitOpsDeploymentRepositoryCredentials) (argocd.RepositoryCredentials, *Refusal, error) {
+func (r *Reconciler) credentials(ctx context.Context, rc *v1.GitOpsDeploymentRepositoryCredentials) (argocd.RepositoryCredentials, *kernel.Refusal, error) {
 	none := argocd.RepositoryCredentials{}
 	if refusal := ValidateURL(rc.Spec.Repository); refusal != nil {
 		return none, refusal, nil
 	}
 	if older, err := r.olderDuplicate(ctx, rc); err != nil || older != "" {
-		return none, refuse(v1.RepositoryCredentialReasonDuplicate,
+		return none, kernel.Refuse(v1.RepositoryCredentialReasonDuplicate,
 			"GitOpsDeploymentRepositoryCredentials '%s' of this namespace already gives credentials for %s; delete one of them", older, rc.Spec.Repository), err
 	}
 	name := rc.Spec.Secret
 	if name == "" {
-		return none, refuse(v1.RepositoryCredentialReasonSecretNotSpecified, "spec.secret is empty: name the Secret holding the credentials"), nil
+		return none, kernel.Refuse(v1.RepositoryCredentialReasonSecretNotSpecified, "spec.secret is empty: name the Secret holding the credentials"), nil
 	}
-	notFound := refuse(v1.RepositoryCredentialReasonSecretNotFound, "Secret '%s' was not found in namespace '%s'", name, rc.Namespace)
+	notFound := kernel.Refuse(v1.RepositoryCredentialReasonSecretNotFound, "Secret '%s' was not found in namespace '%s'", name, rc.Namespace)
 	if len(validation.IsDNS1123Subdomain(name)) > 0 {
 		return none, notFound, nil
 	}
@@ -232,24 +229,9 @@ func (r *Reconciler) trustedCAs(ctx context.Context, repoURL string) (*x509.Cert
 	return pool, nil
 }
 
-func collision(name string) *Refusal {
-	return refuse(v1.RepositoryCredentialReasonSecretNameCollision,
+func collision(name string) *kernel.Refusal {
+	return kernel.Refuse(v1.RepositoryCredentialReasonSecretNameCollision,
 		"the Argo CD repository Secret %s exists and was not created by the GitOps Service for these credentials", name)
-}
-
-// addFinalizer adds our finalizer before the repository Secret is written.
-func (r *Reconciler) addFinalizer(ctx context.Context, rc *v1.GitOpsDeploymentRepositoryCredentials) error {
-	if controllerutil.ContainsFinalizer(rc, v1.FinalizerRepositoryCredentials) {
-		return nil
-	}
-	status := rc.Status.DeepCopy()
-	patch := client.MergeFrom(rc.DeepCopy())
-	controllerutil.AddFinalizer(rc, v1.FinalizerRepositoryCredentials)
-	if err := r.Client.Patch(ctx, rc, patch); err != nil {
-		return fmt.Errorf("adding finalizer: %w", err)
-	}
-	rc.Status = *status
-	return nil
 }
 
 // finalize deletes the repository Secret, then releases the CR.
@@ -257,13 +239,5 @@ func (r *Reconciler) finalize(ctx context.Context, rc *v1.GitOpsDeploymentReposi
 	if err := r.secrets.DeleteFor(ctx, client.ObjectKeyFromObject(rc), argosecret.AnyUID); err != nil {
 		return err
 	}
-	if !controllerutil.ContainsFinalizer(rc, v1.FinalizerRepositoryCredentials) {
-		return nil
-	}
-	patch := client.MergeFrom(rc.DeepCopy())
-	controllerutil.RemoveFinalizer(rc, v1.FinalizerRepositoryCredentials)
-	if err := r.Client.Patch(ctx, rc, patch); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("removing finalizer: %w", err)
-	}
-	return nil
+	return kernel.RemoveFinalizer(ctx, r.Client, rc, v1.FinalizerRepositoryCredentials)
 }

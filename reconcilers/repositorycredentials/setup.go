@@ -4,7 +4,6 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,9 +23,6 @@ import (
 // manager's cache must hold only our Secrets of the Argo CD namespace (see
 // extension/sidecar); the tenants' Secrets are read uncached.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
-	if r.Now == nil {
-		r.Now = metav1.Now
-	}
 	if r.Verifier == nil {
 		r.Verifier = HTTPVerifier{}
 	}
@@ -86,6 +82,7 @@ func (r *Reconciler) sameNamespace(ctx context.Context, o client.Object) []recon
 	}
 	var list v1.GitOpsDeploymentRepositoryCredentialsList
 	if err := r.Client.List(ctx, &list, client.InNamespace(rc.Namespace)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing GitOpsDeploymentRepositoryCredentials of a namespace for a watch event")
 		return nil
 	}
 	var out []reconcile.Request
@@ -101,6 +98,7 @@ func (r *Reconciler) sameNamespace(ctx context.Context, o client.Object) []recon
 func (r *Reconciler) usersOf(ctx context.Context, s *corev1.Secret) []reconcile.Request {
 	var list v1.GitOpsDeploymentRepositoryCredentialsList
 	if err := r.Client.List(ctx, &list, client.InNamespace(s.Namespace)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing GitOpsDeploymentRepositoryCredentials naming a Secret for a watch event")
 		return nil
 	}
 	var out []reconcile.Request

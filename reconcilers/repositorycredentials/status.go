@@ -1,15 +1,7 @@
 package repositorycredentials
 
 import (
-	"context"
-	"fmt"
-
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 )
@@ -65,31 +57,4 @@ func conditions(out outcome) []metav1.Condition {
 	return []metav1.Condition{cond(errType, metav1.ConditionFalse, v1.RepositoryCredentialReasonRepositoryCredentialUpToDate, "Argo CD has the credentials of this repository"),
 		cond(urlType, metav1.ConditionTrue, v1.RepositoryCredentialReasonValidRepositoryURL, "the repository answered"),
 		cond(credType, metav1.ConditionTrue, v1.RepositoryCredentialReasonRepositoryCredentialUpToDate, "the repository accepted the credentials")}
-}
-
-// setConditions records the outcome. A Warning Event is emitted when an error
-// appears or changes; transition times move only when a status flips, so
-// observing the same state again writes nothing.
-func (r *Reconciler) setConditions(rc *v1.GitOpsDeploymentRepositoryCredentials, out outcome) {
-	for _, c := range conditions(out) {
-		c.ObservedGeneration = rc.Generation
-		before := meta.FindStatusCondition(rc.Status.Conditions, c.Type)
-		changed := before == nil || before.Status != c.Status || before.Reason != c.Reason || before.Message != c.Message
-		if changed && c.Type == v1.RepositoryCredentialConditionErrorOccurred && c.Status == metav1.ConditionTrue {
-			r.Recorder.Event(rc, corev1.EventTypeWarning, c.Reason, c.Message)
-		}
-		c.LastTransitionTime = r.Now()
-		meta.SetStatusCondition(&rc.Status.Conditions, c)
-	}
-}
-
-// patchStatus writes the status only when it changed.
-func (r *Reconciler) patchStatus(ctx context.Context, orig, rc *v1.GitOpsDeploymentRepositoryCredentials) error {
-	if equality.Semantic.DeepEqual(orig.Status, rc.Status) {
-		return nil
-	}
-	if err := r.Client.Status().Patch(ctx, rc, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("updating status: %w", err)
-	}
-	return nil
 }

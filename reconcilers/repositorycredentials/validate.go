@@ -1,7 +1,6 @@
 package repositorycredentials
 
 import (
-	"fmt"
 	"net/url"
 	"strings"
 
@@ -9,20 +8,8 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
-
-// Refusal says why credentials are not given to Argo CD (or did not verify):
-// a condition reason and a message for the user.
-type Refusal struct {
-	Reason  string
-	Message string
-}
-
-func (r *Refusal) Error() string { return r.Reason + ": " + r.Message }
-
-func refuse(reason, format string, args ...any) *Refusal {
-	return &Refusal{Reason: reason, Message: fmt.Sprintf(format, args...)}
-}
 
 // Keys of the referenced Secret.
 const (
@@ -35,19 +22,19 @@ const (
 // ValidateURL accepts https:// and ssh:// repository URLs with a host and
 // without a password: credentials belong in the Secret, and a URL is shown in
 // Argo CD, in conditions and in logs.
-func ValidateURL(raw string) *Refusal {
+func ValidateURL(raw string) *kernel.Refusal {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil {
-		return refuse(v1.RepositoryCredentialReasonInvalidRepositoryURL, "spec.url is not a URL: it must start with https:// or ssh://")
+		return kernel.Refuse(v1.RepositoryCredentialReasonInvalidRepositoryURL, "spec.url is not a URL: it must start with https:// or ssh://")
 	}
 	if u.Scheme != "https" && u.Scheme != "ssh" {
-		return refuse(v1.RepositoryCredentialReasonInvalidRepositoryURL, "spec.url must start with https:// or ssh://, not %q", u.Scheme+"://")
+		return kernel.Refuse(v1.RepositoryCredentialReasonInvalidRepositoryURL, "spec.url must start with https:// or ssh://, not %q", u.Scheme+"://")
 	}
 	if _, hasPassword := u.User.Password(); hasPassword {
-		return refuse(v1.RepositoryCredentialReasonInvalidRepositoryURL, "spec.url must not contain a password: put the credentials in the Secret")
+		return kernel.Refuse(v1.RepositoryCredentialReasonInvalidRepositoryURL, "spec.url must not contain a password: put the credentials in the Secret")
 	}
 	if u.Hostname() == "" {
-		return refuse(v1.RepositoryCredentialReasonInvalidRepositoryURL, "spec.url has no host")
+		return kernel.Refuse(v1.RepositoryCredentialReasonInvalidRepositoryURL, "spec.url has no host")
 	}
 	return nil
 }
@@ -56,14 +43,14 @@ func ValidateURL(raw string) *Refusal {
 // the repository-credential type, name the same repository as spec.url, and
 // hold what the URL's scheme needs: username and password for https, a usable
 // private key for ssh. Messages never include the Secret's values.
-func Credentials(rc *v1.GitOpsDeploymentRepositoryCredentials, secret *corev1.Secret) (argocd.RepositoryCredentials, *Refusal) {
+func Credentials(rc *v1.GitOpsDeploymentRepositoryCredentials, secret *corev1.Secret) (argocd.RepositoryCredentials, *kernel.Refusal) {
 	none := argocd.RepositoryCredentials{}
 	if secret.Type != v1.RepositoryCredentialSecretType {
-		return none, refuse(v1.RepositoryCredentialReasonSecretInvalidType,
+		return none, kernel.Refuse(v1.RepositoryCredentialReasonSecretInvalidType,
 			"Secret '%s' is of type %q: it must be of type %q", secret.Name, secret.Type, v1.RepositoryCredentialSecretType)
 	}
 	if !argocd.SameRepository(string(secret.Data[KeyURL]), rc.Spec.Repository) {
-		return none, refuse(v1.RepositoryCredentialReasonInvalidRepositoryURL,
+		return none, kernel.Refuse(v1.RepositoryCredentialReasonInvalidRepositoryURL,
 			"the %s in Secret '%s' does not match spec.url %s: both must name the same repository", KeyURL, secret.Name, rc.Spec.Repository)
 	}
 	creds := argocd.RepositoryCredentials{
@@ -73,15 +60,15 @@ func Credentials(rc *v1.GitOpsDeploymentRepositoryCredentials, secret *corev1.Se
 	}
 	if strings.HasPrefix(strings.TrimSpace(rc.Spec.Repository), "ssh://") {
 		if creds.SSHPrivateKey == "" {
-			return none, refuse(v1.RepositoryCredentialReasonInvalidCredentials, "Secret '%s' has no %s, which an ssh:// repository needs", secret.Name, KeySSHPrivateKey)
+			return none, kernel.Refuse(v1.RepositoryCredentialReasonInvalidCredentials, "Secret '%s' has no %s, which an ssh:// repository needs", secret.Name, KeySSHPrivateKey)
 		}
 		if err := checkSSHKey(creds.SSHPrivateKey); err != nil {
-			return none, refuse(v1.RepositoryCredentialReasonInvalidCredentials, "Secret '%s': %s", secret.Name, err)
+			return none, kernel.Refuse(v1.RepositoryCredentialReasonInvalidCredentials, "Secret '%s': %s", secret.Name, err)
 		}
 		return argocd.RepositoryCredentials{SSHPrivateKey: creds.SSHPrivateKey}, nil
 	}
 	if creds.Username == "" || creds.Password == "" {
-		return none, refuse(v1.RepositoryCredentialReasonInvalidCredentials,
+		return none, kernel.Refuse(v1.RepositoryCredentialReasonInvalidCredentials,
 			"Secret '%s' needs both %s and %s for an https:// repository", secret.Name, KeyUsername, KeyPassword)
 	}
 	return argocd.RepositoryCredentials{Username: creds.Username, Password: creds.Password}, nil

@@ -15,6 +15,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
 func TestValidateURL(t *testing.T) {
@@ -125,15 +126,15 @@ func TestConditions(t *testing.T) {
 		want map[string]string
 	}{
 		"verified": {out: outcome{}, want: map[string]string{e: "False/RepositoryCredentialUpToDate", u: "True/ValidRepositoryUrl", c: "True/RepositoryCredentialUpToDate"}},
-		"secret missing": {out: outcome{refusal: refuse(v1.RepositoryCredentialReasonSecretNotFound, "x")},
+		"secret missing": {out: outcome{refusal: kernel.Refuse(v1.RepositoryCredentialReasonSecretNotFound, "x")},
 			want: map[string]string{e: "True/SecretNotFound", u: "Unknown/NotChecked", c: "False/SecretNotFound"}},
-		"bad url": {out: outcome{refusal: refuse(v1.RepositoryCredentialReasonInvalidRepositoryURL, "x")},
+		"bad url": {out: outcome{refusal: kernel.Refuse(v1.RepositoryCredentialReasonInvalidRepositoryURL, "x")},
 			want: map[string]string{e: "True/InvalidRepositoryUrl", u: "False/InvalidRepositoryUrl", c: "Unknown/NotChecked"}},
-		"duplicate": {out: outcome{refusal: refuse(v1.RepositoryCredentialReasonDuplicate, "x")},
+		"duplicate": {out: outcome{refusal: kernel.Refuse(v1.RepositoryCredentialReasonDuplicate, "x")},
 			want: map[string]string{e: "True/DuplicateRepositoryCredentials", u: "Unknown/NotChecked", c: "Unknown/NotChecked"}},
-		"repository missing": {out: outcome{verdict: Verdict{URL: refuse(v1.RepositoryCredentialReasonInvalidRepositoryURL, "x")}},
+		"repository missing": {out: outcome{verdict: Verdict{URL: kernel.Refuse(v1.RepositoryCredentialReasonInvalidRepositoryURL, "x")}},
 			want: map[string]string{e: "True/InvalidRepositoryUrl", u: "False/InvalidRepositoryUrl", c: "Unknown/NotChecked"}},
-		"credentials refused": {out: outcome{verdict: Verdict{Credential: refuse(v1.RepositoryCredentialReasonInvalidCredentials, "x")}},
+		"credentials refused": {out: outcome{verdict: Verdict{Credential: kernel.Refuse(v1.RepositoryCredentialReasonInvalidCredentials, "x")}},
 			want: map[string]string{e: "True/InvalidCredentials", u: "True/ValidRepositoryUrl", c: "False/InvalidCredentials"}},
 		"ssh not contacted": {out: outcome{verdict: Verdict{Unverified: "ssh"}},
 			want: map[string]string{e: "False/RepositoryCredentialUpToDate", u: "Unknown/NotChecked", c: "Unknown/NotChecked"}},

@@ -17,6 +17,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
 // verifyTimeout bounds one check of a repository.
@@ -25,7 +26,7 @@ const verifyTimeout = 10 * time.Second
 // Verdict is the outcome of checking a repository with its credentials; each
 // part is nil when it passed.
 type Verdict struct {
-	URL, Credential *Refusal
+	URL, Credential *kernel.Refusal
 	// Unverified says why nothing was checked (the conditions are Unknown).
 	Unverified string
 }
@@ -53,7 +54,7 @@ func (HTTPVerifier) Verify(ctx context.Context, repoURL string, creds argocd.Rep
 	refs := strings.TrimSuffix(repoURL, "/") + "/info/refs?service=git-upload-pack"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, refs, nil)
 	if err != nil {
-		return Verdict{URL: refuse(v1.RepositoryCredentialReasonInvalidRepositoryURL, "Repository does not exist: %s: %s", repoURL, err)}
+		return Verdict{URL: kernel.Refuse(v1.RepositoryCredentialReasonInvalidRepositoryURL, "Repository does not exist: %s: %s", repoURL, err)}
 	}
 	req.SetBasicAuth(creds.Username, creds.Password)
 	req.Header.Set("User-Agent", "git/2.0 (gitops-service)")
@@ -74,7 +75,7 @@ func (HTTPVerifier) Verify(ctx context.Context, repoURL string, creds argocd.Rep
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return Verdict{URL: refuse(v1.RepositoryCredentialReasonInvalidRepositoryURL, "Repository does not exist: %s: %s", repoURL, describe(err))}
+		return Verdict{URL: kernel.Refuse(v1.RepositoryCredentialReasonInvalidRepositoryURL, "Repository does not exist: %s: %s", repoURL, describe(err))}
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
@@ -82,12 +83,12 @@ func (HTTPVerifier) Verify(ctx context.Context, repoURL string, creds argocd.Rep
 	case resp.StatusCode == http.StatusOK && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/x-git-upload-pack-advertisement"):
 		return Verdict{}
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return Verdict{Credential: refuse(v1.RepositoryCredentialReasonInvalidCredentials,
+		return Verdict{Credential: kernel.Refuse(v1.RepositoryCredentialReasonInvalidCredentials,
 			"the repository %s refused the credentials (HTTP %d): check username and password in the Secret", repoURL, resp.StatusCode)}
 	case resp.StatusCode == http.StatusNotFound:
-		return Verdict{URL: refuse(v1.RepositoryCredentialReasonInvalidRepositoryURL, "Repository does not exist: %s", repoURL)}
+		return Verdict{URL: kernel.Refuse(v1.RepositoryCredentialReasonInvalidRepositoryURL, "Repository does not exist: %s", repoURL)}
 	default:
-		return Verdict{URL: refuse(v1.RepositoryCredentialReasonInvalidRepositoryURL,
+		return Verdict{URL: kernel.Refuse(v1.RepositoryCredentialReasonInvalidRepositoryURL,
 			"Repository does not exist: %s: the server answered HTTP %d, not a git repository", repoURL, resp.StatusCode)}
 	}
 }

@@ -17,19 +17,18 @@ import (
 	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	generator "github.com/gitops-service/gitops-service/applicationset-generator"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/tenant"
 )
 
@@ -61,14 +60,16 @@ type Reconciler struct {
 	ArgoNamespace string
 	Projects      *tenant.Projects
 	Recorder      record.EventRecorder
+	// APIReader reads past the cache, which holds only our Argo CD objects.
+	APIReader client.Reader
 	// AllowFileRepositories accepts file:// repository URLs (demos and tests only).
 	AllowFileRepositories bool
-	// Now is the clock; time.Now when nil.
-	Now func() time.Time
+	// Now is the clock; tests may set it.
+	Now kernel.Clock
 }
 
 // Reconcile brings one binding's ApplicationSet and status in line.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	seb := &as.SnapshotEnvironmentBinding{}
 	if err := r.Client.Get(ctx, req.NamespacedName, seb); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -76,53 +77,46 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !seb.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, seb)
 	}
-	if !controllerutil.ContainsFinalizer(seb, Finalizer) {
-		patch := client.MergeFrom(seb.DeepCopy())
-		controllerutil.AddFinalizer(seb, Finalizer)
-		if err := r.Client.Patch(ctx, seb, patch); err != nil {
-			return ctrl.Result{}, err
-		}
+	patcher := kernel.NewStatusPatcher(r.Client, seb)
+	defer patcher.Patch(ctx, seb, &err)
+	if err := kernel.AddFinalizer(ctx, r.Client, seb, Finalizer); err != nil {
+		return ctrl.Result{}, err
 	}
-	orig := seb.DeepCopy()
-	msg, reason, err := r.apply(ctx, seb)
+	refusal, err := r.apply(ctx, seb)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.setStatus(ctx, seb, reason, msg); err != nil {
+	if err := r.setStatus(ctx, seb, refusal); err != nil {
 		return ctrl.Result{}, err
 	}
-	var result ctrl.Result
-	if msg != "" {
+	if refusal != nil {
 		// Inputs are watched, but an input created just before the binding can
 		// be missed by the watch mapping; look again later as a safety net.
-		result.RequeueAfter = inputRetry
+		return ctrl.Result{RequeueAfter: inputRetry}, nil
 	}
-	if equality.Semantic.DeepEqual(orig.Status, seb.Status) {
-		return result, nil
-	}
-	return result, client.IgnoreNotFound(r.Client.Status().Patch(ctx, seb, client.MergeFrom(orig)))
+	return ctrl.Result{}, nil
 }
 
-// apply writes the ApplicationSet, or returns why it cannot (message, reason).
-func (r *Reconciler) apply(ctx context.Context, seb *as.SnapshotEnvironmentBinding) (string, string, error) {
+// apply writes the ApplicationSet, or returns why it cannot.
+func (r *Reconciler) apply(ctx context.Context, seb *as.SnapshotEnvironmentBinding) (*kernel.Refusal, error) {
 	if dup, err := r.olderDuplicate(ctx, seb); err != nil || dup != "" {
-		return fmt.Sprintf("duplicate combination of Application (%s) and Environment (%s). Duplicated by: %s",
-			seb.Spec.Application, seb.Spec.Environment, dup), as.BindingReasonErrorOccurred, err
+		return kernel.Refuse(as.BindingReasonErrorOccurred, "duplicate combination of Application (%s) and Environment (%s). Duplicated by: %s",
+			seb.Spec.Application, seb.Spec.Environment, dup), err
 	}
 	in, err := generator.Resolve(ctx, r.Client, seb)
 	var inputErr *generator.InputError
 	if errors.As(err, &inputErr) {
-		return inputErr.Message, inputErr.Reason, nil
+		return &kernel.Refusal{Reason: inputErr.Reason, Message: inputErr.Message}, nil
 	}
 	if err != nil {
-		return "", "", err
+		return nil, err
 	}
 	params, err := generator.ComponentParams(in)
 	if errors.As(err, &inputErr) {
-		return inputErr.Message, inputErr.Reason, nil
+		return &kernel.Refusal{Reason: inputErr.Reason, Message: inputErr.Message}, nil
 	}
 	if err != nil {
-		return "", "", err
+		return nil, err
 	}
 	var repos []string
 	for _, p := range params {
@@ -130,21 +124,25 @@ func (r *Reconciler) apply(ctx context.Context, seb *as.SnapshotEnvironmentBindi
 		// Refused before the project lists it: Argo CD then refuses the
 		// generated Application too.
 		if msg := argocd.CheckRepoURL(repo, r.AllowFileRepositories); msg != "" {
-			return fmt.Sprintf("component %v: GitOps repository: %s", p["component"], msg), as.BindingReasonGitOpsRepoNotReady, nil
+			return kernel.Refuse(as.BindingReasonGitOpsRepoNotReady, "component %v: GitOps repository: %s", p["component"], msg), nil
 		}
 		repos = append(repos, repo)
 	}
 	if _, err := r.Projects.Ensure(ctx, seb.Namespace, repos...); err != nil {
 		if errors.Is(err, tenant.ErrNotOurs) {
-			return err.Error(), as.BindingReasonErrorOccurred, nil
+			return kernel.Refuse(as.BindingReasonErrorOccurred, "%s", err.Error()), nil
 		}
-		return "", "", err
+		return nil, err
 	}
 	argoErr, err := r.writeApplicationSet(ctx, seb, hashOf(params), repos)
-	if argoErr != "" {
-		return "Argo CD cannot generate the Applications: " + argoErr, as.BindingReasonErrorGeneratingGitOpsDeployment, err
+	var notOurs *kernel.NotOursError
+	switch {
+	case errors.As(err, &notOurs):
+		return kernel.Refuse(as.BindingReasonErrorOccurred, "%s: delete or rename it", notOurs.Error()), nil
+	case argoErr != "":
+		return kernel.Refuse(as.BindingReasonErrorGeneratingGitOpsDeployment, "Argo CD cannot generate the Applications: %s", argoErr), err
 	}
-	return "", "", err
+	return nil, err
 }
 
 // olderDuplicate names an older binding of the same application and environment.
@@ -177,54 +175,56 @@ func hashOf(params []map[string]any) string {
 // returns Argo CD's error, if any.
 func (r *Reconciler) writeApplicationSet(ctx context.Context, seb *as.SnapshotEnvironmentBinding, inputHash string, repos []string) (string, error) {
 	desired := argocd.ApplicationSet(r.ArgoNamespace, seb)
-	desired.Annotations[annotationInputHash] = inputHash
 	sort.Strings(repos)
 	desired.Annotations[argocd.AnnotationRepositories] = strings.Join(slices.Compact(repos), ",")
 	current := &argov1alpha1.ApplicationSet{}
-	err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), current)
-	if apierrors.IsNotFound(err) {
-		if err := r.Client.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
-			return "", fmt.Errorf("creating ApplicationSet %s: %w", desired.Name, err)
-		}
-		return "", nil
+	var cur client.Object = current
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), current); apierrors.IsNotFound(err) {
+		cur = nil
+	} else if err != nil {
+		return "", err
+	} else if !argocd.IsOwnedBy(current.Labels, argocd.OwnerKindBinding, string(seb.UID)) {
+		return "", &kernel.NotOursError{Kind: "ApplicationSet", Namespace: current.Namespace, Name: current.Name}
 	}
-	if err != nil {
+	if err := r.owned(seb).Apply(ctx, cur, desired); err != nil {
 		return "", err
 	}
-	if !argocd.IsOwnedBy(current.Labels, argocd.OwnerKindBinding, string(seb.UID)) {
-		return "", fmt.Errorf("ApplicationSet %s exists and was not created for this binding", desired.Name)
+	if cur == nil {
+		current = desired // just created
 	}
 	argoErr := generationError(current)
 	retry := argoErr != "" && r.retryDue(current)
-	if !retry && current.Annotations[annotationInputHash] == inputHash && argocd.Equal(current.Spec, desired.Spec) && argocd.HasMeta(current, desired) {
+	if !retry && current.Annotations[annotationInputHash] == inputHash {
 		return argoErr, nil
 	}
-	updated := current.DeepCopy()
-	if current.Annotations[annotationInputHash] != inputHash || retry {
-		updated.Annotations = merge(updated.Annotations, map[string]string{annotationRefresh: "true"})
-	}
+	// Requests to Argo CD, not state we own: a merge patch, so that Argo CD
+	// removing the refresh annotation is not undone by our next apply.
+	// The hash goes with the request, so a failed request is made again.
+	requests := map[string]string{annotationRefresh: "true", annotationInputHash: inputHash}
 	if retry {
 		// Argo CD keeps the refresh annotation after a failure and reacts to a
 		// change of any other: this one makes it try again.
-		updated.Annotations[annotationRetry] = r.now().UTC().Format(time.RFC3339)
+		requests[annotationRetry] = r.Now.Now().UTC().Format(time.RFC3339)
 	}
-	updated.Spec = desired.Spec
-	argocd.CopyMeta(updated, desired)
-	return argoErr, r.Client.Update(ctx, updated)
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": requests}})
+	if err != nil {
+		return "", err
+	}
+	return argoErr, client.IgnoreNotFound(r.Client.Patch(ctx, current, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(kernel.FieldManager)))
+}
+
+// owned writes the ApplicationSets of seb.
+func (r *Reconciler) owned(seb *as.SnapshotEnvironmentBinding) kernel.Owned {
+	return kernel.Owned{Client: r.Client, APIReader: r.APIReader, Ours: func(o client.Object) bool {
+		return argocd.IsOwnedBy(o.GetLabels(), argocd.OwnerKindBinding, string(seb.UID))
+	}}
 }
 
 // retryDue says whether Argo CD was last asked to generate again more than
 // inputRetry ago.
 func (r *Reconciler) retryDue(set *argov1alpha1.ApplicationSet) bool {
 	last, err := time.Parse(time.RFC3339, set.Annotations[annotationRetry])
-	return err != nil || r.now().Sub(last) >= inputRetry
-}
-
-func (r *Reconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
+	return err != nil || r.Now.Now().Sub(last) >= inputRetry
 }
 
 // generationError is Argo CD's message when it could not generate the set's
@@ -238,28 +238,16 @@ func generationError(set *argov1alpha1.ApplicationSet) string {
 	return ""
 }
 
-func merge(into, from map[string]string) map[string]string {
-	if into == nil {
-		into = map[string]string{}
+// setStatus mirrors the generated Applications and the refusal, if any.
+func (r *Reconciler) setStatus(ctx context.Context, seb *as.SnapshotEnvironmentBinding, refusal *kernel.Refusal) error {
+	cond := metav1.Condition{Type: as.BindingConditionErrorOccurred, Status: metav1.ConditionFalse,
+		Reason: as.BindingConditionErrorOccurred + "Resolved", ObservedGeneration: seb.Generation}
+	if refusal != nil {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, refusal.Reason, refusal.Message
 	}
-	for k, v := range from {
-		into[k] = v
-	}
-	return into
-}
-
-// setStatus mirrors the generated Applications and the error, if any.
-func (r *Reconciler) setStatus(ctx context.Context, seb *as.SnapshotEnvironmentBinding, reason, msg string) error {
-	before := meta.FindStatusCondition(seb.Status.BindingConditions, as.BindingConditionErrorOccurred)
-	if msg != "" {
-		meta.SetStatusCondition(&seb.Status.BindingConditions, metav1.Condition{Type: as.BindingConditionErrorOccurred,
-			Status: metav1.ConditionTrue, Reason: reason, Message: msg, ObservedGeneration: seb.Generation})
-		if before == nil || before.Message != msg || before.Status != metav1.ConditionTrue {
-			r.Recorder.Event(seb, corev1.EventTypeWarning, reason, msg)
-		}
-	} else if before != nil {
-		meta.SetStatusCondition(&seb.Status.BindingConditions, metav1.Condition{Type: as.BindingConditionErrorOccurred,
-			Status: metav1.ConditionFalse, Reason: as.BindingConditionErrorOccurred + "Resolved", ObservedGeneration: seb.Generation})
+	// A binding that never failed gets no ErrorOccurred condition.
+	if refusal != nil || meta.FindStatusCondition(seb.Status.BindingConditions, cond.Type) != nil {
+		kernel.SetCondition(r.Recorder, seb, &seb.Status.BindingConditions, cond, r.Now.Now(), refusal != nil)
 	}
 	var apps argov1alpha1.ApplicationList
 	if err := r.Client.List(ctx, &apps, client.InNamespace(r.ArgoNamespace), client.MatchingFields{ownerUIDIndex: string(seb.UID)}); err != nil {
@@ -285,23 +273,23 @@ func (r *Reconciler) setStatus(ctx context.Context, seb *as.SnapshotEnvironmentB
 	}
 	sort.Slice(deployed, func(i, j int) bool { return deployed[i].ComponentName < deployed[j].ComponentName })
 	seb.Status.GitOpsDeployments = deployed
-	if msg != "" {
+	if refusal != nil {
 		return nil
 	}
 	want := r.componentCount(ctx, seb)
-	cond := metav1.Condition{Type: as.ComponentDeploymentConditionAllComponentsDeployed, ObservedGeneration: seb.Generation,
+	all := metav1.Condition{Type: as.ComponentDeploymentConditionAllComponentsDeployed, ObservedGeneration: seb.Generation,
 		Message: fmt.Sprintf("%d of %d components deployed", synced, want)}
 	if len(syncErrors) > 0 {
 		// What Argo CD refused (e.g. the project fence) is shown, not only "unsynced".
 		sort.Strings(syncErrors)
-		cond.Status, cond.Reason = metav1.ConditionFalse, as.ComponentDeploymentConditionErrorOccurred
-		cond.Message += "; SyncError: " + strings.Join(syncErrors, "; ")
+		all.Status, all.Reason = metav1.ConditionFalse, as.ComponentDeploymentConditionErrorOccurred
+		all.Message += "; SyncError: " + strings.Join(syncErrors, "; ")
 	} else if synced == want && want > 0 {
-		cond.Status, cond.Reason = metav1.ConditionTrue, as.ComponentDeploymentConditionCommitsSynced
+		all.Status, all.Reason = metav1.ConditionTrue, as.ComponentDeploymentConditionCommitsSynced
 	} else {
-		cond.Status, cond.Reason = metav1.ConditionFalse, as.ComponentDeploymentConditionCommitsUnsynced
+		all.Status, all.Reason = metav1.ConditionFalse, as.ComponentDeploymentConditionCommitsUnsynced
 	}
-	meta.SetStatusCondition(&seb.Status.ComponentDeploymentConditions, cond)
+	kernel.SetCondition(r.Recorder, seb, &seb.Status.ComponentDeploymentConditions, all, r.Now.Now(), false)
 	return nil
 }
 
@@ -331,7 +319,5 @@ func (r *Reconciler) finalize(ctx context.Context, seb *as.SnapshotEnvironmentBi
 	if err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
-	patch := client.MergeFrom(seb.DeepCopy())
-	controllerutil.RemoveFinalizer(seb, Finalizer)
-	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, seb, patch))
+	return ctrl.Result{}, kernel.RemoveFinalizer(ctx, r.Client, seb, Finalizer)
 }

@@ -123,3 +123,25 @@ func TestArgoCDGenerationErrorIsShownAndRetried(t *testing.T) {
 		return k8s.Get(ctx, client.ObjectKeyFromObject(set), set) == nil && (set.Annotations[refresh] != "" || set.Annotations[retried] != last)
 	}, 12*time.Second, tick, "a working ApplicationSet was asked again")
 }
+
+// An ApplicationSet under the binding's name that is not the binding's is a
+// condition on the binding (and a Warning Event), and is never written.
+func TestForeignApplicationSetIsACondition(t *testing.T) {
+	ctx := context.Background()
+	seb := binding(t)
+	set := applicationSet(t, seb)
+	set.Labels[argocd.LabelOwnerUID] = "someone-else"
+	require.NoError(t, k8s.Update(ctx, set))
+	foreignRV := set.ResourceVersion
+
+	got := &as.SnapshotEnvironmentBinding{}
+	require.Eventually(t, func() bool {
+		if k8s.Get(ctx, client.ObjectKeyFromObject(seb), got) != nil {
+			return false
+		}
+		c := meta.FindStatusCondition(got.Status.BindingConditions, as.BindingConditionErrorOccurred)
+		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "was not created by the GitOps Service")
+	}, wait, tick, "the binding does not show the foreign ApplicationSet: %+v", got.Status)
+	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(set), set))
+	require.Equal(t, foreignRV, set.ResourceVersion, "the foreign ApplicationSet was written")
+}

@@ -6,13 +6,14 @@ package syncrun
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	synccommon "github.com/argoproj/gitops-engine/pkg/sync/common"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,10 +21,12 @@ import (
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentsyncruns,verbs=get;list;watch;update;patch
@@ -56,7 +59,7 @@ type Reconciler struct {
 	ArgoNamespace string
 	Recorder      record.EventRecorder
 	// Now is the clock for condition times; tests may set it.
-	Now func() metav1.Time
+	Now kernel.Clock
 }
 
 // Finished says whether a run's sync is over (or the run was refused for good).
@@ -69,7 +72,7 @@ func Finished(run *v1.GitOpsDeploymentSyncRun) bool {
 }
 
 // Reconcile starts, follows or terminates one SyncRun's sync.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	run := &v1.GitOpsDeploymentSyncRun{}
 	if err := r.Client.Get(ctx, req.NamespacedName, run); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -80,18 +83,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if Finished(run) {
 		return ctrl.Result{}, nil
 	}
-	orig := run.DeepCopy()
+	patcher := kernel.NewStatusPatcher(r.Client, run)
 	res, err := r.step(ctx, run)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if !equality.Semantic.DeepEqual(orig.Status, run.Status) {
-		if err := r.Client.Status().Patch(ctx, run, client.MergeFrom(orig)); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
-		}
+	// The outcome is recorded before the finalizer goes.
+	if patcher.Patch(ctx, run, &err); err != nil {
+		return ctrl.Result{}, err
 	}
-	if Finished(run) && controllerutil.ContainsFinalizer(run, Finalizer) {
-		return res, r.removeFinalizer(ctx, run)
+	if Finished(run) {
+		return res, kernel.RemoveFinalizer(ctx, r.Client, run, Finalizer)
 	}
 	return res, nil
 }
@@ -152,14 +154,8 @@ func (r *Reconciler) start(ctx context.Context, run *v1.GitOpsDeploymentSyncRun,
 		r.clearError(run)
 		return ctrl.Result{RequeueAfter: waitRetry}, nil
 	}
-	if !controllerutil.ContainsFinalizer(run, Finalizer) {
-		patch := client.MergeFrom(run.DeepCopy())
-		status := run.Status.DeepCopy()
-		controllerutil.AddFinalizer(run, Finalizer)
-		if err := r.Client.Patch(ctx, run, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
-		}
-		run.Status = *status
+	if err := kernel.AddFinalizer(ctx, r.Client, run, Finalizer); err != nil {
+		return ctrl.Result{}, err
 	}
 	revision := run.Spec.RevisionID
 	if revision == "" {
@@ -174,7 +170,8 @@ func (r *Reconciler) start(ctx context.Context, run *v1.GitOpsDeploymentSyncRun,
 		op.Sync.SyncOptions = app.Spec.SyncPolicy.SyncOptions
 	}
 	// As argocd-server: refuse when another operation appeared meanwhile; the
-	// update's resourceVersion makes that check and the write one step.
+	// patch's resourceVersion makes that check and the write one step. Only
+	// .operation is written: the rest of the Application is Argo CD's.
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		latest := &argov1alpha1.Application{}
 		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(app), latest); err != nil {
@@ -183,8 +180,7 @@ func (r *Reconciler) start(ctx context.Context, run *v1.GitOpsDeploymentSyncRun,
 		if latest.Operation != nil {
 			return errBusy
 		}
-		latest.Operation = op
-		return r.Client.Update(ctx, latest)
+		return patchApplication(ctx, r.Client, latest, map[string]any{"operation": op})
 	})
 	if err == errBusy {
 		return ctrl.Result{RequeueAfter: waitRetry}, nil
@@ -228,7 +224,7 @@ func (r *Reconciler) follow(run *v1.GitOpsDeploymentSyncRun, app *argov1alpha1.A
 	}
 	run.Status.SyncStatus = v1.SyncStatusCode(app.Status.Sync.Status)
 	run.Status.Health = v1.HealthStatusCode(app.Status.Health.Status)
-	if st.Phase == "Succeeded" {
+	if st.Phase == synccommon.OperationSucceeded {
 		run.Status.Conditions = v1.SetCondition(run.Status.Conditions, v1.GitOpsDeploymentConditionErrorOccurred,
 			v1.GitOpsConditionStatusFalse, v1.GitOpsDeploymentReasonErrorOccurred, MsgSucceeded, r.now())
 		r.Recorder.Event(run, corev1.EventTypeNormal, "SyncSucceeded", MsgSucceeded)
@@ -330,7 +326,7 @@ func (r *Reconciler) finalize(ctx context.Context, run *v1.GitOpsDeploymentSyncR
 			return err
 		}
 	}
-	return r.removeFinalizer(ctx, run)
+	return kernel.RemoveFinalizer(ctx, r.Client, run, Finalizer)
 }
 
 // terminate stops this run's operation as `argocd app terminate-op` does: an
@@ -350,15 +346,16 @@ func (r *Reconciler) terminate(ctx context.Context, run *v1.GitOpsDeploymentSync
 			return nil
 		}
 		st := app.Status.OperationState
+		var change map[string]any
 		switch {
-		case st != nil && ours(&st.Operation, run.UID) && st.Phase == "Running":
-			st.Phase = "Terminating"
+		case st != nil && ours(&st.Operation, run.UID) && st.Phase == synccommon.OperationRunning:
+			change = map[string]any{"status": map[string]any{"operationState": map[string]any{"phase": synccommon.OperationTerminating}}}
 		case ours(app.Operation, run.UID) && (st == nil || !ours(&st.Operation, run.UID)):
-			app.Operation = nil
+			change = map[string]any{"operation": nil}
 		default:
 			return nil
 		}
-		if err := r.Client.Update(ctx, app); err != nil {
+		if err := patchApplication(ctx, r.Client, app, change); err != nil {
 			return err
 		}
 		r.Recorder.Eventf(run, corev1.EventTypeNormal, "SyncTerminated", "the sync of Argo CD Application %s was terminated because the SyncRun was deleted", app.Name)
@@ -366,39 +363,26 @@ func (r *Reconciler) terminate(ctx context.Context, run *v1.GitOpsDeploymentSync
 	})
 }
 
-func (r *Reconciler) removeFinalizer(ctx context.Context, run *v1.GitOpsDeploymentSyncRun) error {
-	patch := client.MergeFrom(run.DeepCopy())
-	controllerutil.RemoveFinalizer(run, Finalizer)
-	if err := r.Client.Patch(ctx, run, patch); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("removing finalizer: %w", err)
+// patchApplication writes change into the Application as a merge patch, only
+// if it is still the version read (a conflict otherwise): fields we do not
+// set, including those our Argo CD types do not know, are left alone.
+func patchApplication(ctx context.Context, c client.Client, app *argov1alpha1.Application, change map[string]any) error {
+	change["metadata"] = map[string]any{"resourceVersion": app.ResourceVersion}
+	raw, err := json.Marshal(change)
+	if err != nil {
+		return err
 	}
-	return nil
+	return c.Patch(ctx, app, client.RawPatch(types.MergePatchType, raw), client.FieldOwner(kernel.FieldManager))
 }
 
 // setError records a refusal: ErrorOccurred True and a Warning Event when new.
 func (r *Reconciler) setError(run *v1.GitOpsDeploymentSyncRun, msg string) {
-	before := len(run.Status.Conditions)
-	var old string
-	for _, c := range run.Status.Conditions {
-		if c.Type == v1.GitOpsDeploymentConditionErrorOccurred && c.Status == v1.GitOpsConditionStatusTrue {
-			old = c.Message
-		}
-	}
-	run.Status.Conditions = v1.SetCondition(run.Status.Conditions, v1.GitOpsDeploymentConditionErrorOccurred,
-		v1.GitOpsConditionStatusTrue, v1.GitOpsDeploymentReasonErrorOccurred, msg, r.now())
-	if old != msg || before == 0 {
-		r.Recorder.Event(run, corev1.EventTypeWarning, string(v1.GitOpsDeploymentReasonErrorOccurred), msg)
-	}
+	kernel.SetError(r.Recorder, run, &run.Status.Conditions, msg, r.now())
 }
 
 // clearError resolves an earlier refusal (e.g. the deployment now exists).
 func (r *Reconciler) clearError(run *v1.GitOpsDeploymentSyncRun) {
-	run.Status.Conditions = v1.ResolveCondition(run.Status.Conditions, v1.GitOpsDeploymentConditionErrorOccurred, r.now())
+	kernel.SetError(r.Recorder, run, &run.Status.Conditions, "", r.now())
 }
 
-func (r *Reconciler) now() metav1.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return metav1.Now()
-}
+func (r *Reconciler) now() metav1.Time { return r.Now.Now() }

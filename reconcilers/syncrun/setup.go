@@ -43,6 +43,7 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concu
 func (r *Reconciler) runsOf(ctx context.Context, namespace, deployment string) []reconcile.Request {
 	var list v1.GitOpsDeploymentSyncRunList
 	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing GitOpsDeploymentSyncRuns of a namespace for a watch event")
 		return nil
 	}
 	var out []reconcile.Request

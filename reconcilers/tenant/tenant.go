@@ -19,6 +19,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
 // ErrNotOurs is returned by Ensure when the tenant's AppProject name is taken by
@@ -55,36 +56,26 @@ func (p *Projects) Ensure(ctx context.Context, namespace string, repos ...string
 		return "", err
 	}
 	current := &argov1alpha1.AppProject{}
-	err = p.Client.Get(ctx, client.ObjectKeyFromObject(desired), current)
-	if apierrors.IsNotFound(err) {
-		err := p.Client.Create(ctx, desired)
-		if apierrors.IsAlreadyExists(err) {
-			// Our own create the cache has not seen yet, or a project someone
-			// else made under our name (not labelled as ours, so not cached).
-			err = p.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), current)
-			if err == nil && !argocd.IsOwnedBy(current.Labels, argocd.OwnerKindTenant, string(ns.UID)) {
-				return "", p.notOurs(desired.Name, namespace)
-			}
-		}
-		if err != nil {
-			return "", fmt.Errorf("creating AppProject %s: %w", desired.Name, err)
-		}
-		return desired.Name, nil
-	}
-	if err != nil {
+	var cur client.Object = current
+	if err := p.Client.Get(ctx, client.ObjectKeyFromObject(desired), current); apierrors.IsNotFound(err) {
+		cur = nil
+	} else if err != nil {
 		return "", fmt.Errorf("reading AppProject %s: %w", desired.Name, err)
-	}
-	if !argocd.IsOwnedBy(current.Labels, argocd.OwnerKindTenant, string(ns.UID)) {
+	} else if !argocd.IsOwnedBy(current.Labels, argocd.OwnerKindTenant, string(ns.UID)) {
 		return "", p.notOurs(desired.Name, namespace)
 	}
-	if argocd.Equal(current.Spec, desired.Spec) && argocd.HasMeta(current, desired) {
-		return desired.Name, nil
-	}
-	updated := current.DeepCopy()
-	updated.Spec = desired.Spec
-	argocd.CopyMeta(updated, desired)
-	if err := p.Client.Update(ctx, updated); err != nil {
-		return "", fmt.Errorf("updating AppProject %s: %w", desired.Name, err)
+	owned := kernel.Owned{Client: p.Client, APIReader: p.APIReader, Ours: func(o client.Object) bool {
+		return argocd.IsOwnedBy(o.GetLabels(), argocd.OwnerKindTenant, string(ns.UID))
+	}}
+	// Ours but not cached yet: our own write, the cache catches up.
+	err = owned.Apply(ctx, cur, desired)
+	var foreign *kernel.NotOursError
+	switch {
+	case errors.As(err, &foreign):
+		// Someone else's project under our name (not labelled as ours, so not cached).
+		return "", p.notOurs(desired.Name, namespace)
+	case err != nil && !errors.Is(err, kernel.ErrStaleCache):
+		return "", err
 	}
 	return desired.Name, nil
 }

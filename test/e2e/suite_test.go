@@ -86,7 +86,7 @@ func run(m *testing.M) (code int) {
 		return fail(err)
 	}
 	defer argo.Stop()
-	if err := kube.InstallCRDs(ctx, filepath.Join(root, "manifests", "crd")); err != nil {
+	if err := kube.InstallCRDs(ctx, filepath.Join(root, "manifests", "crd"), stack.ToolchainCRDs(root)); err != nil {
 		return fail(err)
 	}
 	if side, err = stack.StartSidecar(ctx, kube, stack.SidecarOptions{ArgoRedisAddr: argo.RedisAddr}); err != nil {

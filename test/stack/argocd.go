@@ -290,6 +290,10 @@ func (a *ArgoCD) installConfig(ctx context.Context, o ArgoOptions) error {
 	cm := map[string]string{
 		"url":                    "http://" + a.ServerAddr,
 		"timeout.reconciliation": "10s",
+		// Clusters whose credentials reach one namespace (provisioned
+		// DeploymentTargets): without it Argo CD's cluster cache stops at the
+		// first resource type it may not list.
+		"resource.respectRBAC": "normal",
 	}
 	maps.Copy(cm, o.ExtraConfig)
 	// Argo CD's own default: users get nothing but what policies grant them.

@@ -34,7 +34,7 @@ type KubeOptions struct {
 	// Name is used in log prefixes and dir names, e.g. "local", "remote".
 	Name string
 	// ControllerManager starts kube-controller-manager with the garbage
-	// collector, namespace and service-account token controllers (see
+	// collector, namespace, service-account token and ClusterRole aggregation controllers (see
 	// Controllers). Without it namespaces stay Terminating forever and
 	// ownerReference cascades never happen.
 	ControllerManager bool

@@ -21,6 +21,12 @@ import (
 // SuiteArgoNamespace is the Argo CD namespace of a reconciler suite.
 const SuiteArgoNamespace = "argocd"
 
+// ToolchainCRDs is the directory of the toolchain's SpaceRequest CRD, which
+// tests install so that the devsandbox provisioner is enabled.
+func ToolchainCRDs(root string) string {
+	return filepath.Join(root, "test", "stack", "testdata", "toolchain")
+}
+
 // Suite is what a reconciler test package runs against: a real kube-apiserver
 // (no kube-controller-manager, so no garbage collector: the tests see exactly
 // what the reconcilers delete) with Argo CD's CRDs and ours, the Argo CD
@@ -75,7 +81,7 @@ func RunSuite(m *testing.M, name string, setup func(*Suite) error, options ...fu
 	if err != nil {
 		return fail(err)
 	}
-	if err := kube.InstallCRDs(ctx, filepath.Join(argoMod, "manifests", "crds"), filepath.Join(root, "manifests", "crd")); err != nil {
+	if err := kube.InstallCRDs(ctx, filepath.Join(argoMod, "manifests", "crds"), filepath.Join(root, "manifests", "crd"), ToolchainCRDs(root)); err != nil {
 		return fail(err)
 	}
 	level := zapcore.ErrorLevel

@@ -95,6 +95,47 @@ const (
 	// names a DeploymentTargetClaim, which this version of the GitOps Service
 	// does not deploy to yet.
 	EnvironmentReasonDeploymentTargetClaimNotSupported = "DeploymentTargetClaimNotSupported"
+	// EnvironmentReasonDeploymentTargetClaimNotBound: the DeploymentTargetClaim
+	// is not Bound yet; the Environment waits for it (status False, not an error).
+	EnvironmentReasonDeploymentTargetClaimNotBound = "DeploymentTargetClaimNotBound"
+	// EnvironmentReasonDeploymentTargetClaimLost: the DeploymentTargetClaim
+	// lost its DeploymentTarget; what was deployed through it is left alone.
+	EnvironmentReasonDeploymentTargetClaimLost = "DeploymentTargetClaimLost"
+)
+
+// DeploymentTargetClaim and DeploymentTarget: .status.conditions.
+const (
+	// DeploymentTargetConditionErrorOccurred is the one condition of claims and
+	// targets: False with reason Success (or a Waiting* reason) when all is
+	// well, True with one of the reasons below when the user must act.
+	DeploymentTargetConditionErrorOccurred = "ErrorOccurred"
+
+	// DeploymentTargetReasonSuccess: bound, or available, as asked.
+	DeploymentTargetReasonSuccess = "Success"
+	// DeploymentTargetReasonWaitingForTarget (claim, status False): the
+	// DeploymentTarget named by targetName does not exist (yet).
+	DeploymentTargetReasonWaitingForTarget = "WaitingForDeploymentTarget"
+	// DeploymentTargetReasonWaitingForProvisioner (claim, status False): no
+	// DeploymentTarget matches; the class's provisioner is making one, or is
+	// not run by this GitOps Service (an external provisioner may).
+	DeploymentTargetReasonWaitingForProvisioner = "WaitingForProvisioner"
+	// DeploymentTargetReasonClaimedByAnother (claim): the DeploymentTarget
+	// named by targetName is bound to another claim.
+	DeploymentTargetReasonClaimedByAnother = "DeploymentTargetClaimedByAnotherClaim"
+	// DeploymentTargetReasonMismatch (claim): the DeploymentTarget named by
+	// targetName does not satisfy the claim (class, phase or credentials).
+	DeploymentTargetReasonMismatch = "DeploymentTargetMismatch"
+	// DeploymentTargetReasonClassNotFound (claim): the DeploymentTargetClass
+	// does not exist.
+	DeploymentTargetReasonClassNotFound = "DeploymentTargetClassNotFound"
+	// DeploymentTargetReasonProvisioningFailed (claim): the provisioner
+	// refused the claim, e.g. the class's parameters are invalid.
+	DeploymentTargetReasonProvisioningFailed = "ProvisioningFailed"
+	// DeploymentTargetReasonLost (claim): the bound DeploymentTarget was deleted.
+	DeploymentTargetReasonLost = "DeploymentTargetLost"
+	// DeploymentTargetReasonReleaseFailed (target): freeing the external
+	// resources of a deleted DeploymentTarget keeps failing; phase Failed.
+	DeploymentTargetReasonReleaseFailed = "ReleaseFailed"
 )
 
 // PromotionRun: .status.conditions.
@@ -165,4 +206,8 @@ const (
 	// LabelDTC names the DeploymentTargetClaim a provisioned resource (e.g. a
 	// SpaceRequest) was created for.
 	LabelDTC = "appstudio.openshift.io/dtc"
+
+	// LabelDT names the DeploymentTarget a provisioned resource (e.g. a
+	// SpaceRequest) backs.
+	LabelDT = "appstudio.openshift.io/dt"
 )

@@ -19,6 +19,10 @@ type Provisioner string
 // SpaceRequest.
 const ProvisionerDevSandbox Provisioner = "appstudio.redhat.com/devsandbox"
 
+// ProvisionerNamespace provisions a namespace (with a ServiceAccount limited to
+// it) on the local cluster or on a cluster the platform admin configured.
+const ProvisionerNamespace Provisioner = "managed-gitops.redhat.com/namespace"
+
 // ReclaimPolicy tells the provisioner what to do with a dynamically
 // provisioned DeploymentTarget when its DeploymentTargetClaim is deleted.
 // +kubebuilder:validation:Enum=Delete;Retain

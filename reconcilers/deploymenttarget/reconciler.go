@@ -1,0 +1,201 @@
+// Package deploymenttarget is the reclaimer of ADR-8: it keeps each
+// DeploymentTarget's phase (Available, Bound, Released, Failed), releases a
+// target whose claim disappeared without the binder (Retain) or deletes a
+// provisioned one (Delete), and, when a provisioned target is deleted, has its
+// provisioner free the external resources before the provisioner finalizer
+// goes (Failed when that keeps failing).
+package deploymenttarget
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/provisioner"
+)
+
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargets/finalizers,verbs=update
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Defaults of the Reconciler.
+const (
+	// DefaultReleaseTimeout: a release still failing after this long marks the
+	// target Failed (the original service's 2 minutes); it is still retried.
+	DefaultReleaseTimeout = 2 * time.Minute
+	// releaseRetry is how often a pending release is tried again.
+	releaseRetry = 2 * time.Second
+)
+
+// Reconciler reconciles DeploymentTargets.
+type Reconciler struct {
+	Client client.Client
+	// APIReader confirms a claim is gone before its target is released.
+	APIReader      client.Reader
+	Recorder       record.EventRecorder
+	Provisioners   provisioner.Set
+	ReleaseTimeout time.Duration
+	// Now is the clock; tests may set it.
+	Now func() time.Time
+}
+
+// Reconcile: fetch -> reconcile or reconcileDelete -> one deferred status
+// patch, written only when it changed.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	dt := &as.DeploymentTarget{}
+	if err := r.Client.Get(ctx, req.NamespacedName, dt); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	orig := dt.DeepCopy()
+	defer func() {
+		if retErr == nil && !equality.Semantic.DeepEqual(orig.Status, dt.Status) {
+			// Locked: the binder writes phases too, and a stale one must not
+			// win; our own writes of this pass are not stale.
+			orig.ResourceVersion = dt.ResourceVersion
+			err := r.Client.Status().Patch(ctx, dt, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+			if apierrors.IsConflict(err) {
+				res, err = ctrl.Result{Requeue: true}, nil
+			}
+			retErr = client.IgnoreNotFound(err)
+		}
+	}()
+	if !dt.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, dt)
+	}
+	return r.reconcile(ctx, dt)
+}
+
+// reconcile keeps the phase: Available when free, Bound when its claim names
+// it, Released (or deleted, when provisioned and the policy is Delete) when
+// the claim it was bound to is gone.
+func (r *Reconciler) reconcile(ctx context.Context, dt *as.DeploymentTarget) (ctrl.Result, error) {
+	if p := dt.Annotations[as.AnnDynamicallyProvisioned]; p != "" && r.Provisioners[as.Provisioner(p)] != nil &&
+		!controllerutil.ContainsFinalizer(dt, as.FinalizerProvisioner) {
+		// Our provisioners create targets with it; put back if removed while live.
+		if err := r.patchMeta(ctx, dt, func() { controllerutil.AddFinalizer(dt, as.FinalizerProvisioner) }); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	switch {
+	case dt.Spec.ClaimRef == "":
+		if dt.Status.Phase == "" || dt.Status.Phase == as.DeploymentTargetPhasePending {
+			setPhase(dt, as.DeploymentTargetPhaseAvailable, metav1.ConditionFalse, as.DeploymentTargetReasonSuccess, "available for a claim")
+		}
+		return ctrl.Result{}, nil
+	case dt.Status.Phase != as.DeploymentTargetPhaseBound:
+		// Pre-bound (by a user or a provisioner) to a claim the binder has
+		// not bound yet: the binder decides.
+		if dt.Status.Phase == "" {
+			setPhase(dt, as.DeploymentTargetPhaseAvailable, metav1.ConditionFalse, as.DeploymentTargetReasonSuccess, "reserved for claim "+dt.Spec.ClaimRef)
+		}
+		return ctrl.Result{}, nil
+	}
+	claim := &as.DeploymentTargetClaim{}
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: dt.Namespace, Name: dt.Spec.ClaimRef}, claim)
+	if err == nil || !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	// Bound to a claim that is gone without the binder's finalizer having run.
+	policy := as.ReclaimPolicyRetain
+	class := &as.DeploymentTargetClass{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: string(dt.Spec.DeploymentTargetClassName)}, class); err == nil {
+		policy = class.Spec.ReclaimPolicy
+	} else if !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	if policy == as.ReclaimPolicyDelete && dt.Annotations[as.AnnDynamicallyProvisioned] != "" {
+		uid := dt.UID
+		if err := r.Client.Delete(ctx, dt, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, fmt.Errorf("deleting DeploymentTarget %s: %w", dt.Name, err)
+		}
+		r.Recorder.Eventf(dt, corev1.EventTypeNormal, "Deleted", "Claim %s is gone and the reclaimPolicy is Delete", dt.Spec.ClaimRef)
+		return ctrl.Result{}, nil
+	}
+	claimName := dt.Spec.ClaimRef
+	if err := r.patchMeta(ctx, dt, func() { dt.Spec.ClaimRef = "" }); err != nil {
+		return ctrl.Result{}, err
+	}
+	setPhase(dt, as.DeploymentTargetPhaseReleased, metav1.ConditionFalse, as.DeploymentTargetReasonSuccess,
+		"released: claim "+claimName+" is gone (reclaimPolicy Retain)")
+	r.Recorder.Eventf(dt, corev1.EventTypeNormal, "Released", "Claim %s is gone; the target is Released", claimName)
+	return ctrl.Result{}, nil
+}
+
+// reconcileDelete has the provisioner free what it made, then removes the
+// provisioner finalizer. A release still failing after ReleaseTimeout marks
+// the target Failed (once, with a Warning Event) and keeps being retried.
+func (r *Reconciler) reconcileDelete(ctx context.Context, dt *as.DeploymentTarget) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(dt, as.FinalizerProvisioner) {
+		return ctrl.Result{}, nil
+	}
+	name := as.Provisioner(dt.Annotations[as.AnnDynamicallyProvisioned])
+	p := r.Provisioners[name]
+	var done bool
+	var why string
+	if p == nil {
+		why = fmt.Sprintf("provisioner %q is not run by this GitOps Service: nothing can free the target's resources (remove the finalizer %s to let it go anyway)", name, as.FinalizerProvisioner)
+	} else {
+		var err error
+		done, err = p.Release(ctx, dt)
+		if err != nil {
+			why = err.Error()
+		}
+	}
+	if done {
+		return ctrl.Result{}, r.patchMeta(ctx, dt, func() { controllerutil.RemoveFinalizer(dt, as.FinalizerProvisioner) })
+	}
+	if r.now().Sub(dt.DeletionTimestamp.Time) < r.ReleaseTimeout {
+		return ctrl.Result{RequeueAfter: releaseRetry}, nil
+	}
+	if why == "" {
+		why = fmt.Sprintf("the external resources are not freed after %s", r.ReleaseTimeout)
+	}
+	msg := "releasing the target's resources failed: " + why
+	if dt.Status.Phase != as.DeploymentTargetPhaseFailed {
+		r.Recorder.Event(dt, corev1.EventTypeWarning, as.DeploymentTargetReasonReleaseFailed, msg)
+	}
+	setPhase(dt, as.DeploymentTargetPhaseFailed, metav1.ConditionTrue, as.DeploymentTargetReasonReleaseFailed, msg)
+	return ctrl.Result{RequeueAfter: 10 * releaseRetry}, nil
+}
+
+// patchMeta patches what mutate changes outside the status, with optimistic
+// concurrency, keeping the status this pass computed.
+func (r *Reconciler) patchMeta(ctx context.Context, dt *as.DeploymentTarget, mutate func()) error {
+	patch := client.MergeFromWithOptions(dt.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	mutate()
+	status := dt.Status
+	if err := r.Client.Patch(ctx, dt, patch); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	dt.Status = status
+	return nil
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func setPhase(dt *as.DeploymentTarget, phase as.DeploymentTargetPhase, status metav1.ConditionStatus, reason, message string) {
+	dt.Status.Phase = phase
+	meta.SetStatusCondition(&dt.Status.Conditions, metav1.Condition{
+		Type: as.DeploymentTargetConditionErrorOccurred, Status: status, Reason: reason, Message: message, ObservedGeneration: dt.Generation,
+	})
+}

@@ -1,0 +1,381 @@
+// Package namespace is our own DeploymentTarget provisioner
+// (managed-gitops.redhat.com/namespace): for each claim it creates a
+// Namespace on the local cluster, or on a cluster the platform admin names
+// with a kubeconfig Secret in the sidecar's namespace, with a ServiceAccount
+// bound to one ClusterRole in that namespace only (and an optional
+// ResourceQuota and LimitRange), and gives the tenant a kubeconfig for exactly
+// that namespace. A platform team can so offer self-service environments on
+// its own clusters without devsandbox.
+package namespace
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/provisioner"
+)
+
+// The sidecar creates the namespaces and what is in them, and binds the
+// class's ClusterRole there (bind only for the usual namespace roles; a
+// platform admin who names another role grants bind on it too).
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=create;delete
+// +kubebuilder:rbac:groups="",resources=serviceaccounts;resourcequotas;limitranges,verbs=get;create;update;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;create;update;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=edit;view;admin
+
+const (
+	// OwnerKindClaim is the owner-kind label of what we provision for a claim.
+	OwnerKindClaim = "DeploymentTargetClaim"
+
+	// AnnotationNamespace and AnnotationNamespaceUID, on a provisioned
+	// target, name the Namespace it stands for: Release deletes exactly that one.
+	AnnotationNamespace    = "managed-gitops.redhat.com/provisioned-namespace"
+	AnnotationNamespaceUID = "managed-gitops.redhat.com/provisioned-namespace-uid"
+	// AnnotationClusterSecret, on a provisioned target, names the admin's
+	// kubeconfig Secret of its cluster (none: the local cluster), so that it
+	// can be released even when its class is gone.
+	AnnotationClusterSecret = "managed-gitops.redhat.com/cluster-secret"
+
+	// ServiceAccountName is the ServiceAccount Argo CD deploys as.
+	ServiceAccountName = "gitops-service-deployer"
+	tokenSecretName    = ServiceAccountName + "-token"
+	limitsName         = "gitops-service"
+
+	defaultPattern = "{namespace}-{claim}"
+	defaultRole    = "edit"
+	kubeconfigKey  = "kubeconfig"
+)
+
+// Parameters are the class's parameters.
+type Parameters struct {
+	// ClusterSecret names a Secret in the sidecar's namespace (kept by the
+	// platform admin, never a tenant) whose 'kubeconfig' reaches the cluster
+	// to provision on; empty: the local cluster.
+	ClusterSecret string `json:"clusterSecret,omitempty"`
+	// APIURL is where Argo CD reaches that cluster, if not at the
+	// kubeconfig's (or, locally, the sidecar's own) server URL.
+	APIURL string `json:"apiURL,omitempty"`
+	// NamespacePattern names the namespace; {namespace} and {claim} are the
+	// claim's. Default "{namespace}-{claim}".
+	NamespacePattern string `json:"namespacePattern,omitempty"`
+	// ClusterRole is bound to the ServiceAccount in the namespace. Default "edit".
+	ClusterRole string `json:"clusterRole,omitempty"`
+	// ResourceQuota and LimitRange, when set, are created in the namespace.
+	ResourceQuota *corev1.ResourceQuotaSpec `json:"resourceQuota,omitempty"`
+	LimitRange    *corev1.LimitRangeSpec    `json:"limitRange,omitempty"`
+	// AllowInsecureSkipTLSVerify is passed to the DeploymentTarget.
+	AllowInsecureSkipTLSVerify bool `json:"allowInsecureSkipTLSVerify,omitempty"`
+}
+
+// Provisioner provisions namespaces.
+type Provisioner struct {
+	// Client is the sidecar's client on the local cluster; Local its config.
+	Client client.Client
+	Local  *rest.Config
+	// APIReader reads the admin's cluster Secret uncached.
+	APIReader client.Reader
+	// SidecarNamespace holds the admins' cluster kubeconfig Secrets.
+	SidecarNamespace string
+}
+
+// Name implements provisioner.Provisioner.
+func (p *Provisioner) Name() as.Provisioner { return as.ProvisionerNamespace }
+
+// cluster is a target cluster: a client and how Argo CD reaches it.
+type cluster struct {
+	c      client.Client
+	apiURL string
+	caData []byte
+}
+
+func refuse(format string, args ...any) error {
+	return provisioner.Refuse(as.DeploymentTargetReasonProvisioningFailed, format, args...)
+}
+
+// cluster connects to the local cluster or the one of the admin's Secret.
+func (p *Provisioner) cluster(ctx context.Context, secretName, apiURL string) (*cluster, error) {
+	cfg := p.Local
+	if secretName != "" {
+		s := &corev1.Secret{}
+		if err := p.APIReader.Get(ctx, types.NamespacedName{Namespace: p.SidecarNamespace, Name: secretName}, s); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, refuse("the cluster Secret %s named by the class does not exist in the GitOps Service's namespace", secretName)
+			}
+			return nil, err
+		}
+		raw, err := clientcmd.Load(s.Data[kubeconfigKey])
+		if err != nil {
+			return nil, refuse("the cluster Secret %s has no valid kubeconfig", secretName)
+		}
+		if cfg, err = clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig(); err != nil {
+			return nil, refuse("the cluster Secret %s has no usable kubeconfig: %v", secretName, err)
+		}
+	}
+	c, err := client.New(cfg, client.Options{Scheme: p.Client.Scheme()})
+	if err != nil {
+		return nil, err
+	}
+	ca := cfg.CAData
+	if len(ca) == 0 && cfg.CAFile != "" {
+		if ca, err = os.ReadFile(cfg.CAFile); err != nil {
+			return nil, fmt.Errorf("reading the cluster's CA: %w", err)
+		}
+	}
+	if apiURL == "" {
+		apiURL = cfg.Host
+	}
+	return &cluster{c: c, apiURL: apiURL, caData: ca}, nil
+}
+
+// namespaceName is the claim's namespace name from the pattern.
+func namespaceName(pattern string, claim *as.DeploymentTargetClaim) (string, error) {
+	if pattern == "" {
+		pattern = defaultPattern
+	}
+	name := strings.NewReplacer("{namespace}", claim.Namespace, "{claim}", claim.Name).Replace(pattern)
+	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+		return "", refuse("the namespace name %q (from pattern %q) is not valid: %s", name, pattern, strings.Join(errs, "; "))
+	}
+	return name, nil
+}
+
+func ownerLabels(claim *as.DeploymentTargetClaim) map[string]string {
+	return map[string]string{
+		argocd.LabelManagedBy: argocd.ManagedByValue,
+		argocd.LabelTenantNS:  claim.Namespace,
+		argocd.LabelOwnerKind: OwnerKindClaim,
+		argocd.LabelOwnerUID:  string(claim.UID),
+	}
+}
+
+// Provision implements provisioner.Provisioner.
+func (p *Provisioner) Provision(ctx context.Context, claim *as.DeploymentTargetClaim, class *as.DeploymentTargetClass) (*as.DeploymentTarget, error) {
+	var params Parameters
+	if err := provisioner.ParseParameters(class, &params); err != nil {
+		return nil, err
+	}
+	name, err := namespaceName(params.NamespacePattern, claim)
+	if err != nil {
+		return nil, err
+	}
+	role := params.ClusterRole
+	if role == "" {
+		role = defaultRole
+	}
+	cl, err := p.cluster(ctx, params.ClusterSecret, params.APIURL)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := ensureNamespace(ctx, cl.c, name, claim)
+	if err != nil {
+		return nil, err
+	}
+	labels := ownerLabels(claim)
+	objs := []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: ServiceAccountName, Labels: labels}},
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: ServiceAccountName, Labels: labels},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: name, Name: ServiceAccountName}},
+		},
+		&corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: tokenSecretName, Labels: labels,
+				Annotations: map[string]string{corev1.ServiceAccountNameKey: ServiceAccountName}},
+			Type: corev1.SecretTypeServiceAccountToken,
+		},
+	}
+	if params.ResourceQuota != nil {
+		objs = append(objs, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: limitsName, Labels: labels}, Spec: *params.ResourceQuota})
+	}
+	if params.LimitRange != nil {
+		objs = append(objs, &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: limitsName, Labels: labels}, Spec: *params.LimitRange})
+	}
+	for _, obj := range objs {
+		if err := cl.c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			if apierrors.IsForbidden(err) {
+				return nil, refuse("the GitOps Service may not create %T %s in namespace %s (for ClusterRole %q it needs the bind verb): %v", obj, obj.GetName(), name, role, err)
+			}
+			return nil, fmt.Errorf("creating %T %s/%s: %w", obj, name, obj.GetName(), err)
+		}
+	}
+	token := &corev1.Secret{}
+	if err := cl.c.Get(ctx, types.NamespacedName{Namespace: name, Name: tokenSecretName}, token); err != nil {
+		return nil, err
+	}
+	if len(token.Data[corev1.ServiceAccountTokenKey]) == 0 {
+		// The cluster's token controller fills it soon.
+		return nil, nil
+	}
+	kubeconfig, err := kubeconfigFor(cl, name, token.Data[corev1.ServiceAccountTokenKey])
+	if err != nil {
+		return nil, err
+	}
+	secretName := provisioner.TargetName(claim.Name) + "-kubeconfig"
+	if err := p.writeKubeconfig(ctx, claim, secretName, kubeconfig); err != nil {
+		return nil, err
+	}
+	dt := provisioner.NewTarget(as.ProvisionerNamespace, claim, as.DeploymentTargetKubernetesClusterCredentials{
+		DefaultNamespace: name, APIURL: cl.apiURL, ClusterCredentialsSecret: secretName,
+		AllowInsecureSkipTLSVerify: params.AllowInsecureSkipTLSVerify,
+	})
+	dt.Annotations[AnnotationNamespace] = name
+	dt.Annotations[AnnotationNamespaceUID] = string(ns.UID)
+	if params.ClusterSecret != "" {
+		dt.Annotations[AnnotationClusterSecret] = params.ClusterSecret
+	}
+	return provisioner.CreateTarget(ctx, p.Client, dt)
+}
+
+// ensureNamespace creates the namespace, or returns it when it is ours for
+// this claim. Anyone else's is never used.
+func ensureNamespace(ctx context.Context, c client.Client, name string, claim *as.DeploymentTargetClaim) (*corev1.Namespace, error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: ownerLabels(claim),
+		Annotations: map[string]string{argocd.AnnotationOwnerName: claim.Namespace + "/" + claim.Name}}}
+	err := c.Create(ctx, ns)
+	if apierrors.IsAlreadyExists(err) {
+		if err := c.Get(ctx, types.NamespacedName{Name: name}, ns); err != nil {
+			return nil, err
+		}
+		if !argocd.IsOwnedBy(ns.Labels, OwnerKindClaim, string(claim.UID)) || !ns.DeletionTimestamp.IsZero() {
+			return nil, refuse("the namespace %s exists and was not provisioned for this claim", name)
+		}
+		return ns, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return ns, nil
+}
+
+// kubeconfigFor is a kubeconfig for the ServiceAccount's token, in namespace ns.
+func kubeconfigFor(cl *cluster, ns string, token []byte) ([]byte, error) {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["cluster"] = &clientcmdapi.Cluster{Server: cl.apiURL, CertificateAuthorityData: cl.caData}
+	cfg.AuthInfos["deployer"] = &clientcmdapi.AuthInfo{Token: string(token)}
+	cfg.Contexts["deployer"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: "deployer", Namespace: ns}
+	cfg.CurrentContext = "deployer"
+	return clientcmd.Write(*cfg)
+}
+
+// writeKubeconfig writes the tenant's kubeconfig Secret, typed so the
+// Environment reconciler's Secret watch sees it change.
+func (p *Provisioner) writeKubeconfig(ctx context.Context, claim *as.DeploymentTargetClaim, name string, kubeconfig []byte) error {
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: claim.Namespace, Name: name, Labels: ownerLabels(claim)},
+		Type:       v1.ManagedEnvironmentSecretType,
+		Data:       map[string][]byte{kubeconfigKey: kubeconfig},
+	}
+	err := p.Client.Create(ctx, s)
+	if apierrors.IsAlreadyExists(err) {
+		existing := &corev1.Secret{}
+		if err := p.APIReader.Get(ctx, client.ObjectKeyFromObject(s), existing); err != nil {
+			return err
+		}
+		if !argocd.IsOwnedBy(existing.Labels, OwnerKindClaim, string(claim.UID)) {
+			return refuse("the Secret %s exists in namespace %s and was not made for this claim; it is left alone", name, claim.Namespace)
+		}
+		if string(existing.Data[kubeconfigKey]) == string(kubeconfig) {
+			return nil
+		}
+		existing.Data = s.Data
+		return p.Client.Update(ctx, existing)
+	}
+	return err
+}
+
+// Release implements provisioner.Provisioner: the Namespace the target
+// stands for is deleted (only that one: our labels and its UID), and the
+// tenant's kubeconfig Secret with it; done once the Namespace is gone.
+func (p *Provisioner) Release(ctx context.Context, dt *as.DeploymentTarget) (bool, error) {
+	name, uid := dt.Annotations[AnnotationNamespace], dt.Annotations[AnnotationNamespaceUID]
+	if name == "" {
+		return true, nil
+	}
+	cl, err := p.cluster(ctx, dt.Annotations[AnnotationClusterSecret], "")
+	if err != nil {
+		return false, err
+	}
+	// Targets are tenants' objects: the annotations alone never make a
+	// namespace ours. It must also carry our labels for a claim of the
+	// target's own namespace.
+	gone, err := deleteNamespace(ctx, cl.c, name, func(ns *corev1.Namespace) bool {
+		return string(ns.UID) == uid && ns.Labels[argocd.LabelOwnerKind] == OwnerKindClaim && ns.Labels[argocd.LabelTenantNS] == dt.Namespace
+	})
+	if err != nil || !gone {
+		return false, err
+	}
+	s := &corev1.Secret{}
+	err = p.APIReader.Get(ctx, types.NamespacedName{Namespace: dt.Namespace, Name: dt.Spec.KubernetesClusterCredentials.ClusterCredentialsSecret}, s)
+	if err == nil && s.Labels[argocd.LabelOwnerKind] == OwnerKindClaim && s.Labels[argocd.LabelManagedBy] == argocd.ManagedByValue {
+		suid := s.UID
+		if err := p.Client.Delete(ctx, s, client.Preconditions{UID: &suid}); err != nil && !apierrors.IsNotFound(err) {
+			return false, err
+		}
+	} else if err != nil && !apierrors.IsNotFound(err) {
+		return false, err
+	}
+	return true, nil
+}
+
+// Abandon implements provisioner.Provisioner: a namespace made for the claim
+// before its target existed is deleted.
+func (p *Provisioner) Abandon(ctx context.Context, claim *as.DeploymentTargetClaim) (bool, error) {
+	class := &as.DeploymentTargetClass{}
+	if err := p.Client.Get(ctx, types.NamespacedName{Name: string(claim.Spec.DeploymentTargetClassName)}, class); err != nil {
+		// Without its class we cannot tell where it provisioned: nothing to do.
+		return true, client.IgnoreNotFound(err)
+	}
+	var params Parameters
+	if err := provisioner.ParseParameters(class, &params); err != nil {
+		return true, nil
+	}
+	name, err := namespaceName(params.NamespacePattern, claim)
+	if err != nil {
+		return true, nil
+	}
+	cl, err := p.cluster(ctx, params.ClusterSecret, "")
+	if err != nil {
+		return false, err
+	}
+	return deleteNamespace(ctx, cl.c, name, func(ns *corev1.Namespace) bool {
+		return argocd.IsOwnedBy(ns.Labels, OwnerKindClaim, string(claim.UID))
+	})
+}
+
+// deleteNamespace deletes the namespace when ours says so; true once it is gone
+// (or is not one we may delete).
+func deleteNamespace(ctx context.Context, c client.Client, name string, ours func(*corev1.Namespace) bool) (bool, error) {
+	ns := &corev1.Namespace{}
+	if err := c.Get(ctx, types.NamespacedName{Name: name}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	}
+	if !ours(ns) || ns.Labels[argocd.LabelManagedBy] != argocd.ManagedByValue {
+		return true, nil
+	}
+	if ns.DeletionTimestamp.IsZero() {
+		uid := ns.UID
+		if err := c.Delete(ctx, ns, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("deleting namespace %s: %w", name, err)
+		}
+	}
+	return false, nil
+}
