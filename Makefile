@@ -7,6 +7,11 @@ CACHE          ?= $(or $(GITOPS_SERVICE_CACHE),$(HOME)/.cache/gitops-service)
 CONTROLLER_GEN_VERSION := v0.16.5
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 export GITOPS_SERVICE_CACHE := $(CACHE)
+# The Argo CD version the stack, `make demo` and `make bench` run (3.5.1 or 2.14.21).
+ARGOCD_VERSION ?= 3.5.1
+export ARGOCD_VERSION
+# The e2e tests also run against Argo CD 2.14.21 in `make test` (a -run regexp; empty = all).
+E2E_RUN_2_14 ?=
 
 .PHONY: build
 build: ## Build the sidecar (bin/gitops-service) and the CLI (bin/argocd-gitops, bin/kubectl-gitops).
@@ -48,8 +53,9 @@ unit: ## Pure unit tests (no servers).
 	go test ./api/... ./reconcilers/argocd/... ./reconcilers/kernel/... ./applicationset-generator/... ./ui-proxy/...
 
 .PHONY: test
-test: test-stack verify ## Everything: unit, real API server, real Argo CD end to end.
-	GITOPS_SERVICE_REQUIRE_STACK=1 go test -count=1 -timeout 45m -p 1 ./...
+test: test-stack verify ## Everything: unit, real API server, real Argo CD (3.5.1, then 2.14.21) end to end.
+	GITOPS_SERVICE_REQUIRE_STACK=1 ARGOCD_VERSION=3.5.1 go test -count=1 -timeout 45m -p 1 ./...
+	GITOPS_SERVICE_REQUIRE_STACK=1 ARGOCD_VERSION=2.14.21 go test -count=1 -timeout 30m $(if $(E2E_RUN_2_14),-run '$(E2E_RUN_2_14)') ./test/e2e/...
 
 .PHONY: chaos
 chaos: test-stack ## Run the chaos suite RUNS times (default 10, N deployments each, default 100) and print the pass rate.

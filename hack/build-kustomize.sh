@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds kustomize (the version Argo CD v2.14 ships) into
+# Builds kustomize (KUSTOMIZE_VERSION: the version the Argo CD in use ships) into
 # $GITOPS_SERVICE_CACHE/kustomize-v$VERSION/bin: Argo CD's repo-server runs it for
 # kustomization directories and for kustomize overrides (images, replicas, patches).
 set -euo pipefail

@@ -72,6 +72,10 @@ type Options struct {
 	UIProxyTokenFile string
 	// PromotionTimeout is how long a PromotionRun may take per Environment.
 	PromotionTimeout time.Duration
+	// ArgoRedis is the Redis of Argo CD's application controller, read for the
+	// per-resource health that Argo CD 3.x keeps only there by default. Empty
+	// Addr: GitOpsDeployments show no per-resource health on such an Argo CD.
+	ArgoRedis argocd.RedisOptions
 	// SidecarNamespace is the sidecar's own namespace (never a tenant); may be empty.
 	SidecarNamespace string
 	// NeverTenants are further namespaces whose CRs are refused; nil means
@@ -149,13 +153,22 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 	projects := &tenant.Projects{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace, Grace: o.ProjectGrace}
+	var trees argocd.ResourceTrees
+	if o.ArgoRedis.Addr != "" {
+		rt, err := argocd.NewRedisTrees(o.ArgoRedis)
+		if err != nil {
+			return nil, fmt.Errorf("Argo CD Redis: %w", err)
+		}
+		trees = rt
+	}
 	if err := (&gitopsdeployment.Reconciler{
 		Client:        mgr.GetClient(),
 		APIReader:     mgr.GetAPIReader(),
 		ArgoNamespace: o.ArgoNamespace,
 		Projects:      projects,
 		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
-
+		Trees:         trees,
+		// file:// repositories only for demos and tests.
 		AllowFileRepositories: o.AllowFileRepositories,
 	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
 		return nil, fmt.Errorf("setting up the GitOpsDeployment reconciler: %w", err)

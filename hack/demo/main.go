@@ -185,6 +185,7 @@ func (d *demo) startSidecar(bin string) error {
 		d.proxyAddr = fmt.Sprintf("127.0.0.1:%d", ports[3])
 		p, err := stack.StartProcess("gitops-service", logPath, d.dir, []string{"KUBECONFIG=" + d.kube.Kubeconfig}, bin,
 			"--argocd-namespace=argocd",
+			"--argocd-redis="+d.argo.RedisAddr,
 			"--leader-elect=false",
 			// The demo's repositories are file:// URLs on this machine.
 			"--allow-file-repositories",

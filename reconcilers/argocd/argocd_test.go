@@ -125,13 +125,13 @@ func TestMirrorStatus(t *testing.T) {
 	require.NoError(t, err)
 	app := &argov1alpha1.Application{}
 	require.NoError(t, yaml.Unmarshal(raw, app))
-	st := MirrorStatus(app, ServerNames{LocalServer: "", ClusterServer("https://api.one.example.com:6443", "e1"): "staging"})
+	st := MirrorStatus(app, ServerNames{LocalServer: "", ClusterServer("https://api.one.example.com:6443", "e1"): "staging"}, nil)
 	assert.Equal(t, v1.SyncStatusCodeSynced, st.Sync.Status)
 	assert.Equal(t, v1.HealthStatusHealthy, st.Health.Status)
 	assert.Equal(t, "staging", st.ReconciledState.Destination.Name)
 	golden(t, "status-mirrored", st)
 
-	empty := MirrorStatus(&argov1alpha1.Application{}, nil)
+	empty := MirrorStatus(&argov1alpha1.Application{}, nil, nil)
 	assert.Nil(t, empty.OperationState)
 	assert.Empty(t, empty.ReconciledState.Source.RepoURL, "nothing compared yet: no reconciledState")
 }

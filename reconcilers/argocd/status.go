@@ -35,9 +35,19 @@ type AppCondition struct {
 // shown in reconciledState (the local cluster maps to "").
 type ServerNames map[string]string
 
-// MirrorStatus reads an Application's status into our terms.
-func MirrorStatus(app *argov1alpha1.Application, names ServerNames) DeploymentStatus {
+// MirrorStatus reads an Application's status into our terms. tree is the
+// Application's resource tree, or nil: where status.resources carries no health
+// (Argo CD 3.x by default, see HealthInTree) the tree's health is used.
+func MirrorStatus(app *argov1alpha1.Application, names ServerNames, tree *argov1alpha1.ApplicationTree) DeploymentStatus {
 	st := app.Status
+	treeHealth := map[resourceKey]*argov1alpha1.HealthStatus{}
+	if tree != nil {
+		for _, n := range tree.Nodes {
+			if n.Health != nil {
+				treeHealth[resourceKey{n.Group, n.Kind, n.Namespace, n.Name}] = n.Health
+			}
+		}
+	}
 	out := DeploymentStatus{
 		Sync:   v1.SyncStatus{Status: v1.SyncStatusCode(st.Sync.Status), Revision: st.Sync.Revision},
 		Health: v1.HealthStatus{Status: v1.HealthStatusCode(st.Health.Status), Message: st.Health.Message},
@@ -49,6 +59,8 @@ func MirrorStatus(app *argov1alpha1.Application, names ServerNames) DeploymentSt
 		}
 		if r.Health != nil {
 			rs.Health = &v1.HealthStatus{Status: v1.HealthStatusCode(r.Health.Status), Message: r.Health.Message}
+		} else if h := treeHealth[resourceKey{r.Group, r.Kind, r.Namespace, r.Name}]; h != nil {
+			rs.Health = &v1.HealthStatus{Status: v1.HealthStatusCode(h.Status), Message: h.Message}
 		}
 		out.Resources = append(out.Resources, rs)
 	}
@@ -77,6 +89,10 @@ func MirrorStatus(app *argov1alpha1.Application, names ServerNames) DeploymentSt
 	sort.SliceStable(out.Conditions, func(i, j int) bool { return out.Conditions[i].Type < out.Conditions[j].Type })
 	return out
 }
+
+// resourceKey identifies a resource in an Application (the version may differ
+// between status.resources and the tree).
+type resourceKey struct{ group, kind, namespace, name string }
 
 // maxRefusedShown caps how many refused resources a SyncError names.
 const maxRefusedShown = 10

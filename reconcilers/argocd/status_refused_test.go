@@ -29,7 +29,7 @@ func TestSyncErrorNamesWhatTheProjectFenceRefused(t *testing.T) {
 		Message: "resource rbac.authorization.k8s.io:ClusterRole is not permitted in project gitops-tenant-x"}
 	fine := &argov1alpha1.ResourceResult{Version: "v1", Kind: "ConfigMap", Namespace: "jane", Name: "ok", Status: synccommon.ResultCodeSynced}
 
-	got := MirrorStatus(op(synccommon.OperationRunning, refusedNS, fine, refusedKind), nil)
+	got := MirrorStatus(op(synccommon.OperationRunning, refusedNS, fine, refusedKind), nil, nil)
 	if assert.Len(t, got.Conditions, 1) {
 		c := got.Conditions[0]
 		assert.Equal(t, "SyncError", c.Type)
@@ -41,15 +41,15 @@ func TestSyncErrorNamesWhatTheProjectFenceRefused(t *testing.T) {
 	// Argo CD's own SyncError gets the names appended, not a second condition.
 	app := op(synccommon.OperationFailed, refusedNS)
 	app.Status.Conditions = []argov1alpha1.ApplicationCondition{{Type: "SyncError", Message: "Failed sync attempt to abc: one or more synchronization tasks are not valid"}}
-	got = MirrorStatus(app, nil)
+	got = MirrorStatus(app, nil, nil)
 	if assert.Len(t, got.Conditions, 1) {
 		assert.True(t, strings.HasPrefix(got.Conditions[0].Message, "Failed sync attempt to abc"))
 		assert.Contains(t, got.Conditions[0].Message, "kube-system/pwn")
 	}
 
 	// A sync that succeeded, or nothing refused: no SyncError of ours.
-	assert.Empty(t, MirrorStatus(op(synccommon.OperationSucceeded, refusedNS), nil).Conditions)
-	assert.Empty(t, MirrorStatus(op(synccommon.OperationRunning, fine), nil).Conditions)
+	assert.Empty(t, MirrorStatus(op(synccommon.OperationSucceeded, refusedNS), nil, nil).Conditions)
+	assert.Empty(t, MirrorStatus(op(synccommon.OperationRunning, fine), nil, nil).Conditions)
 
 	// Many refusals: a bounded message.
 	var many []*argov1alpha1.ResourceResult
@@ -58,7 +58,7 @@ func TestSyncErrorNamesWhatTheProjectFenceRefused(t *testing.T) {
 		r.Name = fmt.Sprintf("cm-%d", i)
 		many = append(many, &r)
 	}
-	msg := MirrorStatus(op(synccommon.OperationRunning, many...), nil).Conditions[0].Message
+	msg := MirrorStatus(op(synccommon.OperationRunning, many...), nil, nil).Conditions[0].Message
 	assert.Contains(t, msg, "50 resource(s)")
 	assert.Contains(t, msg, "(and 40 more)")
 	assert.NotContains(t, msg, "cm-10:")

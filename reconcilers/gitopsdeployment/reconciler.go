@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
@@ -45,6 +46,10 @@ const (
 	waitingRetry = 30 * time.Second
 	// squatRetry: a squatted AppProject is not watched (not ours).
 	squatRetry = 10 * time.Second
+	// treeRecheck: per-resource health kept only in Argo CD's resource tree
+	// changes without an Application event, so look again while not Healthy
+	// (once Healthy, any resource's change changes the Application's health).
+	treeRecheck = 10 * time.Second
 )
 
 // Reconciler reconciles GitOpsDeployments.
@@ -55,6 +60,9 @@ type Reconciler struct {
 	ArgoNamespace string
 	Projects      *tenant.Projects
 	Recorder      record.EventRecorder
+	// Trees reads per-resource health where Argo CD 3.x keeps it; nil leaves
+	// that health out.
+	Trees argocd.ResourceTrees
 	// AllowFileRepositories accepts file:// repository URLs (demos and tests only).
 	AllowFileRepositories bool
 	// Now is the clock for condition times; tests may set it.
@@ -96,6 +104,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// A squatted AppProject is not watched (not ours): look again for the
 		// admin's removal of it.
 		return ctrl.Result{RequeueAfter: squatRetry}, nil
+	}
+	if app != nil && r.Trees != nil && argocd.HealthInTree(app) && app.Status.Health.Status != "Healthy" {
+		return ctrl.Result{RequeueAfter: treeRecheck}, nil
 	}
 	return ctrl.Result{}, nil
 }
@@ -223,13 +234,28 @@ func (r *Reconciler) setStatus(ctx context.Context, gd *v1.GitOpsDeployment, app
 	if app == nil {
 		return
 	}
-	mirrored := argocd.MirrorStatus(app, r.serverNames(ctx, gd))
+	mirrored := argocd.MirrorStatus(app, r.serverNames(ctx, gd), r.resourceTree(ctx, app))
 	gd.Status.Sync = mirrored.Sync
 	gd.Status.Health = mirrored.Health
 	gd.Status.Resources = mirrored.Resources
 	gd.Status.ReconciledState = mirrored.ReconciledState
 	gd.Status.OperationState = mirrored.OperationState
 	gd.Status.Conditions = mirrorAppConditions(gd.Status.Conditions, mirrored.Conditions, now)
+}
+
+// resourceTree returns the Application's resource tree when Argo CD keeps the
+// per-resource health only there, else nil. Unreadable is logged, not fatal:
+// the rest of the status is still right, and treeRecheck tries again.
+func (r *Reconciler) resourceTree(ctx context.Context, app *argov1alpha1.Application) *argov1alpha1.ApplicationTree {
+	if r.Trees == nil || !argocd.HealthInTree(app) {
+		return nil
+	}
+	tree, err := r.Trees.ResourceTree(ctx, app.Name)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "per-resource health unavailable")
+		return nil
+	}
+	return tree
 }
 
 // serverNames maps the deployment's environment's server URL back to its name.

@@ -89,7 +89,7 @@ func run(m *testing.M) (code int) {
 	if err := kube.InstallCRDs(ctx, filepath.Join(root, "manifests", "crd"), stack.ToolchainCRDs(root)); err != nil {
 		return fail(err)
 	}
-	if side, err = stack.StartSidecar(ctx, kube, stack.SidecarOptions{}); err != nil {
+	if side, err = stack.StartSidecar(ctx, kube, stack.SidecarOptions{ArgoRedisAddr: argo.RedisAddr}); err != nil {
 		return fail(err)
 	}
 	defer side.Close()

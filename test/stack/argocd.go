@@ -28,9 +28,6 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// ArgoCDModule is the Go module the Argo CD binary and CRDs come from.
-const ArgoCDModule = "github.com/argoproj/argo-cd/v2"
-
 // Labels and names Argo CD looks for.
 const (
 	argoPartOfLabel   = "app.kubernetes.io/part-of"
@@ -100,6 +97,9 @@ func StartArgoCD(ctx context.Context, k *Kube, o ArgoOptions) (_ *ArgoCD, err er
 	}
 	if o.LogLevel == "" {
 		o.LogLevel = "info"
+	}
+	if err := checkArgoCDVersion(); err != nil {
+		return nil, err
 	}
 	bins := resolveBinaries()
 	if err := bins.require(bins.RedisServer, bins.Git, bins.Kustomize, bins.ArgoCD, bins.ArgoCDServer, bins.ArgoCDRepoServer,
@@ -198,10 +198,14 @@ func StartArgoCD(ctx context.Context, k *Kube, o ArgoOptions) (_ *ArgoCD, err er
 	}
 
 	// repo-server
-	repo, err := start("repo-server", bins.ArgoCDRepoServer,
-		"--address", "127.0.0.1", "--port", fmt.Sprint(repoPort),
+	repoArgs := []string{"--address", "127.0.0.1", "--port", fmt.Sprint(repoPort),
 		"--metrics-address", "127.0.0.1", "--metrics-port", fmt.Sprint(repoMetrics),
-		"--disable-tls", "--redis", a.RedisAddr, "--loglevel", o.LogLevel)
+		"--disable-tls", "--redis", a.RedisAddr, "--loglevel", o.LogLevel}
+	if ArgoCDMajor() != "2" {
+		// 3.x defaults --client-ca-path to a mounted Secret's path and refuses it with --disable-tls.
+		repoArgs = append(repoArgs, "--client-ca-path=")
+	}
+	repo, err := start("repo-server", bins.ArgoCDRepoServer, repoArgs...)
 	if err != nil {
 		return nil, err
 	}
@@ -484,8 +488,7 @@ var (
 	argoModErr  error
 )
 
-// ArgoCDModuleDir returns the source dir of github.com/argoproj/argo-cd/v2 at
-// ArgoCDVersion: the project's own requirement (go list -m in the repo root)
+// ArgoCDModuleDir returns the source dir of ArgoCDModule at ArgoCDVersion: the project's own requirement (go list -m in the repo root)
 // when it is that version, else the module cache path.
 func ArgoCDModuleDir() (string, error) {
 	argoModOnce.Do(func() { argoModDir, argoModErr = findArgoModuleDir() })
@@ -517,7 +520,7 @@ func findArgoModuleDir() (string, error) {
 			modCache = filepath.Join(home, "go", "pkg", "mod")
 		}
 	}
-	d := filepath.Join(modCache, "github.com", "argoproj", "argo-cd", "v2@v"+ArgoCDVersion)
+	d := filepath.Join(modCache, "github.com", "argoproj", "argo-cd", "v"+ArgoCDMajor()+"@v"+ArgoCDVersion)
 	if ok(d) {
 		return d, nil
 	}

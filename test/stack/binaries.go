@@ -11,10 +11,50 @@ import (
 
 // Versions of the components `make test-stack` builds.
 const (
-	KubeVersion      = "1.32.13"
-	ArgoCDVersion    = "2.14.21"
-	KustomizeVersion = "5.4.3" // what Argo CD v2.14 ships
+	KubeVersion = "1.32.13"
+	// ArgoCDVersion2 and ArgoCDVersion3 are the Argo CD versions the stack
+	// runs; ARGOCD_VERSION picks one, DefaultArgoCDVersion without it.
+	ArgoCDVersion2       = "2.14.21"
+	ArgoCDVersion3       = "3.5.1"
+	DefaultArgoCDVersion = ArgoCDVersion3
+	EnvArgoCDVersion     = "ARGOCD_VERSION"
 )
+
+// kustomizeVersions is the kustomize each Argo CD version ships (its
+// hack/tool-versions.sh); the repo-server runs it.
+var kustomizeVersions = map[string]string{ArgoCDVersion2: "5.4.3", ArgoCDVersion3: "5.8.1"}
+
+var (
+	// ArgoCDVersion is the Argo CD version this process runs against
+	// ($ARGOCD_VERSION, default DefaultArgoCDVersion).
+	ArgoCDVersion = argoCDVersionFromEnv()
+	// ArgoCDModule is the Go module the Argo CD binary and CRDs come from.
+	ArgoCDModule = "github.com/argoproj/argo-cd/v" + ArgoCDMajor()
+	// KustomizeVersion is what ArgoCDVersion ships.
+	KustomizeVersion = kustomizeVersions[ArgoCDVersion]
+)
+
+func argoCDVersionFromEnv() string {
+	if v := strings.TrimPrefix(os.Getenv(EnvArgoCDVersion), "v"); v != "" {
+		return v
+	}
+	return DefaultArgoCDVersion
+}
+
+// ArgoCDMajor is the major version of ArgoCDVersion ("2" or "3").
+func ArgoCDMajor() string {
+	major, _, _ := strings.Cut(ArgoCDVersion, ".")
+	return major
+}
+
+// checkArgoCDVersion fails for a version the stack does not know.
+func checkArgoCDVersion() error {
+	if _, ok := kustomizeVersions[ArgoCDVersion]; !ok {
+		return fmt.Errorf("%w: %s=%s is not a version the test stack builds (%s or %s)",
+			ErrMissingBinaries, EnvArgoCDVersion, ArgoCDVersion, ArgoCDVersion2, ArgoCDVersion3)
+	}
+	return nil
+}
 
 // EnvCache names the cache dir of built binaries; EnvRequire, when "1", turns
 // a missing stack into a test failure instead of a skip.
@@ -67,6 +107,9 @@ func Required() bool { return os.Getenv(EnvRequire) == "1" }
 // says to run `make test-stack`.
 func Binaries() (*BinaryPaths, error) {
 	b := resolveBinaries()
+	if err := checkArgoCDVersion(); err != nil {
+		return b, err
+	}
 	return b, b.require(b.KubeAPIServer, b.KubeControllerManager, b.Kubectl, b.ArgoCD,
 		b.ArgoCDServer, b.ArgoCDRepoServer, b.ArgoCDController, b.ArgoCDAppSetCtrl,
 		b.Etcd, b.RedisServer, b.Git, b.Kustomize)

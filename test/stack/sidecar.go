@@ -40,6 +40,9 @@ type SidecarOptions struct {
 	Bin string
 	// ArgoNamespace defaults to "argocd".
 	ArgoNamespace string
+	// ArgoRedisAddr is Argo CD's Redis (ArgoCD.RedisAddr), where the sidecar
+	// reads per-resource health on Argo CD 3.x; empty: not read.
+	ArgoRedisAddr string
 	// Args are extra flags.
 	Args []string
 	// RefuseFileRepositories leaves out --allow-file-repositories, which the
@@ -121,6 +124,7 @@ func StartSidecar(ctx context.Context, k *Kube, o SidecarOptions) (*Sidecar, err
 		kubeconfig:     k.Kubeconfig,
 		args: append([]string{
 			"--argocd-namespace=" + o.ArgoNamespace,
+			"--argocd-redis=" + o.ArgoRedisAddr,
 			"--leader-elect=false",
 			"--metrics-bind-address=" + loopback(ports[0]),
 			"--health-probe-bind-address=" + loopback(ports[1]),
