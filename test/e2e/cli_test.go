@@ -11,15 +11,18 @@ import (
 	"sync"
 	"testing"
 
+	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
 
@@ -169,6 +172,7 @@ func TestPluginPromoteAndEnvs(t *testing.T) {
 	applyTenantRoles(t)
 	kc := userKubeconfig(t, user, ns)
 	appWithComponents(t, ns, "base")
+	removeBindingsAfter(t, ns)
 	for _, e := range []*as.Environment{
 		{ObjectMeta: metav1.ObjectMeta{Name: "dev"}, Spec: as.EnvironmentSpec{DeploymentStrategy: as.DeploymentStrategyAppStudioAutomated}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "prod"}, Spec: as.EnvironmentSpec{ParentEnvironment: "dev", DeploymentStrategy: as.DeploymentStrategyManual}},
@@ -207,4 +211,20 @@ func TestPluginPromoteAndEnvs(t *testing.T) {
 	out, code = gitops(t, kc, "promote", "snap-1")
 	assert.Equal(t, 2, code, out)
 	assert.Contains(t, out, "--to <environment>")
+}
+
+// removeBindingsAfter deletes the tenant's bindings when the test ends and
+// waits until Argo CD has removed their Applications: a binding's Applications
+// are named <binding>-<app>-<env>-<component> in the shared Argo CD namespace,
+// so a later test (another tenant) using the same names would find them taken.
+func removeBindingsAfter(t *testing.T, ns string) {
+	t.Cleanup(func() {
+		ctx := context.Background()
+		require.NoError(t, k8s.DeleteAllOf(ctx, &as.SnapshotEnvironmentBinding{}, client.InNamespace(ns)))
+		require.Eventually(t, func() bool {
+			var apps argov1alpha1.ApplicationList
+			err := k8s.List(ctx, &apps, client.InNamespace(argo.Namespace), client.MatchingLabels{argocd.LabelTenantNS: ns})
+			return err == nil && len(apps.Items) == 0
+		}, deployWait, poll, "the bindings' Applications of %s were not removed", ns)
+	})
 }
