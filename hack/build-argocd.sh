@@ -5,8 +5,13 @@
 #
 # Go ignores replace directives of dependencies, so the throwaway wrapper module
 # copies argo-cd's whole replace block from its go.mod.
-# Skips everything when the binary and symlinks already exist.
+# argocd-server serves the web UI embedded at build time: build-argocd-ui.sh builds
+# it, and the binary is built from a writable copy of the module with ui/dist/app
+# filled in (a replace in the wrapper module).
+# Skips everything when the binary (with the UI) and symlinks already exist.
 set -euo pipefail
+
+HACK="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 VERSION="${ARGOCD_VERSION:-2.14.21}"
 MOD="github.com/argoproj/argo-cd/v2"
@@ -27,7 +32,9 @@ make_links() {
   done
 }
 
-if [ -x "$OUT/argocd" ]; then
+# The marker says the binary embeds the web UI (older caches have one without).
+UI_MARK="$OUT/.ui-embedded"
+if [ -x "$OUT/argocd" ] && [ -f "$UI_MARK" ]; then
   log "argocd v$VERSION: cached ($OUT/argocd)"
   make_links
   exit 0
@@ -68,6 +75,17 @@ log "wrapper module: $WORK/go.mod ($(grep -c '=>' "$WORK/go.mod") replaces)"
 log "downloading modules (first time ~3 min, ~1.5 GB)..."
 "${NICE[@]}" go get "$MOD/cmd@v$VERSION"
 
+# The web UI, built from the module's ui/ (cached), embedded through a writable copy.
+MODDIR="$(go list -m -f '{{.Dir}}' "$MOD")"
+"$HACK/build-argocd-ui.sh" "$MODDIR" "$VERSION"
+UIDIST="$CACHE/argocd-ui-v$VERSION/dist/app"
+log "copying $MOD with the web UI into the wrapper module..."
+cp -r "$MODDIR" "$WORK/argo-cd"
+chmod -R u+w "$WORK/argo-cd"
+rm -rf "$WORK/argo-cd/ui/dist/app"
+cp -r "$UIDIST" "$WORK/argo-cd/ui/dist/app"
+go mod edit -replace "$MOD=./argo-cd"
+
 log "building argocd (takes ~6 min on 2 cores when not cached)..."
 start=$(date +%s)
 tmp="$OUT/.argocd.tmp.$$"
@@ -78,6 +96,7 @@ if ! "${NICE[@]}" go build -trimpath -ldflags "-s -w -X $MOD/common.version=$VER
   exit 1
 fi
 mv -f "$tmp" "$OUT/argocd"
+touch "$UI_MARK"
 log "built $OUT/argocd in $(( $(date +%s) - start ))s"
 make_links
 log "done: $OUT"

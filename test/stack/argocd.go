@@ -81,6 +81,9 @@ type ArgoCD struct {
 
 	procs    []*Process // start order
 	stopOnce sync.Once
+	// serverArgs and serverEnv start one more argocd-server (StartServerWithAuth).
+	serverArgs func(port, metricsPort int, auth bool) []string
+	serverEnv  []string
 }
 
 // StartArgoCD installs Argo CD's CRDs and configuration into k and starts its
@@ -226,15 +229,21 @@ func StartArgoCD(ctx context.Context, k *Kube, o ArgoOptions) (_ *ArgoCD, err er
 	if err != nil {
 		return nil, err
 	}
-	server, err := start("server", bins.ArgoCDServer,
-		"--namespace", o.Namespace,
-		"--insecure", "--disable-auth", "--dex-server=",
-		"--address", "127.0.0.1", "--port", fmt.Sprint(serverPort),
-		"--metrics-address", "127.0.0.1", "--metrics-port", fmt.Sprint(serverMetrics),
-		"--repo-server", a.RepoServerAddr, "--repo-server-plaintext",
-		"--redis", a.RedisAddr,
-		"--staticassets", filepath.Join(dir, "static"),
-		"--loglevel", o.LogLevel)
+	a.serverArgs = func(port, metricsPort int, auth bool) []string {
+		args := []string{"--namespace", o.Namespace, "--insecure", "--dex-server=",
+			"--address", "127.0.0.1", "--port", fmt.Sprint(port),
+			"--metrics-address", "127.0.0.1", "--metrics-port", fmt.Sprint(metricsPort),
+			"--repo-server", a.RepoServerAddr, "--repo-server-plaintext",
+			"--redis", a.RedisAddr,
+			"--staticassets", filepath.Join(dir, "static"),
+			"--loglevel", o.LogLevel}
+		if !auth {
+			args = append(args, "--disable-auth")
+		}
+		return args
+	}
+	a.serverEnv = envFor("server")
+	server, err := start("server", bins.ArgoCDServer, a.serverArgs(serverPort, serverMetrics, false)...)
 	if err != nil {
 		return nil, err
 	}
@@ -264,6 +273,32 @@ func StartArgoCD(ctx context.Context, k *Kube, o ArgoOptions) (_ *ArgoCD, err er
 		return nil, err
 	}
 	return a, nil
+}
+
+// StartServerWithAuth starts one more argocd-server of this Argo CD, with
+// authentication on: users log in with the local accounts of argocd-cm and
+// argocd-rbac-cm decides what they see (argocd-server enforces no RBAC with
+// --disable-auth, so the first server is unaffected by policies set for this
+// one). It returns its 127.0.0.1:PORT; Stop stops it.
+func (a *ArgoCD) StartServerWithAuth(ctx context.Context) (string, error) {
+	ports, err := freePorts(2)
+	if err != nil {
+		return "", err
+	}
+	name := fmt.Sprintf("server-auth-%d", ports[0])
+	p, err := StartProcess("argocd/"+name, filepath.Join(a.Dir, "logs", name+".log"), a.Dir, a.serverEnv,
+		resolveBinaries().ArgoCDServer, a.serverArgs(ports[0], ports[1], true)...)
+	if err != nil {
+		return "", err
+	}
+	a.procs = append(a.procs, p)
+	addr := loopback(ports[0])
+	if err := waitReady(ctx, p, 90*time.Second, func(ctx context.Context) error {
+		return httpGetOK(ctx, &http.Client{}, "http://"+addr+"/healthz", "")
+	}); err != nil {
+		return "", err
+	}
+	return addr, nil
 }
 
 // installConfig creates the namespace, the ConfigMaps and Secret Argo CD

@@ -1,0 +1,270 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/test/stack"
+	uiproxy "github.com/gitops-service/gitops-service/ui-proxy"
+)
+
+// argocd-server serves UI extensions from this one path on the machine.
+const extensionsDir = "/tmp/extensions"
+
+// installPanel puts the panel where every argocd-server on the machine loads
+// UI extensions from, in a folder of its own for this test (removed after).
+func installPanel(t *testing.T) {
+	t.Helper()
+	root, err := stack.RepoRoot()
+	require.NoError(t, err)
+	src, err := os.ReadFile(filepath.Join(root, "extension", "ui", "extension-gitops-service.js"))
+	require.NoError(t, err)
+	dir := filepath.Join(extensionsDir, "gitops-service-test-"+rand.String(8))
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "extension-gitops-service.js"), src, 0o644))
+}
+
+// screenshotDir keeps the screenshots: GITOPS_SERVICE_SCREENSHOTS, else the
+// test's temporary folder (logged, kept while the test runs).
+func screenshotDir(t *testing.T) string {
+	if d := os.Getenv("GITOPS_SERVICE_SCREENSHOTS"); d != "" {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		return d
+	}
+	return t.TempDir()
+}
+
+// browserUser is a tenant user logged in to argocd-server in its own browser.
+type browserUser struct {
+	t       *testing.T
+	ctx     context.Context
+	server  string
+	shots   string
+	version string
+}
+
+func login(t *testing.T, server, user, password, shots string) *browserUser {
+	t.Helper()
+	bctx, cancel, err := stack.NewBrowser(context.Background())
+	require.NoError(t, err)
+	t.Cleanup(cancel)
+	ctx, cancelTimeout := context.WithTimeout(bctx, 3*time.Minute)
+	t.Cleanup(cancelTimeout)
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Navigate("http://"+server+"/login"),
+		chromedp.WaitVisible(`input[type=password]`),
+		chromedp.SendKeys(`form input:not([type=password])`, user),
+		chromedp.SendKeys(`input[type=password]`, password),
+		chromedp.Submit(`input[type=password]`),
+		chromedp.WaitVisible(`.applications-list, .applications-list__empty-state, .empty-state`),
+	), "logging in as %s", user)
+	return &browserUser{t: t, ctx: ctx, server: server, shots: shots}
+}
+
+// openPanel opens the GitOps Service tab of an Application.
+func (b *browserUser) openPanel(app string) {
+	b.t.Helper()
+	node := url.QueryEscape(fmt.Sprintf("argoproj.io/Application/%s/%s/0", argo.Namespace, app))
+	require.NoError(b.t, chromedp.Run(b.ctx,
+		chromedp.Navigate(fmt.Sprintf("http://%s/applications/%s/%s?view=tree&node=%s&tab=extension-0", b.server, argo.Namespace, app, node)),
+	))
+}
+
+// waitText waits until the element matching sel shows want.
+func (b *browserUser) waitText(sel, want string) string {
+	b.t.Helper()
+	var got string
+	deadline := time.Now().Add(deployWait)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		err := chromedp.Run(ctx, chromedp.Text(sel, &got, chromedp.ByQuery, chromedp.NodeVisible))
+		cancel()
+		if err == nil && strings.Contains(got, want) {
+			return got
+		}
+		time.Sleep(poll)
+	}
+	b.screenshot("failed-" + strings.NewReplacer(" ", "_", "[", "", "]", "", "=", "-", "'", "", "\"", "").Replace(sel))
+	b.t.Fatalf("%q never showed %q; it showed %q", sel, want, got)
+	return ""
+}
+
+func (b *browserUser) screenshot(name string) {
+	var png []byte
+	if err := chromedp.Run(b.ctx, chromedp.FullScreenshot(&png, 90)); err != nil {
+		b.t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	path := filepath.Join(b.shots, name+".png")
+	if err := os.WriteFile(path, png, 0o644); err == nil {
+		b.t.Logf("screenshot: %s", path)
+	}
+}
+
+// bodyText is the whole page's text.
+func (b *browserUser) bodyText() string {
+	var s string
+	require.NoError(b.t, chromedp.Run(b.ctx, chromedp.Text("body", &s, chromedp.ByQuery)))
+	return s
+}
+
+// extensionStatus calls the panel's API with the browser's session, as the
+// panel does.
+func (b *browserUser) extensionStatus(app *argov1alpha1.Application) int {
+	b.t.Helper()
+	var status int
+	js := fmt.Sprintf(`fetch('/extensions/%s/api/v1/deployment', {headers: {'%s': '%s:%s', '%s': '%s'}}).then(r => r.status)`,
+		uiproxy.ExtensionName, uiproxy.HeaderApplication, app.Namespace, app.Name, uiproxy.HeaderProject, app.Spec.Project)
+	require.NoError(b.t, chromedp.Run(b.ctx, chromedp.Evaluate(js, &status, func(p *runtime.EvaluateParams) *runtime.EvaluateParams {
+		return p.WithAwaitPromise(true)
+	})))
+	return status
+}
+
+// TestUIPanelInTheBrowser opens the panel in headless Chromium on a real
+// argocd-server with authentication: a tenant's user sees the promotion path
+// of a binding's Application and a GitOpsDeployment's Application with its
+// SyncRuns; another tenant's user sees nothing of them.
+func TestUIPanelInTheBrowser(t *testing.T) {
+	if _, err := stack.Chromium(); err != nil {
+		if stack.Required() {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	ctx := context.Background()
+	server, err := argo.StartServerWithAuth(ctx)
+	require.NoError(t, err)
+	installPanel(t)
+	shots := screenshotDir(t)
+
+	// Tenant A: appa promoted along dev -> staging (the remote cluster) -> prod
+	// (Manual, never deployed): dev runs snap-2, staging snap-1.
+	ns := tenantNamespace(t)
+	appWithComponents(t, ns, "base")
+	kc, err := remote(t).KubeconfigFor(remoteAdminTokenFor(t))
+	require.NoError(t, err)
+	require.NoError(t, k8s.Create(ctx, credentialsSecret(ns, "staging-creds", v1.ManagedEnvironmentSecretType, map[string]string{"kubeconfig": string(kc)})))
+	for _, e := range []*as.Environment{
+		{ObjectMeta: metav1.ObjectMeta{Name: "dev"}, Spec: as.EnvironmentSpec{DisplayName: "Development", DeploymentStrategy: as.DeploymentStrategyAppStudioAutomated}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "staging"}, Spec: as.EnvironmentSpec{DisplayName: "Staging", ParentEnvironment: "dev",
+			DeploymentStrategy: as.DeploymentStrategyAppStudioAutomated,
+			UnstableConfigurationFields: &as.UnstableEnvironmentConfiguration{KubernetesClusterCredentials: as.KubernetesClusterCredentials{
+				APIURL: remoteKube.URL, TargetNamespace: remoteNamespace(t, "ui-staging"), ClusterCredentialsSecret: "staging-creds"}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "prod"}, Spec: as.EnvironmentSpec{DisplayName: "Production", ParentEnvironment: "staging",
+			DeploymentStrategy: as.DeploymentStrategyManual}},
+	} {
+		e.Namespace = ns
+		require.NoError(t, k8s.Create(ctx, e))
+	}
+	require.NoError(t, k8s.Create(ctx, snapshotOf(ns, "snap-1", "v1")))
+	require.NoError(t, k8s.Create(ctx, snapshotOf(ns, "snap-2", "v2")))
+	dev := &as.SnapshotEnvironmentBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "appa-dev"},
+		Spec: as.SnapshotEnvironmentBindingSpec{Application: "appa", Environment: "dev", Snapshot: "snap-2"}}
+	require.NoError(t, k8s.Create(ctx, dev))
+	toStaging := &as.PromotionRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "snap-1-to-staging"}, Spec: as.PromotionRunSpec{
+		Snapshot: "snap-1", Application: "appa", ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "staging"}}}
+	require.NoError(t, k8s.Create(ctx, toStaging))
+	waitPromotion(t, toStaging, "Success", promotionSucceeded)
+	var devApps argov1alpha1.ApplicationList
+	require.Eventually(t, func() bool {
+		return k8s.List(ctx, &devApps, client.InNamespace(argo.Namespace), client.MatchingLabels{argocd.LabelOwnerUID: string(dev.UID),
+			as.LabelComponent: "frontend"}) == nil && len(devApps.Items) == 1
+	}, deployWait, poll, "no Application for frontend in dev")
+	bindingApp := devApps.Items[0]
+
+	// ...and a manual GitOpsDeployment synced by a SyncRun.
+	repo, sha := gitRepo(t, map[string]string{"app/cm.yaml": configMap("ui-panel", "x")})
+	gd := deploy(t, ns, "guestbook", repo.URL, "app", v1.GitOpsDeploymentSpecTypeManual, nil)
+	run := &v1.GitOpsDeploymentSyncRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "first-sync"},
+		Spec: v1.GitOpsDeploymentSyncRunSpec{GitopsDeploymentName: "guestbook"}}
+	require.NoError(t, k8s.Create(ctx, run))
+	waitStatus(t, gd, "Synced", func(gd *v1.GitOpsDeployment) bool { return gd.Status.Sync.Status == v1.SyncStatusCodeSynced })
+	gdApp := application(t, gd)
+
+	// Tenant B, with a deployment of its own.
+	other := tenantNamespace(t)
+	otherGD := deploy(t, other, "theirs", repo.URL, "app", v1.GitOpsDeploymentSpecTypeAutomated, nil)
+	otherApp := application(t, otherGD)
+
+	// Users: alice may get tenant A's Applications, bob tenant B's; both may
+	// invoke the extension. Nobody has a default role.
+	require.NoError(t, argo.AddLocalAccount(ctx, "alice", "alice-password"))
+	require.NoError(t, argo.AddLocalAccount(ctx, "bob", "bob-password"))
+	policy := func(role, project string) string {
+		return fmt.Sprintf("p, role:%[1]s, applications, get, %[2]s/*, allow\np, role:%[1]s, extensions, invoke, %[3]s, allow\n",
+			role, project, uiproxy.ExtensionName)
+	}
+	require.Equal(t, gdApp.Spec.Project, bindingApp.Spec.Project, "one project per tenant")
+	require.NoError(t, argo.SetRBAC(ctx, "", policy("tenant-a", gdApp.Spec.Project)+policy("tenant-b", otherApp.Spec.Project)+
+		"g, alice, role:tenant-a\ng, bob, role:tenant-b\n"))
+	t.Cleanup(func() { _ = argo.SetRBAC(context.Background(), "role:admin", "") })
+
+	alice := login(t, server, "alice", "alice-password", shots)
+
+	// The binding's Application: the promotion path.
+	alice.openPanel(bindingApp.Name)
+	alice.waitText(`[data-gs="path"]`, "Production")
+	devCard := alice.waitText(`[data-gs-env="dev"]`, "snap-2")
+	assert.Contains(t, devCard, "quay.io/example/frontend:v2")
+	assert.Contains(t, devCard, "quay.io/example/backend:v2")
+	assert.Contains(t, devCard, "this Application")
+	stagingCard := alice.waitText(`[data-gs-env="staging"]`, "snap-1")
+	assert.Contains(t, stagingCard, "quay.io/example/frontend:v1")
+	alice.waitText(`[data-gs-env="staging"] [data-gs="diff"]`, "Differs from dev: backend, frontend")
+	alice.waitText(`[data-gs-env="dev"]`, "Synced")
+	alice.waitText(`[data-gs-env="dev"]`, "Healthy")
+	alice.waitText(`[data-gs-env="prod"]`, "Not deployed here")
+	alice.waitText(`[data-gs="promotionrun"]`, "snap-1-to-staging")
+	alice.waitText(`[data-gs="steps"]`, "All GitOpsDeployments are Synced/Healthy")
+	alice.waitText(`[data-gs="status-item"]`, "dev · snap-2")
+	alice.screenshot("binding-promotion-path")
+
+	// The GitOpsDeployment's Application.
+	alice.openPanel(gdApp.Name)
+	summary := alice.waitText(`[data-gs="summary"]`, ns+"/guestbook")
+	assert.Contains(t, summary, "manual")
+	assert.Contains(t, summary, repo.URL)
+	assert.Contains(t, summary, "namespace "+ns)
+	alice.waitText(`[data-gs="summary"]`, "Synced")
+	alice.waitText(`[data-gs="syncruns"]`, "first-sync")
+	alice.waitText(`[data-gs="syncruns"]`, sha[:7])
+	alice.waitText(`[data-gs="status-item"]`, "manual")
+	alice.screenshot("gitopsdeployment")
+	assert.Equal(t, http.StatusOK, alice.extensionStatus(gdApp))
+	assert.NotEqual(t, http.StatusOK, alice.extensionStatus(otherApp), "alice reached tenant B's deployment")
+
+	// Bob, of tenant B, opens tenant A's Applications: no data, and the API refuses him.
+	bob := login(t, server, "bob", "bob-password", shots)
+	for _, app := range []*argov1alpha1.Application{&bindingApp, gdApp} {
+		bob.openPanel(app.Name)
+		time.Sleep(3 * time.Second) // the page has loaded what it will show
+		text := bob.bodyText()
+		for _, secret := range []string{ns, "snap-1", "snap-2", "guestbook", "quay.io/example"} {
+			assert.NotContains(t, text, secret, "bob sees tenant A's data in %s", app.Name)
+		}
+		assert.NotEqual(t, http.StatusOK, bob.extensionStatus(app), "bob reached tenant A's %s", app.Name)
+	}
+	bob.screenshot("other-tenant")
+	assert.Equal(t, http.StatusOK, bob.extensionStatus(otherApp), "bob's own deployment")
+}
