@@ -162,9 +162,7 @@ func (s *Server) syncRuns(r *http.Request, ns, deployment string) ([]SyncRun, er
 	if err := s.Client.List(r.Context(), &list, client.InNamespace(ns)); err != nil {
 		return nil, err
 	}
-	sort.Slice(list.Items, func(i, j int) bool {
-		return list.Items[j].CreationTimestamp.Before(&list.Items[i].CreationTimestamp)
-	})
+	newestFirst(list.Items, func(sr *v1.GitOpsDeploymentSyncRun) *metav1.Time { return &sr.CreationTimestamp })
 	var out []SyncRun
 	for _, sr := range list.Items {
 		if sr.Spec.GitopsDeploymentName != deployment || len(out) == maxSyncRuns {
@@ -193,6 +191,11 @@ func withoutUserInfo(raw string) string {
 	}
 	u.User = nil
 	return u.String()
+}
+
+// newestFirst sorts items by creation time, newest first.
+func newestFirst[T any](items []T, created func(*T) *metav1.Time) {
+	sort.SliceStable(items, func(i, j int) bool { return created(&items[j]).Before(created(&items[i])) })
 }
 
 func timestamp(t metav1.Time) string { return t.UTC().Format("2006-01-02T15:04:05Z") }

@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"sort"
 	"strings"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
@@ -327,9 +326,7 @@ func (s *Server) promotionRuns(r *http.Request, ns, application string) ([]Promo
 	if err := s.Client.List(r.Context(), &list, client.InNamespace(ns)); err != nil {
 		return nil, err
 	}
-	sort.Slice(list.Items, func(i, j int) bool {
-		return list.Items[j].CreationTimestamp.Before(&list.Items[i].CreationTimestamp)
-	})
+	newestFirst(list.Items, func(p *as.PromotionRun) *metav1.Time { return &p.CreationTimestamp })
 	var out []PromotionRun
 	for _, p := range list.Items {
 		if p.Spec.Application != application || len(out) == maxPromotionRuns {
