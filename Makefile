@@ -9,8 +9,10 @@ CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 export GITOPS_SERVICE_CACHE := $(CACHE)
 
 .PHONY: build
-build: ## Build the sidecar binary into bin/gitops-service.
+build: ## Build the sidecar (bin/gitops-service) and the CLI (bin/argocd-gitops, bin/kubectl-gitops).
 	go build -o $(BIN)/gitops-service ./extension
+	go build -o $(BIN)/argocd-gitops ./extension/cli
+	ln -sf argocd-gitops $(BIN)/kubectl-gitops
 
 $(CONTROLLER_GEN):
 	@mkdir -p $(BIN)
@@ -48,6 +50,16 @@ unit: ## Pure unit tests (no servers).
 .PHONY: test
 test: test-stack verify ## Everything: unit, real API server, real Argo CD end to end.
 	GITOPS_SERVICE_REQUIRE_STACK=1 go test -count=1 -timeout 45m -p 1 ./...
+
+.PHONY: chaos
+chaos: test-stack ## Run the chaos suite RUNS times (default 10, N deployments each, default 100) and print the pass rate.
+	@runs=$(or $(RUNS),10); pass=0; logs=$$(mktemp -d /tmp/gitops-chaos-XXXXXX); \
+	go test -c -o $$logs/chaos.test ./test/chaos/ || exit 1; \
+	for i in $$(seq 1 $$runs); do \
+	  if (cd test/chaos && GITOPS_SERVICE_REQUIRE_STACK=1 $$logs/chaos.test -test.count=1 -test.timeout=20m -chaos-n=$(or $(N),100)) > $$logs/run-$$i.log 2>&1; \
+	  then pass=$$((pass+1)); else echo "chaos run $$i failed: $$logs/run-$$i.log"; fi; \
+	done; \
+	echo "chaos: $$pass/$$runs runs passed ($$((100*pass/runs))%), logs in $$logs"; [ $$pass -eq $$runs ]
 
 .PHONY: bench
 bench: test-stack ## Benchmark the reconcilers against a real API server (N, M tunable).

@@ -7,12 +7,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/gitops-service/gitops-service/extension/sidecar"
+	"github.com/gitops-service/gitops-service/reconcilers/nontenant"
 	"github.com/gitops-service/gitops-service/reconcilers/promotionrun"
 )
 
@@ -32,10 +34,19 @@ func main() {
 	flag.StringVar(&o.GeneratorTokenFile, "generator-token-file", "/etc/gitops-service/generator/token", "File with the bearer token Argo CD's applicationset-controller presents (mount the Secret named in the plugin ConfigMap).")
 	flag.StringVar(&o.UIProxyAddr, "ui-proxy-bind-address", ":8091", "Address of the Argo CD proxy extension backend (the UI panel's API); \"0\" disables it.")
 	flag.StringVar(&o.UIProxyTokenFile, "ui-proxy-token-file", "/etc/gitops-service/ui-proxy/token", "File with the secret header value argocd-server adds to proxied requests (a mounted Secret).")
+	flag.StringVar(&o.SidecarNamespace, "sidecar-namespace", envOr("POD_NAMESPACE", inClusterNamespace()), "The sidecar's own namespace, never a tenant (env POD_NAMESPACE; in a cluster its service account's namespace).")
+	neverTenants := flag.String("never-tenant-namespaces", strings.Join(nontenant.DefaultNeverTenants, ","), "Comma-separated namespaces that are never tenants: their CRs are refused with a condition, like those of the Argo CD namespace and the sidecar's own.")
+	flag.BoolVar(&o.AllowFileRepositories, "allow-file-repositories", false, "Let tenants use file:// repository URLs, which the repo-server reads from its own disk: only for demos and tests on one machine, never for a shared cluster.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	o.NeverTenants = []string{}
+	for _, ns := range strings.Split(*neverTenants, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			o.NeverTenants = append(o.NeverTenants, ns)
+		}
+	}
 
 	if err := run(ctrl.SetupSignalHandler(), o); err != nil {
 		ctrl.Log.Error(err, "gitops-service stopped")
@@ -50,15 +61,19 @@ func envOr(key, def string) string {
 	return def
 }
 
+// inClusterNamespace is the namespace of the pod's service account, or "".
+func inClusterNamespace() string {
+	ns, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(ns))
+}
+
 func run(ctx context.Context, o sidecar.Options) error {
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("no Kubernetes configuration (in-cluster, or set KUBECONFIG): %w", err)
 	}
-	mgr, err := sidecar.New(ctx, cfg, o)
-	if err != nil {
-		return err
-	}
-	ctrl.Log.Info("starting gitops-service", "argocdNamespace", o.ArgoNamespace)
-	return mgr.Start(ctx)
+	return sidecar.Run(ctx, cfg, o)
 }

@@ -35,7 +35,8 @@ const (
 	HeaderToken       = "Gitops-Service-Token"
 	// ExtensionName is the name of the proxy extension in argocd-cm: the UI
 	// calls /extensions/<ExtensionName>/api/v1/deployment.
-	ExtensionName = "gitops-service"
+	// The tenants' Argo CD policy grants invoking it by this name.
+	ExtensionName = argocd.UIExtensionName
 	// maxPromotionRuns bounds the PromotionRuns shown for a binding, and
 	// maxSyncRuns the SyncRuns shown for a GitOpsDeployment.
 	maxPromotionRuns = 10

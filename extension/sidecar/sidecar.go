@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -28,6 +29,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/environment"
 	"github.com/gitops-service/gitops-service/reconcilers/gitopsdeployment"
 	"github.com/gitops-service/gitops-service/reconcilers/managedenvironment"
+	"github.com/gitops-service/gitops-service/reconcilers/nontenant"
 	"github.com/gitops-service/gitops-service/reconcilers/promotionrun"
 	"github.com/gitops-service/gitops-service/reconcilers/repositorycredentials"
 	"github.com/gitops-service/gitops-service/reconcilers/snapshotenvironmentbinding"
@@ -65,6 +67,17 @@ type Options struct {
 	UIProxyTokenFile string
 	// PromotionTimeout is how long a PromotionRun may take per Environment.
 	PromotionTimeout time.Duration
+	// SidecarNamespace is the sidecar's own namespace (never a tenant); may be empty.
+	SidecarNamespace string
+	// NeverTenants are further namespaces whose CRs are refused; nil means
+	// nontenant.DefaultNeverTenants.
+	NeverTenants []string
+	// AllowFileRepositories lets tenants use file:// repository URLs (the
+	// repo-server's own disk): only for demos and tests on one machine.
+	AllowFileRepositories bool
+	// ProjectGrace is how long a new tenant AppProject is kept before it may be
+	// deleted as unused; tenant.DefaultGrace when 0.
+	ProjectGrace time.Duration
 }
 
 // NewScheme has every type the sidecar reads or writes.
@@ -88,6 +101,24 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	// Only our own Argo CD objects are cached: a busy Argo CD has many more.
 	ours := labels.SelectorFromSet(labels.Set{argocd.LabelManagedBy: argocd.ManagedByValue})
 	argoOnly := cache.ByObject{Namespaces: map[string]cache.Config{o.ArgoNamespace: {}}, Label: ours}
+	if o.NeverTenants == nil {
+		o.NeverTenants = nontenant.DefaultNeverTenants
+	}
+	refused := nontenant.New(o.ArgoNamespace, o.SidecarNamespace, o.NeverTenants)
+	// The reconcilers never see a CR in a namespace that is never a tenant, so
+	// nothing can be written for one; reconcilers/nontenant refuses them.
+	byObject := map[client.Object]cache.ByObject{
+		&argov1alpha1.Application{}:    argoOnly,
+		&argov1alpha1.AppProject{}:     argoOnly,
+		&argov1alpha1.ApplicationSet{}: argoOnly,
+		// Only our Secrets of the Argo CD namespace are cached here; the
+		// tenants' Secrets of our two types are watched without their
+		// data (reconcilers/tenantsecret) and read one at a time.
+		&corev1.Secret{}: argoOnly,
+	}
+	for _, kind := range nontenant.Kinds() {
+		byObject[kind] = cache.ByObject{Field: refused.Exclude()}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        NewScheme(),
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
@@ -97,31 +128,27 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       ptr.To(30 * time.Second),
+		// Run makes a new manager in the same process after a failure.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 		Cache: cache.Options{
 			SyncPeriod: &o.SyncPeriod,
 			// managedFields are never read here and are a large part of each object.
 			DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject: map[client.Object]cache.ByObject{
-				&argov1alpha1.Application{}:    argoOnly,
-				&argov1alpha1.AppProject{}:     argoOnly,
-				&argov1alpha1.ApplicationSet{}: argoOnly,
-				// Only our Secrets of the Argo CD namespace are cached here; the
-				// tenants' Secrets of our two types are watched without their
-				// data (reconcilers/tenantsecret) and read one at a time.
-				&corev1.Secret{}: argoOnly,
-			},
+			ByObject:         byObject,
 		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
-	projects := &tenant.Projects{Client: mgr.GetClient(), ArgoNamespace: o.ArgoNamespace}
+	projects := &tenant.Projects{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace, Grace: o.ProjectGrace}
 	if err := (&gitopsdeployment.Reconciler{
 		Client:        mgr.GetClient(),
 		APIReader:     mgr.GetAPIReader(),
 		ArgoNamespace: o.ArgoNamespace,
 		Projects:      projects,
 		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
+
+		AllowFileRepositories: o.AllowFileRepositories,
 	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
 		return nil, fmt.Errorf("setting up the GitOpsDeployment reconciler: %w", err)
 	}
@@ -164,8 +191,19 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
 		return nil, fmt.Errorf("setting up the Environment reconciler: %w", err)
 	}
+	if err := nontenant.Setup(mgr, refused, o.Concurrency); err != nil {
+		return nil, fmt.Errorf("setting up the refusal of namespaces that are never tenants: %w", err)
+	}
 	if err := (&tenant.Reconciler{Projects: projects}).SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("setting up the tenant reconciler: %w", err)
+	}
+	if err := (&tenant.PolicyReconciler{
+		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
+		ArgoNamespace: o.ArgoNamespace,
+		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the tenant RBAC policy reconciler: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, err
@@ -175,6 +213,8 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		ArgoNamespace: o.ArgoNamespace,
 		Projects:      projects,
 		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
+
+		AllowFileRepositories: o.AllowFileRepositories,
 	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
 		return nil, fmt.Errorf("setting up the SnapshotEnvironmentBinding reconciler: %w", err)
 	}

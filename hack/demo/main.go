@@ -70,9 +70,8 @@ type demo struct {
 	// proxyAddr is the UI proxy extension backend's address; its token is the
 	// generator's (one file in the demo).
 	proxyAddr, token string
-	// uiAddr is the argocd-server with authentication (the web UI), uiPassword
-	// uiUser's password, extDir the panel's folder under /tmp/extensions.
-	uiAddr, uiPassword, extDir string
+	// extDir is the panel's folder under /tmp/extensions.
+	extDir string
 }
 
 func (d *demo) run() error {
@@ -141,10 +140,7 @@ func (d *demo) run() error {
 	if err := d.show("-n", "argocd", "get", "applications.argoproj.io"); err != nil {
 		return err
 	}
-	if err := d.step("starting the web UI (argocd-server with authentication, the GitOps Service panel)", func() (err error) {
-		d.uiAddr, d.uiPassword, err = d.startUI()
-		return err
-	}); err != nil {
+	if err := d.step("adding the GitOps Service panel to Argo CD's web UI", d.startUI); err != nil {
 		return err
 	}
 	if os.Getenv("DEMO_EXIT") == "1" {
@@ -196,6 +192,8 @@ func (d *demo) startSidecar(bin string) error {
 		p, err := stack.StartProcess("gitops-service", logPath, d.dir, []string{"KUBECONFIG=" + d.kube.Kubeconfig}, bin,
 			"--argocd-namespace=argocd",
 			"--leader-elect=false",
+			// The demo's repositories are file:// URLs on this machine.
+			"--allow-file-repositories",
 			fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]),
 			"--health-probe-bind-address="+probe,
 			"--generator-bind-address="+generator,
@@ -508,14 +506,15 @@ Change the app and watch it deploy (Argo CD polls the repository every 10s):
   git commit -qam 'new greeting' && git push -q origin HEAD:main
   kubectl -n %[4]s get configmap guestbook-settings -o jsonpath='{.data.greeting}'
 
-Argo CD's web UI, with the GitOps Service panel (open an Application, click its
-top node, tab "GitOps Service"; the header shows the environment and Snapshot):
+Argo CD's web UI with the GitOps Service panel (open an Application, click its top
+node, tab "GitOps Service"; the header shows the environment and Snapshot):
 
-  http://%[13]s    login: %[14]s / %[15]s   (tenant %[4]s's Applications only)
+  http://%[7]s    login: admin / %[13]s
 
-Argo CD's API server without authentication (for the CLI) is at %[7]s:
+and the argocd CLI:
 
-  argocd app list --server %[7]s --plaintext
+  argocd login %[7]s --plaintext --username admin --password %[13]s
+  argocd app list
   kubectl -n argocd get applications.argoproj.io    # plain "applications" are appstudio.redhat.com's
 
 What the UI panel shows for an Application (argocd-server's proxy extension
@@ -530,7 +529,7 @@ Logs: sidecar %[8]s, Argo CD %[9]s, Kubernetes %[10]s
 
 Press Ctrl-C to stop everything.
 `, d.kube.Kubeconfig, kbin, abin, tenant, d.repo.Work, appPath, d.argo.ServerAddr,
-		d.side.LogPath, argoLogs, kubeLogs, d.token, d.proxyAddr, d.uiAddr, uiUser, d.uiPassword)
+		d.side.LogPath, argoLogs, kubeLogs, d.token, d.proxyAddr, d.argo.AdminPassword)
 }
 
 // waitForever waits for Ctrl-C (or SIGTERM), or for a component to die.

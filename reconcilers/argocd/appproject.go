@@ -15,6 +15,8 @@ type Tenant struct {
 	Repos []string
 	// Destinations are the remote destinations of the tenant's ManagedEnvironments.
 	Destinations []Destination
+	// Subjects are the Argo CD users and groups mapped to the tenant (ParseSubjects).
+	Subjects []string
 }
 
 // Destination is a server URL and a namespace ("*" for all) of a remote cluster.
@@ -31,7 +33,7 @@ func ProjectName(namespaceUID string) string {
 
 // AppProject returns the tenant's AppProject: its only local destination is its own
 // namespace, remote destinations are its own ManagedEnvironments, no cluster-scoped
-// resources, and only the repositories it uses.
+// resources, only the repositories it uses, and the tenant role for its subjects.
 func AppProject(argoNamespace string, t Tenant) *argov1alpha1.AppProject {
 	labels, annotations := ownerMeta(OwnerKindTenant, t.Namespace, t.Namespace, t.UID)
 	dests := []argov1alpha1.ApplicationDestination{{Server: LocalServer, Namespace: t.Namespace}}
@@ -61,6 +63,7 @@ func AppProject(argoNamespace string, t Tenant) *argov1alpha1.AppProject {
 			Description:  "GitOps Service tenant " + t.Namespace,
 			SourceRepos:  repos,
 			Destinations: dests,
+			Roles:        tenantRoles(ProjectName(t.UID), t.Subjects),
 		},
 	}
 }

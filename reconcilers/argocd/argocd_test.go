@@ -83,6 +83,7 @@ func TestAppProject(t *testing.T) {
 			{Server: ClusterServer("https://api.two.example.com:6443", "e2"), Namespace: "*"},
 			{Server: ClusterServer("https://api.one.example.com:6443", "e1"), Namespace: "team-a"},
 		},
+		Subjects: []string{"jane", "team-jane"},
 	})
 	assert.Equal(t, "gitops-tenant-ns-uid", p.Name)
 	assert.Empty(t, p.Spec.ClusterResourceWhitelist, "a tenant must never create cluster-scoped resources")
@@ -92,7 +93,31 @@ func TestAppProject(t *testing.T) {
 			assert.Equal(t, "jane", d.Namespace, "the only local destination is the tenant's own namespace")
 		}
 	}
+	require.Len(t, p.Spec.Roles, 1)
+	for _, pol := range p.Spec.Roles[0].Policies {
+		assert.Contains(t, pol, ", gitops-tenant-ns-uid/*, allow", "a tenant role reaches only its own project's Applications")
+	}
 	golden(t, "appproject", p)
+
+	noOne := AppProject("argocd", Tenant{Namespace: "jane", UID: "ns-uid"})
+	assert.Empty(t, noOne.Spec.Roles, "nobody mapped: no role")
+}
+
+func TestParseSubjects(t *testing.T) {
+	valid, invalid := ParseSubjects(" team-b, alice ,, alice,role:admin,proj:x:y,a\nb,\"q\",#c,dev@example.com,Org:Team Name")
+	assert.Equal(t, []string{"Org:Team Name", "alice", "dev@example.com", "team-b"}, valid)
+	assert.Equal(t, []string{"role:admin", "proj:x:y", "a\nb", "\"q\"", "#c"}, invalid)
+	valid, invalid = ParseSubjects("")
+	assert.Empty(t, valid)
+	assert.Empty(t, invalid)
+}
+
+func TestTenantRBACPolicy(t *testing.T) {
+	assert.Empty(t, TenantRBACPolicy(nil))
+	assert.Equal(t, "p, role:gitops-service-tenant, extensions, invoke, gitops-service, allow\n"+
+		"g, alice, role:gitops-service-tenant\n"+
+		"g, team-b, role:gitops-service-tenant\n",
+		TenantRBACPolicy([]string{"team-b", "alice", "role:admin", "alice"}))
 }
 
 func TestMirrorStatus(t *testing.T) {

@@ -1,7 +1,12 @@
 package argocd
 
 import (
+	"fmt"
+	"path"
 	"sort"
+	"strings"
+
+	synccommon "github.com/argoproj/gitops-engine/pkg/sync/common"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 
@@ -58,11 +63,56 @@ func MirrorStatus(app *argov1alpha1.Application, names ServerNames) DeploymentSt
 		}
 	}
 	out.OperationState = operationState(st.OperationState)
+	refused := refusedResources(st.OperationState)
 	for _, c := range st.Conditions {
+		if c.Type == argov1alpha1.ApplicationConditionSyncError && refused != "" {
+			c.Message += "; " + refused
+			refused = ""
+		}
 		out.Conditions = append(out.Conditions, AppCondition{Type: c.Type, Message: c.Message})
+	}
+	if refused != "" {
+		out.Conditions = append(out.Conditions, AppCondition{Type: argov1alpha1.ApplicationConditionSyncError, Message: refused})
 	}
 	sort.SliceStable(out.Conditions, func(i, j int) bool { return out.Conditions[i].Type < out.Conditions[j].Type })
 	return out
+}
+
+// maxRefusedShown caps how many refused resources a SyncError names.
+const maxRefusedShown = 10
+
+// refusedResources names the resources of the current or last sync that Argo
+// CD refused before applying anything (the project fence: a namespace, a
+// cluster-scoped kind; or an unknown kind), with Argo CD's reason. Argo CD
+// itself only says "one or more synchronization tasks are not valid" and keeps
+// retrying, so without this the refusal is invisible. "" when none.
+func refusedResources(op *argov1alpha1.OperationState) string {
+	if op == nil || op.SyncResult == nil || op.Phase == synccommon.OperationSucceeded {
+		return ""
+	}
+	var names []string
+	n := 0
+	for _, r := range op.SyncResult.Resources {
+		if r == nil || r.Status != synccommon.ResultCodeSyncFailed || r.Message == "" {
+			continue
+		}
+		n++
+		if len(names) < maxRefusedShown {
+			gk := r.Kind
+			if r.Group != "" {
+				gk += "." + r.Group
+			}
+			names = append(names, fmt.Sprintf("%s %s: %s", gk, path.Join(r.Namespace, r.Name), r.Message))
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	more := ""
+	if n > len(names) {
+		more = fmt.Sprintf(" (and %d more)", n-len(names))
+	}
+	return fmt.Sprintf("Argo CD could not sync %d resource(s): %s%s", n, strings.Join(names, "; "), more)
 }
 
 func operationState(in *argov1alpha1.OperationState) *v1.OperationState {
@@ -123,4 +173,19 @@ func operation(in argov1alpha1.Operation) v1.Operation {
 		out.Sync = so
 	}
 	return out
+}
+
+// SyncError is the SyncError an Application's owner shows (Argo CD's, with the
+// resources it could not sync named), or "" when there is none.
+func SyncError(app *argov1alpha1.Application) string {
+	refused := refusedResources(app.Status.OperationState)
+	for _, c := range app.Status.Conditions {
+		if c.Type == argov1alpha1.ApplicationConditionSyncError {
+			if refused != "" {
+				return c.Message + "; " + refused
+			}
+			return c.Message
+		}
+	}
+	return refused
 }

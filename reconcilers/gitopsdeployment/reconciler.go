@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
@@ -47,6 +48,7 @@ var (
 const (
 	staleCacheRetry = 500 * time.Millisecond
 	waitingRetry    = 30 * time.Second
+	squatRetry      = 10 * time.Second
 )
 
 // Reconciler reconciles GitOpsDeployments.
@@ -57,6 +59,8 @@ type Reconciler struct {
 	ArgoNamespace string
 	Projects      *tenant.Projects
 	Recorder      record.EventRecorder
+	// AllowFileRepositories accepts file:// repository URLs (demos and tests only).
+	AllowFileRepositories bool
 	// Now is the clock for condition times; tests may set it.
 	Now func() metav1.Time
 }
@@ -100,6 +104,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// anyway in case the event came before this deployment was cached.
 		result.RequeueAfter = waitingRetry
 	}
+	if strings.HasPrefix(errMsg, tenant.ErrNotOurs.Error()) {
+		// A squatted AppProject is not watched (not ours): look again for the
+		// admin's removal of it.
+		result.RequeueAfter = squatRetry
+	}
 	return result, r.patchStatus(ctx, orig, gd)
 }
 
@@ -117,11 +126,22 @@ func (r *Reconciler) apply(ctx context.Context, gd *v1.GitOpsDeployment) (*argov
 	if msg := validate(gd); msg != "" {
 		return current, msg, nil
 	}
+	if msg := argocd.CheckRepoURL(gd.Spec.Source.RepoURL, r.AllowFileRepositories); msg != "" {
+		msg = "spec.source.repoURL: " + msg
+		return current, msg, nil
+	}
+	if msg := argocd.CheckRevision(gd.Spec.Source.TargetRevision); msg != "" {
+		msg = "spec.source.targetRevision: " + msg
+		return current, msg, nil
+	}
 	target, msg, err := r.target(ctx, gd)
 	if err != nil || msg != "" {
 		return current, msg, err
 	}
 	if target.Project, err = r.Projects.Ensure(ctx, gd.Namespace, gd.Spec.Source.RepoURL); err != nil {
+		if errors.Is(err, tenant.ErrNotOurs) {
+			return current, err.Error(), nil
+		}
 		return current, "", err
 	}
 	desired := argocd.Application(r.ArgoNamespace, gd, target)

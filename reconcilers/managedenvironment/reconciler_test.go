@@ -331,6 +331,9 @@ func TestBadInputGivesConditionAndNoClusterSecret(t *testing.T) {
 			reason: v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials, msg: "Provided service account does not have permission to access resources in the cluster"},
 		{name: "namespace missing on the cluster", secret: withKubeconfig(valid), mutate: func(e *envT) { e.Spec.Namespaces = []string{"no-such-namespace"} },
 			reason: v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials, msg: "'no-such-namespace' of .spec.namespaces does not exist"},
+		// Issue 13 defect 7: only the first namespace was checked.
+		{name: "second namespace missing on the cluster", secret: withKubeconfig(valid), mutate: func(e *envT) { e.Spec.Namespaces = []string{"default", "no-such-namespace-2"} },
+			reason: v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials, msg: "'no-such-namespace-2' of .spec.namespaces does not exist"},
 		{name: "invalid namespace list", secret: withKubeconfig(valid), mutate: func(e *envT) { e.Spec.Namespaces = []string{"team-a", "*"} },
 			reason: v1.ManagedEnvironmentReasonInvalidNamespaceList, msg: "invalid namespace in namespaces list"},
 		{name: "nothing listening", secret: withKubeconfig(remoteKubeconfig(t, rk.AdminToken, func(cfg *clientcmdapi.Config) {

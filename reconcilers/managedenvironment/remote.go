@@ -95,24 +95,33 @@ func restConfig(apiURL string, creds argocd.ClusterCredentials) *rest.Config {
 }
 
 // verify checks that the credentials work the way Argo CD will use them: read
-// the first namespace of the list, or list namespaces for a cluster-wide
+// every namespace of the list, or list namespaces for a cluster-wide
 // environment. It returns a user-facing message, or "" when they work.
 func verify(ctx context.Context, c client.Client, namespaces []string) string {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	var err error
-	if len(namespaces) > 0 {
-		err = c.Get(ctx, types.NamespacedName{Name: namespaces[0]}, &corev1.Namespace{})
+	// Every namespace: Argo CD uses the credentials in each of them.
+	failed := ""
+	for _, ns := range namespaces {
+		err = c.Get(ctx, types.NamespacedName{Name: ns}, &corev1.Namespace{})
 		if apierrors.IsNotFound(err) {
-			return fmt.Sprintf("Unable to validate the credentials provided in the ManagedEnvironment Secret: namespace '%s' of .spec.namespaces does not exist on the cluster.", namespaces[0])
+			return fmt.Sprintf("Unable to validate the credentials provided in the ManagedEnvironment Secret: namespace '%s' of .spec.namespaces does not exist on the cluster.", ns)
 		}
-	} else {
+		if err != nil {
+			failed = ns
+			break
+		}
+	}
+	if len(namespaces) == 0 {
 		err = c.List(ctx, &corev1.NamespaceList{}, client.Limit(1))
 	}
 	if err == nil {
 		return ""
 	}
 	switch {
+	case apierrors.IsForbidden(err) && failed != "":
+		return fmt.Sprintf("Provided service account does not have permission to access resources in the cluster (namespace '%s' of .spec.namespaces). Verify that the service account has the correct Role and RoleBinding.", failed)
 	case apierrors.IsForbidden(err):
 		return "Provided service account does not have permission to access resources in the cluster. Verify that the service account has the correct Role and RoleBinding."
 	case isUnknownAuthority(err):

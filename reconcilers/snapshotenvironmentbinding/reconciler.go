@@ -61,6 +61,8 @@ type Reconciler struct {
 	ArgoNamespace string
 	Projects      *tenant.Projects
 	Recorder      record.EventRecorder
+	// AllowFileRepositories accepts file:// repository URLs (demos and tests only).
+	AllowFileRepositories bool
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -124,9 +126,18 @@ func (r *Reconciler) apply(ctx context.Context, seb *as.SnapshotEnvironmentBindi
 	}
 	var repos []string
 	for _, p := range params {
-		repos = append(repos, p["repoURL"].(string))
+		repo := p["repoURL"].(string)
+		// Refused before the project lists it: Argo CD then refuses the
+		// generated Application too.
+		if msg := argocd.CheckRepoURL(repo, r.AllowFileRepositories); msg != "" {
+			return fmt.Sprintf("component %v: GitOps repository: %s", p["component"], msg), as.BindingReasonGitOpsRepoNotReady, nil
+		}
+		repos = append(repos, repo)
 	}
 	if _, err := r.Projects.Ensure(ctx, seb.Namespace, repos...); err != nil {
+		if errors.Is(err, tenant.ErrNotOurs) {
+			return err.Error(), as.BindingReasonErrorOccurred, nil
+		}
 		return "", "", err
 	}
 	argoErr, err := r.writeApplicationSet(ctx, seb, hashOf(params), repos)
@@ -256,7 +267,11 @@ func (r *Reconciler) setStatus(ctx context.Context, seb *as.SnapshotEnvironmentB
 	}
 	var deployed []as.BindingStatusGitOpsDeployment
 	synced := 0
+	var syncErrors []string
 	for _, a := range apps.Items {
+		if e := argocd.SyncError(&a); e != "" {
+			syncErrors = append(syncErrors, fmt.Sprintf("component %s: %s", a.Labels[as.LabelComponent], e))
+		}
 		deployed = append(deployed, as.BindingStatusGitOpsDeployment{
 			ComponentName:                a.Labels[as.LabelComponent],
 			GitOpsDeployment:             a.Name,
@@ -276,7 +291,12 @@ func (r *Reconciler) setStatus(ctx context.Context, seb *as.SnapshotEnvironmentB
 	want := r.componentCount(ctx, seb)
 	cond := metav1.Condition{Type: as.ComponentDeploymentConditionAllComponentsDeployed, ObservedGeneration: seb.Generation,
 		Message: fmt.Sprintf("%d of %d components deployed", synced, want)}
-	if synced == want && want > 0 {
+	if len(syncErrors) > 0 {
+		// What Argo CD refused (e.g. the project fence) is shown, not only "unsynced".
+		sort.Strings(syncErrors)
+		cond.Status, cond.Reason = metav1.ConditionFalse, as.ComponentDeploymentConditionErrorOccurred
+		cond.Message += "; SyncError: " + strings.Join(syncErrors, "; ")
+	} else if synced == want && want > 0 {
 		cond.Status, cond.Reason = metav1.ConditionTrue, as.ComponentDeploymentConditionCommitsSynced
 	} else {
 		cond.Status, cond.Reason = metav1.ConditionFalse, as.ComponentDeploymentConditionCommitsUnsynced

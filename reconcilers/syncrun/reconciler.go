@@ -112,6 +112,10 @@ func (r *Reconciler) step(ctx context.Context, run *v1.GitOpsDeploymentSyncRun) 
 		r.setError(run, fmt.Sprintf(v1.ErrMsgSyncRunAutomatedFmt, run.Name))
 		return ctrl.Result{}, nil
 	}
+	if msg := argocd.CheckRevision(run.Spec.RevisionID); msg != "" {
+		r.setError(run, "spec.revisionId: "+msg)
+		return ctrl.Result{}, nil
+	}
 	app := &argov1alpha1.Application{}
 	err = r.Client.Get(ctx, types.NamespacedName{Namespace: r.ArgoNamespace, Name: argocd.ApplicationName(string(gd.UID))}, app)
 	if apierrors.IsNotFound(err) {

@@ -2,7 +2,9 @@ package tenant
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -39,7 +41,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if len(apps) == 0 && len(sets) == 0 {
-		return ctrl.Result{}, r.deleteUnused(ctx, req.Name)
+		return r.deleteUnused(ctx, req.Name)
 	}
 	ns := &corev1.Namespace{}
 	if err := r.Projects.Client.Get(ctx, types.NamespacedName{Name: req.Name}, ns); err != nil {
@@ -47,37 +49,75 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	_, err = r.Projects.Ensure(ctx, req.Name)
+	if errors.Is(err, ErrNotOurs) {
+		// The CRs of the tenant carry the condition; retrying changes nothing.
+		return ctrl.Result{}, nil
+	}
 	return ctrl.Result{}, err
 }
 
-// deleteUnused deletes the tenant's AppProjects that no Application uses any
-// more; it is only called when the tenant has no ApplicationSet either.
-func (r *Reconciler) deleteUnused(ctx context.Context, tenantNS string) error {
+// deleteUnused deletes the tenant's AppProjects once the cache shows no
+// Application or ApplicationSet of the tenant. The cache may lag behind a
+// reconciler that has just made the project and is writing its first
+// Application, so a project is deleted only after its grace period and when a
+// fresh, complete list from the API server shows nothing of the tenant either.
+func (r *Reconciler) deleteUnused(ctx context.Context, tenantNS string) (ctrl.Result, error) {
 	c := r.Projects.Client
 	inArgo := client.InNamespace(r.Projects.ArgoNamespace)
 	ofTenant := client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue, argocd.LabelTenantNS: tenantNS}
-	apps, err := r.Projects.applications(ctx, tenantNS)
-	if err != nil {
-		return err
-	}
 	var projects argov1alpha1.AppProjectList
 	if err := c.List(ctx, &projects, inArgo, ofTenant, client.MatchingLabels{argocd.LabelOwnerKind: argocd.OwnerKindTenant}); err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
-	used := map[string]bool{}
-	for _, a := range apps {
-		used[a.Spec.Project] = true
+	grace := r.Projects.Grace
+	if grace == 0 {
+		grace = DefaultGrace
 	}
+	var unused []*argov1alpha1.AppProject
+	var wait time.Duration
 	for i := range projects.Items {
 		p := &projects.Items[i]
-		if used[p.Name] || p.Name != argocd.ProjectName(p.Labels[argocd.LabelOwnerUID]) {
+		if p.Name != argocd.ProjectName(p.Labels[argocd.LabelOwnerUID]) || !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if left := grace - time.Since(p.CreationTimestamp.Time); left > 0 {
+			wait = max(wait, left)
+			continue
+		}
+		unused = append(unused, p)
+	}
+	if len(unused) == 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	// Fresh and complete (no cache, no pages): every Application and
+	// ApplicationSet labelled for the tenant.
+	var apps argov1alpha1.ApplicationList
+	if err := r.Projects.APIReader.List(ctx, &apps, inArgo, ofTenant); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing Applications of tenant %s: %w", tenantNS, err)
+	}
+	var sets argov1alpha1.ApplicationSetList
+	if err := r.Projects.APIReader.List(ctx, &sets, inArgo, ofTenant); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing ApplicationSets of tenant %s: %w", tenantNS, err)
+	}
+	used := map[string]bool{}
+	for _, a := range made(apps.Items) {
+		used[a.Spec.Project] = true
+	}
+	for _, s := range sets.Items {
+		if argocd.IsOwnedBy(s.Labels, argocd.OwnerKindBinding, s.Labels[argocd.LabelOwnerUID]) {
+			// Its Applications use the tenant's project (a template parameter).
+			return ctrl.Result{}, nil
+		}
+	}
+	for _, p := range unused {
+		if used[p.Name] {
 			continue
 		}
 		if err := c.Delete(ctx, p, client.Preconditions{UID: &p.UID}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting AppProject %s: %w", p.Name, err)
+			return ctrl.Result{}, fmt.Errorf("deleting AppProject %s: %w", p.Name, err)
 		}
 	}
-	return nil
+	return ctrl.Result{RequeueAfter: wait}, nil
 }
 
 // tenantIndex indexes our Applications by tenant namespace.
@@ -109,7 +149,23 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		})).
 		Watches(&argov1alpha1.Application{}, byTenantLabel,
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletes()))).
+		// The platform admin changing the tenant mapping changes the project's role.
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
+		}), builder.WithPredicates(mappingChanged())).
 		Complete(r)
+}
+
+// mappingChanged passes updates of a namespace's tenant mapping annotation.
+func mappingChanged() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetAnnotations()[argocd.AnnotationArgoCDSubjects] != e.ObjectNew.GetAnnotations()[argocd.AnnotationArgoCDSubjects]
+		},
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
 }
 
 // deletes passes only delete events.

@@ -4,8 +4,10 @@ package tenant
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,11 +21,25 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 )
 
+// ErrNotOurs is returned by Ensure when the tenant's AppProject name is taken by
+// a project the GitOps Service did not create for this namespace: it is never
+// used (its destinations could be anything), so nothing is deployed.
+var ErrNotOurs = errors.New("AppProject name taken")
+
 // Projects writes tenant AppProjects.
 type Projects struct {
-	Client        client.Client
+	Client client.Client
+	// APIReader reads around the cache, which holds only AppProjects labelled
+	// as ours: a squatted project is only visible through it.
+	APIReader     client.Reader
 	ArgoNamespace string
+	// Grace is how long a new AppProject is kept even though no Application
+	// uses it yet (its first Application is being written); DefaultGrace when 0.
+	Grace time.Duration
 }
+
+// DefaultGrace is Projects.Grace when unset.
+const DefaultGrace = 30 * time.Second
 
 // Ensure makes the tenant's AppProject match what the tenant's Applications need,
 // plus the repositories about to be used (repos), and returns its name. It writes
@@ -41,7 +57,16 @@ func (p *Projects) Ensure(ctx context.Context, namespace string, repos ...string
 	current := &argov1alpha1.AppProject{}
 	err = p.Client.Get(ctx, client.ObjectKeyFromObject(desired), current)
 	if apierrors.IsNotFound(err) {
-		if err := p.Client.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
+		err := p.Client.Create(ctx, desired)
+		if apierrors.IsAlreadyExists(err) {
+			// Our own create the cache has not seen yet, or a project someone
+			// else made under our name (not labelled as ours, so not cached).
+			err = p.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), current)
+			if err == nil && !argocd.IsOwnedBy(current.Labels, argocd.OwnerKindTenant, string(ns.UID)) {
+				return "", p.notOurs(desired.Name, namespace)
+			}
+		}
+		if err != nil {
 			return "", fmt.Errorf("creating AppProject %s: %w", desired.Name, err)
 		}
 		return desired.Name, nil
@@ -50,7 +75,7 @@ func (p *Projects) Ensure(ctx context.Context, namespace string, repos ...string
 		return "", fmt.Errorf("reading AppProject %s: %w", desired.Name, err)
 	}
 	if !argocd.IsOwnedBy(current.Labels, argocd.OwnerKindTenant, string(ns.UID)) {
-		return "", fmt.Errorf("AppProject %s/%s exists but is not owned by the GitOps Service for namespace %s", p.ArgoNamespace, desired.Name, namespace)
+		return "", p.notOurs(desired.Name, namespace)
 	}
 	if argocd.Equal(current.Spec, desired.Spec) && argocd.HasMeta(current, desired) {
 		return desired.Name, nil
@@ -62,6 +87,11 @@ func (p *Projects) Ensure(ctx context.Context, namespace string, repos ...string
 		return "", fmt.Errorf("updating AppProject %s: %w", desired.Name, err)
 	}
 	return desired.Name, nil
+}
+
+func (p *Projects) notOurs(name, namespace string) error {
+	return fmt.Errorf("%w: the Argo CD AppProject %s/%s was not created by the GitOps Service for namespace %s and is never used: nothing is deployed until the platform admin removes it",
+		ErrNotOurs, p.ArgoNamespace, name, namespace)
 }
 
 // desired is the tenant's AppProject: the repositories of the tenant's existing
@@ -76,6 +106,8 @@ func (p *Projects) desired(ctx context.Context, ns *corev1.Namespace, extraRepos
 		return nil, err
 	}
 	t := argocd.Tenant{Namespace: ns.Name, UID: string(ns.UID), Repos: extraRepos}
+	// Invalid entries are reported by the RBAC policy reconciler.
+	t.Subjects, _ = argocd.ParseSubjects(ns.Annotations[argocd.AnnotationArgoCDSubjects])
 	for i := range apps {
 		if src := apps[i].Spec.Source; src != nil {
 			t.Repos = append(t.Repos, src.RepoURL)
@@ -136,5 +168,19 @@ func (p *Projects) applications(ctx context.Context, tenantNS string) ([]argov1a
 	if err := p.Client.List(ctx, &apps, client.InNamespace(p.ArgoNamespace), client.MatchingFields{tenantIndex: tenantNS}); err != nil {
 		return nil, fmt.Errorf("listing Applications of tenant %s: %w", tenantNS, err)
 	}
-	return apps.Items, nil
+	return made(apps.Items), nil
+}
+
+// made keeps the Applications we made: a GitOpsDeployment's, or generated for a
+// binding. Look-alikes carrying only our managed-by label neither widen a
+// tenant's project nor keep it alive.
+func made(apps []argov1alpha1.Application) []argov1alpha1.Application {
+	var out []argov1alpha1.Application
+	for _, a := range apps {
+		uid := a.Labels[argocd.LabelOwnerUID]
+		if argocd.IsOwnedBy(a.Labels, argocd.OwnerKindGitOpsDeployment, uid) || argocd.IsOwnedBy(a.Labels, argocd.OwnerKindBinding, uid) {
+			out = append(out, a)
+		}
+	}
+	return out
 }

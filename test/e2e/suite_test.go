@@ -77,7 +77,11 @@ func run(m *testing.M) (code int) {
 		return fail(err)
 	}
 	// The UI panel's API goes through argocd-server's proxy extension.
-	argoOpts := stack.ArgoOptions{ExtraCmdParams: map[string]string{"server.enable.proxy.extension": "true"}}
+	// Argo CD's built-in admin role does not include invoking extensions.
+	argoOpts := stack.ArgoOptions{
+		ExtraCmdParams: map[string]string{"server.enable.proxy.extension": "true"},
+		ExtraRBAC:      map[string]string{"policy.csv": "p, role:admin, extensions, invoke, " + uiproxy.ExtensionName + ", allow\n"},
+	}
 	if argo, err = stack.StartArgoCD(ctx, kube, argoOpts); err != nil {
 		return fail(err)
 	}

@@ -44,6 +44,20 @@ func installPanel(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "extension-gitops-service.js"), src, 0o644))
 }
 
+// waitAccess waits until user may get the Applications (argocd CLI).
+func waitAccess(t *testing.T, user, password string, apps ...string) {
+	t.Helper()
+	cli, err := argo.Login(context.Background(), user, password)
+	require.NoError(t, err)
+	for _, app := range apps {
+		var out string
+		require.Eventually(t, func() bool {
+			out, err = cli.Run(context.Background(), "app", "get", app)
+			return err == nil
+		}, deployWait, poll, "%s never could get Application %s: %s", user, app, out)
+	}
+}
+
 // screenshotDir keeps the screenshots: GITOPS_SERVICE_SCREENSHOTS, else the
 // test's temporary folder (logged, kept while the test runs).
 func screenshotDir(t *testing.T) string {
@@ -56,13 +70,13 @@ func screenshotDir(t *testing.T) string {
 
 // browserUser is a tenant user logged in to argocd-server in its own browser.
 type browserUser struct {
-	t       *testing.T
-	ctx     context.Context
-	server  string
-	shots   string
-	version string
+	t      *testing.T
+	ctx    context.Context
+	server string
+	shots  string
 }
 
+// login logs user in through Argo CD's login page in a browser of its own.
 func login(t *testing.T, server, user, password, shots string) *browserUser {
 	t.Helper()
 	bctx, cancel, err := stack.NewBrowser(context.Background())
@@ -153,8 +167,7 @@ func TestUIPanelInTheBrowser(t *testing.T) {
 		t.Skip(err)
 	}
 	ctx := context.Background()
-	server, err := argo.StartServerWithAuth(ctx)
-	require.NoError(t, err)
+	server := argo.ServerAddr
 	installPanel(t)
 	shots := screenshotDir(t)
 
@@ -207,19 +220,17 @@ func TestUIPanelInTheBrowser(t *testing.T) {
 	otherGD := deploy(t, other, "theirs", repo.URL, "app", v1.GitOpsDeploymentSpecTypeAutomated, nil)
 	otherApp := application(t, otherGD)
 
-	// Users: alice may get tenant A's Applications, bob tenant B's; both may
-	// invoke the extension. Nobody has a default role.
-	require.NoError(t, argo.AddLocalAccount(ctx, "alice", "alice-password"))
-	require.NoError(t, argo.AddLocalAccount(ctx, "bob", "bob-password"))
-	policy := func(role, project string) string {
-		return fmt.Sprintf("p, role:%[1]s, applications, get, %[2]s/*, allow\np, role:%[1]s, extensions, invoke, %[3]s, allow\n",
-			role, project, uiproxy.ExtensionName)
-	}
+	// Users: the platform maps alice to tenant A and bob to tenant B (the
+	// tenant reconciler makes their project roles and extension policy).
+	require.NoError(t, argo.CreateAccount(ctx, "alice", "alice-password"))
+	require.NoError(t, argo.CreateAccount(ctx, "bob", "bob-password"))
+	mapTenant(t, ns, "alice")
+	mapTenant(t, other, "bob")
 	require.Equal(t, gdApp.Spec.Project, bindingApp.Spec.Project, "one project per tenant")
-	require.NoError(t, argo.SetRBAC(ctx, "", policy("tenant-a", gdApp.Spec.Project)+policy("tenant-b", otherApp.Spec.Project)+
-		"g, alice, role:tenant-a\ng, bob, role:tenant-b\n"))
-	t.Cleanup(func() { _ = argo.SetRBAC(context.Background(), "role:admin", "") })
 
+	// The mapping applies asynchronously: the pages are opened once it does.
+	waitAccess(t, "alice", "alice-password", bindingApp.Name, gdApp.Name)
+	waitAccess(t, "bob", "bob-password", otherApp.Name)
 	alice := login(t, server, "alice", "alice-password", shots)
 
 	// The binding's Application: the promotion path.

@@ -11,15 +11,26 @@ import (
 	"github.com/stretchr/testify/require"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/test/stack"
 	uiproxy "github.com/gitops-service/gitops-service/ui-proxy"
 )
 
-// callPanelAPI calls the UI panel's API as the panel does: through
-// argocd-server's proxy extension, which adds the secret header.
+// callPanelAPI calls the UI panel's API as the panel does, logged in as the
+// admin: through argocd-server's proxy extension, which adds the secret header.
 func callPanelAPI(t *testing.T, app, project string) (int, map[string]any) {
+	t.Helper()
+	token, err := argo.AdminSession(context.Background())
+	require.NoError(t, err)
+	return callPanelAPIAs(t, token, app, project)
+}
+
+// callPanelAPIAs calls the panel's API with the session token of a user (the
+// browser sends it as a cookie).
+func callPanelAPIAs(t *testing.T, token, app, project string) (int, map[string]any) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, "http://"+argo.ServerAddr+"/extensions/"+uiproxy.ExtensionName+"/api/v1/deployment", nil)
 	require.NoError(t, err)
+	req.AddCookie(&http.Cookie{Name: stack.AuthCookie, Value: token})
 	req.Header.Set(uiproxy.HeaderApplication, argo.Namespace+":"+app)
 	req.Header.Set(uiproxy.HeaderProject, project)
 	resp, err := http.DefaultClient.Do(req)
@@ -55,6 +66,10 @@ func TestUIPanelThroughArgoCDServer(t *testing.T) {
 	// argocd-server checks the project header against the Application.
 	status, _ = callPanelAPI(t, app.Name, "default")
 	assert.NotEqual(t, http.StatusOK, status, "a wrong project was forwarded")
+
+	// Without a session argocd-server forwards nothing.
+	status, _ = callPanelAPIAs(t, "", app.Name, app.Spec.Project)
+	assert.NotEqual(t, http.StatusOK, status, "an anonymous request was forwarded")
 
 	// Straight to the sidecar, without argocd-server's header: refused.
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, side.UIProxyURL+"/api/v1/deployment", nil)

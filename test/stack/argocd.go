@@ -66,10 +66,13 @@ type ArgoOptions struct {
 }
 
 // ArgoCD is a running Argo CD: redis, repo-server, application controller,
-// applicationset controller and API server (insecure, auth disabled).
+// applicationset controller and API server (plain HTTP, authentication on:
+// log in as AdminUser with AdminPassword, or as accounts made by CreateAccount).
 type ArgoCD struct {
-	Namespace      string
-	ServerAddr     string // 127.0.0.1:PORT of argocd-server (plain HTTP/gRPC, auth disabled)
+	Namespace  string
+	ServerAddr string // 127.0.0.1:PORT of argocd-server (plain HTTP/gRPC)
+	// AdminPassword is the password of Argo CD's built-in admin account.
+	AdminPassword  string
 	RepoServerAddr string // 127.0.0.1:PORT (plaintext gRPC)
 	RedisAddr      string // 127.0.0.1:PORT
 	// ApplicationSetWebhookAddr is the applicationset controller's webhook listener.
@@ -81,9 +84,9 @@ type ArgoCD struct {
 
 	procs    []*Process // start order
 	stopOnce sync.Once
-	// serverArgs and serverEnv start one more argocd-server (StartServerWithAuth).
-	serverArgs func(port, metricsPort int, auth bool) []string
-	serverEnv  []string
+
+	adminMu    sync.Mutex
+	adminToken string
 }
 
 // StartArgoCD installs Argo CD's CRDs and configuration into k and starts its
@@ -111,13 +114,13 @@ func StartArgoCD(ctx context.Context, k *Kube, o ArgoOptions) (_ *ArgoCD, err er
 	if err != nil {
 		return nil, err
 	}
-	a := &ArgoCD{Namespace: o.Namespace, ModuleDir: modDir, Dir: dir, Kube: k}
+	a := &ArgoCD{Namespace: o.Namespace, ModuleDir: modDir, Dir: dir, Kube: k, AdminPassword: randomHex(12)}
 	defer func() {
 		if err != nil {
 			a.Stop()
 		}
 	}()
-	for _, d := range []string{"logs", "ssh", "tls", "gnupg", "gpg-source", "plugins", "home", "tmp", "redis", "static"} {
+	for _, d := range []string{"logs", "ssh", "tls", "gnupg", "gpg-source", "plugins", "home", "tmp", "redis", "static", "clients"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			return nil, err
 		}
@@ -229,21 +232,15 @@ func StartArgoCD(ctx context.Context, k *Kube, o ArgoOptions) (_ *ArgoCD, err er
 	if err != nil {
 		return nil, err
 	}
-	a.serverArgs = func(port, metricsPort int, auth bool) []string {
-		args := []string{"--namespace", o.Namespace, "--insecure", "--dex-server=",
-			"--address", "127.0.0.1", "--port", fmt.Sprint(port),
-			"--metrics-address", "127.0.0.1", "--metrics-port", fmt.Sprint(metricsPort),
-			"--repo-server", a.RepoServerAddr, "--repo-server-plaintext",
-			"--redis", a.RedisAddr,
-			"--staticassets", filepath.Join(dir, "static"),
-			"--loglevel", o.LogLevel}
-		if !auth {
-			args = append(args, "--disable-auth")
-		}
-		return args
-	}
-	a.serverEnv = envFor("server")
-	server, err := start("server", bins.ArgoCDServer, a.serverArgs(serverPort, serverMetrics, false)...)
+	server, err := start("server", bins.ArgoCDServer,
+		"--namespace", o.Namespace,
+		"--insecure", "--dex-server=",
+		"--address", "127.0.0.1", "--port", fmt.Sprint(serverPort),
+		"--metrics-address", "127.0.0.1", "--metrics-port", fmt.Sprint(serverMetrics),
+		"--repo-server", a.RepoServerAddr, "--repo-server-plaintext",
+		"--redis", a.RedisAddr,
+		"--staticassets", filepath.Join(dir, "static"),
+		"--loglevel", o.LogLevel)
 	if err != nil {
 		return nil, err
 	}
@@ -275,32 +272,6 @@ func StartArgoCD(ctx context.Context, k *Kube, o ArgoOptions) (_ *ArgoCD, err er
 	return a, nil
 }
 
-// StartServerWithAuth starts one more argocd-server of this Argo CD, with
-// authentication on: users log in with the local accounts of argocd-cm and
-// argocd-rbac-cm decides what they see (argocd-server enforces no RBAC with
-// --disable-auth, so the first server is unaffected by policies set for this
-// one). It returns its 127.0.0.1:PORT; Stop stops it.
-func (a *ArgoCD) StartServerWithAuth(ctx context.Context) (string, error) {
-	ports, err := freePorts(2)
-	if err != nil {
-		return "", err
-	}
-	name := fmt.Sprintf("server-auth-%d", ports[0])
-	p, err := StartProcess("argocd/"+name, filepath.Join(a.Dir, "logs", name+".log"), a.Dir, a.serverEnv,
-		resolveBinaries().ArgoCDServer, a.serverArgs(ports[0], ports[1], true)...)
-	if err != nil {
-		return "", err
-	}
-	a.procs = append(a.procs, p)
-	addr := loopback(ports[0])
-	if err := waitReady(ctx, p, 90*time.Second, func(ctx context.Context) error {
-		return httpGetOK(ctx, &http.Client{}, "http://"+addr+"/healthz", "")
-	}); err != nil {
-		return "", err
-	}
-	return addr, nil
-}
-
 // installConfig creates the namespace, the ConfigMaps and Secret Argo CD
 // reads, and the default AppProject (create or update).
 func (a *ArgoCD) installConfig(ctx context.Context, o ArgoOptions) error {
@@ -317,7 +288,8 @@ func (a *ArgoCD) installConfig(ctx context.Context, o ArgoOptions) error {
 		"timeout.reconciliation": "10s",
 	}
 	maps.Copy(cm, o.ExtraConfig)
-	rbac := map[string]string{"policy.default": "role:admin"}
+	// Argo CD's own default: users get nothing but what policies grant them.
+	rbac := map[string]string{"policy.default": ""}
 	maps.Copy(rbac, o.ExtraRBAC)
 	params := map[string]string{}
 	maps.Copy(params, o.ExtraCmdParams)
@@ -358,6 +330,9 @@ func (a *ArgoCD) installConfig(ctx context.Context, o ArgoOptions) error {
 	}
 	if _, err := cs.CoreV1().Secrets(a.Namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("Secret argocd-secret: %w", err)
+	}
+	if err := a.setPassword(ctx, AdminUser, a.AdminPassword); err != nil {
+		return err
 	}
 	dyn, err := dynamic.NewForConfig(a.Kube.Config)
 	if err != nil {

@@ -52,6 +52,8 @@ var DefaultControllers = []string{
 	"garbage-collector-controller",
 	"namespace-controller",
 	"serviceaccount-token-controller",
+	// fills the aggregated admin/edit/view ClusterRoles (tenants' RBAC on our CRDs)
+	"clusterrole-aggregation-controller",
 }
 
 // Kube is a running etcd + kube-apiserver (+ kube-controller-manager).

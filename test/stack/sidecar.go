@@ -28,9 +28,10 @@ type Sidecar struct {
 	Bin          string
 	Dir          string
 
-	args []string
-	kube *Kube
-	proc *Process
+	args       []string
+	kube       *Kube
+	kubeconfig string
+	proc       *Process
 }
 
 // SidecarOptions configures StartSidecar.
@@ -41,6 +42,11 @@ type SidecarOptions struct {
 	ArgoNamespace string
 	// Args are extra flags.
 	Args []string
+	// RefuseFileRepositories leaves out --allow-file-repositories, which the
+	// stack's sidecar gets by default: its repositories are file:// URLs.
+	RefuseFileRepositories bool
+	// Kubeconfig replaces the Kube's admin kubeconfig, e.g. a FaultProxy's.
+	Kubeconfig string
 }
 
 var (
@@ -112,6 +118,7 @@ func StartSidecar(ctx context.Context, k *Kube, o SidecarOptions) (*Sidecar, err
 		Bin:            bin,
 		Dir:            dir,
 		kube:           k,
+		kubeconfig:     k.Kubeconfig,
 		args: append([]string{
 			"--argocd-namespace=" + o.ArgoNamespace,
 			"--leader-elect=false",
@@ -124,13 +131,19 @@ func StartSidecar(ctx context.Context, k *Kube, o SidecarOptions) (*Sidecar, err
 			"--zap-log-level=info",
 		}, o.Args...),
 	}
+	if o.Kubeconfig != "" {
+		s.kubeconfig = o.Kubeconfig
+	}
+	if !o.RefuseFileRepositories {
+		s.args = append(s.args, "--allow-file-repositories")
+	}
 	return s, s.Start(ctx)
 }
 
 // Start (re)starts the sidecar process and waits for /readyz.
 func (s *Sidecar) Start(ctx context.Context) error {
 	p, err := StartProcess("gitops-service", filepath.Join(s.Dir, "gitops-service.log"), s.Dir,
-		[]string{"KUBECONFIG=" + s.kube.Kubeconfig}, s.Bin, s.args...)
+		[]string{"KUBECONFIG=" + s.kubeconfig}, s.Bin, s.args...)
 	if err != nil {
 		return err
 	}
@@ -139,6 +152,23 @@ func (s *Sidecar) Start(ctx context.Context) error {
 	return waitReady(ctx, p, 60*time.Second, func(ctx context.Context) error {
 		return httpGetOK(ctx, hc, "http://"+s.ProbeAddr+"/readyz", "ok")
 	})
+}
+
+// Exited says whether the sidecar's process has ended (by itself or killed).
+func (s *Sidecar) Exited() bool {
+	select {
+	case <-s.proc.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// Kill ends the process with SIGKILL; Start may follow.
+func (s *Sidecar) Kill() {
+	if s.proc != nil {
+		s.proc.Kill()
+	}
 }
 
 // Pid is the sidecar's process id.

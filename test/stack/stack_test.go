@@ -19,8 +19,8 @@ import (
 
 // TestRealStack starts etcd, kube-apiserver, kube-controller-manager and Argo
 // CD, has Argo CD sync a ConfigMap from a local Git repo, and checks that
-// namespaces (namespace controller), cascading deletes and service-account
-// tokens work.
+// namespaces (namespace controller), cascading deletes, service-account
+// tokens and Argo CD logins work.
 func TestRealStack(t *testing.T) {
 	if _, err := Binaries(); err != nil {
 		if Required() {
@@ -172,6 +172,7 @@ func TestRealStack(t *testing.T) {
 	}
 	waitSynced("Application synced and healthy", sha, "hello")
 	t.Logf("Application created -> Synced/Healthy in %s", time.Since(appStart).Round(time.Millisecond))
+	checkAccounts(ctx, t, argo)
 
 	// Push a change and ask for a refresh.
 	pushed := time.Now()

@@ -85,6 +85,8 @@ func RunSuite(m *testing.M, name string, setup func(*Suite) error, options ...fu
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(level)))
 	opts := sidecar.Options{
 		ArgoNamespace: SuiteArgoNamespace, MetricsAddr: "0", ProbeAddr: "0", QPS: 200, Burst: 400, Concurrency: 4, SyncPeriod: time.Hour,
+		// The stack's repositories are file:// URLs.
+		AllowFileRepositories: true,
 	}
 	for _, o := range options {
 		o(&opts)

@@ -1,0 +1,72 @@
+package argocd
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+)
+
+// scpLike is git's user@host:path form (git@github.com:org/repo.git).
+var scpLike = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*@[A-Za-z0-9][A-Za-z0-9.-]*:[^:\s]+$`)
+
+// networkSchemes reach a repository over the network, like any client of it
+// would: https and ssh, and the unencrypted http and git (git daemon), which
+// reach nothing more than https does and only put the tenant's own manifests
+// at risk. file:// (the repo-server's own disk) and everything else (git's
+// remote helpers such as ext::) are refused.
+var networkSchemes = map[string]bool{"https": true, "ssh": true, "http": true, "git": true}
+
+// CheckRepoURL says why a tenant may not use raw as a repository URL, or "" when
+// it may. allowFile is the platform admin's switch for file:// URLs (demos and
+// tests on one machine): never for a multi-tenant cluster, since the
+// repo-server would read any repository on its own disk.
+func CheckRepoURL(raw string, allowFile bool) string {
+	const want = "it must be an https://, ssh://, http://, git:// or git@host:path URL"
+	if raw == "" {
+		return "the repository URL is empty: " + want
+	}
+	if strings.TrimSpace(raw) != raw || strings.ContainsAny(raw, " \t\r\n\x00") || strings.HasPrefix(raw, "-") {
+		return fmt.Sprintf("repository URL %q has blanks, control characters or a leading '-': %s", raw, want)
+	}
+	if scpLike.MatchString(raw) && !strings.Contains(raw, "://") {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err == nil {
+		if _, hasPassword := u.User.Password(); hasPassword {
+			// A URL is shown in Argo CD, in status and in logs.
+			return "the repository URL must not contain a password: use a GitOpsDeploymentRepositoryCredentials"
+		}
+	}
+	if err != nil || u.Scheme == "" {
+		return fmt.Sprintf("repository URL %q is not a URL: %s", raw, want)
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if scheme == "file" {
+		if allowFile {
+			return ""
+		}
+		return fmt.Sprintf("repository URL %q is refused: file:// URLs would read the Argo CD repo-server's own disk (the platform admin may allow them for demos with --allow-file-repositories); %s", raw, want)
+	}
+	if !networkSchemes[scheme] {
+		return fmt.Sprintf("repository URL %q has the scheme %q: %s", raw, u.Scheme, want)
+	}
+	if u.Hostname() == "" {
+		return fmt.Sprintf("repository URL %q has no host: %s", raw, want)
+	}
+	return ""
+}
+
+// CheckRevision says why a tenant's revision (a branch, tag or commit, given to
+// git by the repo-server) is refused, or "" when it is acceptable: no leading
+// '-' (it would read as an option), no blanks or control characters, no "..".
+func CheckRevision(rev string) string {
+	if rev == "" {
+		return ""
+	}
+	if strings.HasPrefix(rev, "-") || strings.Contains(rev, "..") || strings.IndexFunc(rev, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+		return fmt.Sprintf("revision %q is not a valid branch, tag or commit: no leading '-', blanks, control characters or '..'", rev)
+	}
+	return ""
+}
