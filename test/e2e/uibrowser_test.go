@@ -218,6 +218,7 @@ func TestUIPanelInTheBrowser(t *testing.T) {
 	// Tenant B, with a deployment of its own.
 	other := tenantNamespace(t)
 	otherGD := deploy(t, other, "theirs", repo.URL, "app", v1.GitOpsDeploymentSpecTypeAutomated, nil)
+	waitStatus(t, otherGD, "Synced", func(gd *v1.GitOpsDeployment) bool { return gd.Status.Sync.Status == v1.SyncStatusCodeSynced })
 	otherApp := application(t, otherGD)
 
 	// Users: the platform maps alice to tenant A and bob to tenant B (the
