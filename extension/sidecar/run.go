@@ -18,6 +18,7 @@ import (
 // starts this one afresh as a follower).
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	log := ctrl.Log.WithName("sidecar")
+	cfg = retryReads(cfg)
 	backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.2, Cap: 30 * time.Second, Steps: 1 << 30}
 	for {
 		started := time.Now()
