@@ -88,7 +88,11 @@ func TestAutomatedDeploysAndFollowsPushes(t *testing.T) {
 	})
 	gd := deploy(t, ns, "guestbook", repo.URL, "guestbook", v1.GitOpsDeploymentSpecTypeAutomated, nil)
 
-	got := waitStatus(t, gd, "Synced/Healthy at the first commit", syncedHealthyAt(sha1))
+	// Argo CD reports Synced/Healthy a moment before it closes the operation:
+	// wait for both, then the operation must have succeeded.
+	got := waitStatus(t, gd, "Synced/Healthy at the first commit, the sync operation ended", func(g *v1.GitOpsDeployment) bool {
+		return syncedHealthyAt(sha1)(g) && g.Status.OperationState != nil && g.Status.OperationState.Phase != v1.OperationRunning
+	})
 	cm, err := getConfigMap(ns, "settings")
 	require.NoError(t, err)
 	assert.Equal(t, "one", cm.Data["value"])
