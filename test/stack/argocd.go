@@ -157,6 +157,10 @@ func StartArgoCD(ctx context.Context, k *Kube, o ArgoOptions) (_ *ArgoCD, err er
 		"ARGOCD_GNUPGHOME=" + filepath.Join(dir, "gnupg"),
 		"ARGOCD_GPG_DATA_PATH=" + filepath.Join(dir, "gpg-source"),
 		"ARGOCD_PLUGINSOCKFILEPATH=" + filepath.Join(dir, "plugins"),
+		// The repo-server's git askpass socket defaults to one fixed path in /tmp:
+		// with two stacks on a machine, one repo-server's git asked the other for
+		// credentials ("unknown nonce") and private repositories failed.
+		"ARGOCD_ASK_PASS_SOCK=" + filepath.Join(dir, "askpass.sock"),
 		"KUBECONFIG=" + k.Kubeconfig,
 		"HOME=" + filepath.Join(dir, "home"),
 		"TMPDIR=" + filepath.Join(dir, "tmp"),
