@@ -70,8 +70,8 @@ type demo struct {
 	// proxyAddr is the UI proxy extension backend's address; its token is the
 	// generator's (one file in the demo).
 	proxyAddr, token string
-	// extDir is the panel's folder under /tmp/extensions.
-	extDir string
+	// extDir is the panel's folder under /tmp/extensions; uiPassword is uiUser's.
+	extDir, uiPassword string
 }
 
 func (d *demo) run() error {
@@ -510,7 +510,7 @@ Change the app and watch it deploy (Argo CD polls the repository every 10s):
 Argo CD's web UI with the GitOps Service panel (open an Application, click its top
 node, tab "GitOps Service"; the header shows the environment and Snapshot):
 
-  http://%[7]s    login: admin / %[13]s
+  http://%[7]s    login: %[14]s / %[15]s (tenant %[4]s), or admin / %[13]s
 
 and the argocd CLI:
 
@@ -530,7 +530,7 @@ Logs: sidecar %[8]s, Argo CD %[9]s, Kubernetes %[10]s
 
 Press Ctrl-C to stop everything.
 `, d.kube.Kubeconfig, kbin, abin, tenant, d.repo.Work, appPath, d.argo.ServerAddr,
-		d.side.LogPath, argoLogs, kubeLogs, d.token, d.proxyAddr, d.argo.AdminPassword)
+		d.side.LogPath, argoLogs, kubeLogs, d.token, d.proxyAddr, d.argo.AdminPassword, uiUser, d.uiPassword)
 }
 
 // waitForever waits for Ctrl-C (or SIGTERM), or for a component to die.

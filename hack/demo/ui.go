@@ -1,12 +1,23 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	uiproxy "github.com/gitops-service/gitops-service/ui-proxy"
 )
+
+// uiUser is the demo's tenant user: an Argo CD local account that the tenant
+// mapping (the namespace annotation) gives the tenant's Applications.
+const uiUser = "developer"
 
 // startUI wires the panel into Argo CD as the README's install steps do: the
 // proxy extension to the sidecar's ui-proxy, and the panel's JavaScript under
@@ -24,5 +35,28 @@ func (d *demo) startUI() error {
 	if err := os.MkdirAll(d.extDir, 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(d.extDir, "extension-gitops-service.js"), src, 0o644)
+	if err := os.WriteFile(filepath.Join(d.extDir, "extension-gitops-service.js"), src, 0o644); err != nil {
+		return err
+	}
+	return d.tenantUser()
+}
+
+// tenantUser makes the account uiUser and maps it to the tenant's namespace, as
+// a platform admin does (the sidecar then makes its Argo CD project role).
+func (d *demo) tenantUser() error {
+	pw := make([]byte, 8)
+	if _, err := rand.Read(pw); err != nil {
+		return err
+	}
+	d.uiPassword = hex.EncodeToString(pw)
+	if err := d.argo.CreateAccount(d.ctx, uiUser, d.uiPassword); err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(d.kube.Config)
+	if err != nil {
+		return err
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, argocd.AnnotationArgoCDSubjects, uiUser)
+	_, err = cs.CoreV1().Namespaces().Patch(d.ctx, tenant, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	return err
 }

@@ -332,4 +332,9 @@ func TestUIPanelInTheBrowser(t *testing.T) {
 	}
 	bob.screenshot("other-tenant")
 	assert.Equal(t, http.StatusOK, bob.extensionStatus(otherApp), "bob's own deployment")
+	// His own automated deployment: no SyncRuns, and the panel says why.
+	bob.openPanel(otherApp.Name)
+	bob.waitText(`[data-gs="summary"]`, other+"/theirs")
+	bob.waitText(`[data-gs="no-syncruns"]`, "An automated deployment syncs by itself")
+	bob.screenshot("gitopsdeployment-no-syncruns")
 }
