@@ -73,9 +73,12 @@
       h('tbody', null, rows));
   const td = (content, key) => h('td', {key, style: {padding: '2px 8px 2px 0', verticalAlign: 'top'}}, content);
 
-  // A condition is an error a person must act on when it says so: ErrorOccurred
-  // True, or a condition about something working (Deployed, Succeeded...) False.
-  const isError = (c) => (c.type === 'ErrorOccurred' ? c.status === 'True' : c.status === 'False' && !/Resolved$/.test(c.type));
+  // A condition is an error a person must act on when it says so: an error
+  // condition (ErrorOccurred, InvalidSpecError...) True, or a condition about
+  // something working (AllComponentsDeployed, ConnectionInitializationSucceeded...)
+  // False; a "...Resolved" reason says the error is over.
+  const isError = (c) => !/Resolved$/.test(c.reason || '') &&
+    (/Error|Occurred$/.test(c.type) ? c.status === 'True' : c.status === 'False');
 
   function Conditions({conditions, fix}) {
     const list = conditions || [];
@@ -128,7 +131,7 @@
     const comps = env.components || [];
     const changed = env.changed || [];
     return h('div', {'data-gs': 'env', 'data-gs-env': env.name, className: 'gs-env' + (env.current ? ' gs-env--current' : ''),
-      style: {flex: '0 0 auto', minWidth: 260, maxWidth: 420, border: env.current ? '2px solid #0dadea' : '1px solid #dee6eb',
+      style: {flex: '0 0 auto', minWidth: 260, maxWidth: 520, border: env.current ? '2px solid #0dadea' : '1px solid #dee6eb',
         borderRadius: 4, padding: '0.6em 0.8em', background: '#fff'}},
       h('div', {style: {fontWeight: 'bold', fontSize: '1.1em'}}, env.displayName || env.name,
         env.current ? h('span', {style: {fontWeight: 'normal', color: '#0dadea', marginLeft: 6}}, '(this Application)') : null),
@@ -142,7 +145,7 @@
               comps.map((c) => h('tr', {key: c.name, 'data-gs-component': c.name},
                 td(h('span', null, c.name, changed.indexOf(c.name) >= 0
                   ? h('span', {'data-gs': 'changed', title: 'image differs from ' + env.parent, style: {color: '#f4a030', marginLeft: 4}}, '● changed') : null), 1),
-                td(mono(c.image || 'unknown'), 2),
+                td(h('code', {style: {fontSize: '0.9em', whiteSpace: 'nowrap'}}, c.image || 'unknown'), 2),
                 td(h('span', null, badge(c.sync || 'Unknown'), badge(c.health || 'Unknown')), 3))))
             : h('div', {style: {color: '#6d7f8b'}}, 'No components deployed yet.'),
           changed.length

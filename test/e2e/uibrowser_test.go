@@ -96,7 +96,9 @@ func newBrowser(t *testing.T, server, shots string) *browserUser {
 // loginWithForm logs user in through Argo CD's login page: types the
 // credentials and clicks "Sign in" (the form's React submit handler posts
 // /api/v1/session, which sets the argocd.token cookie; a DOM form.submit()
-// would bypass that handler and just reload the page).
+// would bypass that handler and just reload the page). Selectors are CSS
+// (ByQuery): chromedp's default BySearch also matches them as plain text, e.g.
+// in the page's <style> elements, which are never visible.
 func loginWithForm(t *testing.T, server, user, password, shots string) *browserUser {
 	t.Helper()
 	b := newBrowser(t, server, shots)
@@ -104,11 +106,11 @@ func loginWithForm(t *testing.T, server, user, password, shots string) *browserU
 	defer cancel()
 	err := chromedp.Run(ctx,
 		chromedp.Navigate("http://"+server+"/login"),
-		chromedp.WaitVisible(`input[type=password]`),
-		chromedp.SendKeys(`.login__box input:not([type=password])`, user),
-		chromedp.SendKeys(`input[type=password]`, password),
-		chromedp.Click(`button[type=submit]`),
-		chromedp.WaitVisible(`.applications-list`),
+		chromedp.WaitVisible(`input[type=password]`, chromedp.ByQuery),
+		chromedp.SendKeys(`.login__box input:not([type=password])`, user, chromedp.ByQuery),
+		chromedp.SendKeys(`input[type=password]`, password, chromedp.ByQuery),
+		chromedp.Click(`button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`.applications-tiles`, chromedp.ByQuery),
 	)
 	if err != nil {
 		b.failure("login-" + user)
@@ -127,7 +129,7 @@ func loginWithToken(t *testing.T, server, user, password, shots string) *browser
 	require.NoError(t, chromedp.Run(b.ctx,
 		network.SetCookie(stack.AuthCookie, token).WithDomain(strings.Split(server, ":")[0]).WithPath("/").WithHTTPOnly(true),
 		chromedp.Navigate("http://"+server+"/applications"),
-		chromedp.WaitVisible(`.applications-list`),
+		chromedp.WaitVisible(`.applications-tiles`, chromedp.ByQuery),
 	), "opening Argo CD as %s with a session cookie", user)
 	return b
 }
@@ -153,6 +155,13 @@ func (b *browserUser) openPanel(app string) {
 	require.NoError(b.t, chromedp.Run(b.ctx,
 		chromedp.Navigate(fmt.Sprintf("http://%s/applications/%s/%s?view=tree&node=%s&tab=extension-0", b.server, argo.Namespace, app, node)),
 	))
+}
+
+// openApp opens an Application's page (no resource panel open).
+func (b *browserUser) openApp(app string) {
+	b.t.Helper()
+	require.NoError(b.t, chromedp.Run(b.ctx,
+		chromedp.Navigate(fmt.Sprintf("http://%s/applications/%s/%s?view=tree", b.server, argo.Namespace, app))))
 }
 
 // waitText waits until the element matching sel shows want.
@@ -186,6 +195,30 @@ func (b *browserUser) screenshot(name string) {
 	if err := os.WriteFile(path, png, 0o644); err == nil {
 		b.t.Logf("screenshot: %s", path)
 	}
+}
+
+// screenshotOf saves a picture of the first element matching sel (the panel
+// alone, small enough for the README).
+func (b *browserUser) screenshotOf(sel, name string) {
+	var png []byte
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Run(ctx, chromedp.Screenshot(sel, &png, chromedp.ByQuery, chromedp.NodeVisible)); err != nil {
+		b.t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	path := filepath.Join(b.shots, name+".png")
+	if err := os.WriteFile(path, png, 0o644); err == nil {
+		b.t.Logf("screenshot: %s", path)
+	}
+}
+
+// count is the number of elements matching sel.
+func (b *browserUser) count(sel string) int {
+	b.t.Helper()
+	var n int
+	require.NoError(b.t, chromedp.Run(b.ctx, chromedp.Evaluate(fmt.Sprintf("document.querySelectorAll(%q).length", sel), &n)))
+	return n
 }
 
 // bodyText is the whole page's text.
@@ -304,6 +337,11 @@ func TestUIPanelInTheBrowser(t *testing.T) {
 	alice.waitText(`[data-gs="steps"]`, "All GitOpsDeployments are Synced/Healthy")
 	alice.waitText(`[data-gs="status-item"]`, "dev · snap-2")
 	alice.screenshot("binding-promotion-path")
+	alice.screenshotOf(`[data-gs="panel"]`, "panel-binding")
+	// The Application's header (panel closed): the status-panel item.
+	alice.openApp(bindingApp.Name)
+	alice.waitText(`.application-status-panel [data-gs="status-item"]`, "dev · snap-2")
+	alice.screenshotOf(`.application-status-panel`, "status-panel-binding")
 
 	// The GitOpsDeployment's Application.
 	alice.openPanel(gdApp.Name)
@@ -312,10 +350,12 @@ func TestUIPanelInTheBrowser(t *testing.T) {
 	assert.Contains(t, summary, repo.URL)
 	assert.Contains(t, summary, "namespace "+ns)
 	alice.waitText(`[data-gs="summary"]`, "Synced")
+	assert.Zero(t, alice.count(`[data-gs="error"]`), "a healthy deployment shows no error")
 	alice.waitText(`[data-gs="syncruns"]`, "first-sync")
 	alice.waitText(`[data-gs="syncruns"]`, sha[:7])
 	alice.waitText(`[data-gs="status-item"]`, "manual")
 	alice.screenshot("gitopsdeployment")
+	alice.screenshotOf(`[data-gs="panel"]`, "panel-gitopsdeployment")
 	assert.Equal(t, http.StatusOK, alice.extensionStatus(gdApp))
 	assert.NotEqual(t, http.StatusOK, alice.extensionStatus(otherApp), "alice reached tenant B's deployment")
 
