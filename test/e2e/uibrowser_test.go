@@ -359,6 +359,37 @@ func TestUIPanelInTheBrowser(t *testing.T) {
 	assert.Equal(t, http.StatusOK, alice.extensionStatus(gdApp))
 	assert.NotEqual(t, http.StatusOK, alice.extensionStatus(otherApp), "alice reached tenant B's deployment")
 
+	// Two Applications in alice's project the sidecar did not make: one without
+	// our labels (the tab says so and asks nothing), one with our labels but an
+	// owner the proxy does not know (the proxy refuses; the tab shows its error).
+	foreign := &argov1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: argo.Namespace, Name: "foreign-" + rand.String(5)},
+		Spec: argov1alpha1.ApplicationSpec{Project: gdApp.Spec.Project,
+			Source:      &argov1alpha1.ApplicationSource{RepoURL: repo.URL, Path: "app"},
+			Destination: argov1alpha1.ApplicationDestination{Server: gdApp.Spec.Destination.Server, Namespace: ns}}}
+	orphan := foreign.DeepCopy()
+	orphan.Name = "orphan-" + rand.String(5)
+	orphan.Labels = map[string]string{}
+	for k, v := range gdApp.Labels {
+		orphan.Labels[k] = v
+	}
+	// An owner of a kind no reconciler of ours handles (one of a known kind
+	// but another UID would be cleaned up as stale by its reconciler).
+	orphan.Labels[argocd.LabelOwnerKind] = "Retired"
+	orphan.Labels[argocd.LabelOwnerUID] = "not-" + string(gd.UID)
+	orphan.Annotations = map[string]string{argocd.AnnotationOwnerName: ns + "/retired"}
+	for _, a := range []*argov1alpha1.Application{foreign, orphan} {
+		require.NoError(t, k8s.Create(ctx, a))
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), a) })
+	}
+	waitAccess(t, "alice", "alice-password", foreign.Name, orphan.Name)
+	alice.openPanel(foreign.Name)
+	alice.waitText(`[data-gs="not-ours"]`, "not made by the GitOps Service")
+	assert.Zero(t, alice.count(`[data-gs="status-item"]`), "no header item for an Application not ours")
+	alice.openPanel(orphan.Name)
+	alice.waitText(`[data-gs="error"]`, "owner of Application "+orphan.Name+" is gone")
+	alice.waitText(`[data-gs="error"]`, "The GitOps Service object behind this Application is gone")
+	alice.screenshot("error-owner-gone")
+
 	// Bob, of tenant B, opens tenant A's Applications: no data, and the API refuses him.
 	bob := loginWithToken(t, server, "bob", "bob-password", shots)
 	for _, app := range []*argov1alpha1.Application{&bindingApp, gdApp} {
