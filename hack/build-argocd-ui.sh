@@ -126,8 +126,11 @@ NODE_ENV=production "${NICE[@]}" node_modules/.bin/webpack --config ./src/app/we
 [ -f dist/app/index.html ] || { log "ERROR: the build produced no dist/app/index.html" >&2; exit 1; }
 log "webpack done in $(( $(date +%s) - start ))s ($(du -sh dist/app | cut -f1))"
 
+# Into place by rename: an interrupted copy never looks like a finished UI.
 mkdir -p "$OUT"
-rm -rf "$OUT/dist.tmp" "$OUT/dist"
+rm -rf "$OUT/dist.tmp" "$OUT/dist.old"
 cp -r dist "$OUT/dist.tmp"
+if [ -d "$OUT/dist" ]; then mv "$OUT/dist" "$OUT/dist.old"; fi
 mv "$OUT/dist.tmp" "$OUT/dist"
+rm -rf "$OUT/dist.old"
 log "done: $OUT/dist/app"
