@@ -12,7 +12,12 @@
 # zip and that the proxy refuses: it comes from the vendored tarball in
 # ../shared/vendor/argo-cd-gitops-engine beside the checkout (override with
 # GITOPS_SERVICE_VENDOR), unpacked into the cache.
-# Skips everything when the binary and symlinks already exist.
+# argocd-server answers page loads from the web UI embedded at build time: the
+# binary is built from a writable copy of the module whose ui/dist/app is the UI
+# hack/build-argocd-ui.sh built (a replace in the wrapper module). The marker
+# $OUT/.ui-embedded says the binary has it: a cache built before (argocd without
+# the UI) is rebuilt once.
+# Skips everything when the binary (with the UI), helpers and symlinks exist.
 set -euo pipefail
 
 VERSION="${ARGOCD_VERSION:-3.5.1}"
@@ -45,7 +50,8 @@ helpers_present() {
   for h in "${HELPERS[@]}"; do [ -x "$OUT/$h" ] || return 1; done
 }
 
-if [ -x "$OUT/argocd" ] && helpers_present; then
+UI_MARK="$OUT/.ui-embedded"
+if [ -x "$OUT/argocd" ] && [ -f "$UI_MARK" ] && helpers_present; then
   log "argocd v$VERSION: cached ($OUT/argocd)"
   make_links
   exit 0
@@ -82,7 +88,7 @@ for h in "${HELPERS[@]}"; do
     exit 1
   fi
 done
-if [ -x "$OUT/argocd" ]; then
+if [ -x "$OUT/argocd" ] && [ -f "$UI_MARK" ]; then
   log "argocd v$VERSION: cached ($OUT/argocd); helper scripts installed"
   make_links
   exit 0
@@ -132,6 +138,21 @@ log "wrapper module: $WORK/go.mod ($(grep -c '=>' "$WORK/go.mod") replaces)"
 log "downloading modules (first time ~3 min, ~1.5 GB)..."
 "${NICE[@]}" go get "$MOD/cmd@v$VERSION"
 
+# The web UI (cached by version; hack/test-stack.sh built it already), embedded
+# through a writable copy of the module.
+"$HACK/build-argocd-ui.sh"
+UIDIST="$CACHE/argocd-ui-v$VERSION/dist/app"
+[ -f "$UIDIST/index.html" ] || { log "ERROR: no web UI in $UIDIST" >&2; exit 1; }
+cp -r "$ADIR" "$WORK/argo-cd"
+chmod -R u+w "$WORK/argo-cd"
+rm -rf "$WORK/argo-cd/ui/dist/app"
+cp -r "$UIDIST" "$WORK/argo-cd/ui/dist/app"
+go mod edit -replace "$MOD=./argo-cd"
+log "embedding the web UI from $UIDIST ($(du -sh "$UIDIST" | cut -f1))"
+
+if [ -x "$OUT/argocd" ]; then
+  log "argocd v$VERSION: cached without the web UI: rebuilding it with the UI"
+fi
 log "building argocd v$VERSION (takes ~6-8 min on 2 cores when not cached)..."
 start=$(date +%s)
 tmp="$OUT/.argocd.tmp.$$"
@@ -142,6 +163,7 @@ if ! "${NICE[@]}" go build -trimpath -ldflags "-s -w -X $MOD/common.version=$VER
   exit 1
 fi
 mv -f "$tmp" "$OUT/argocd"
+touch "$UI_MARK"
 log "built $OUT/argocd in $(( $(date +%s) - start ))s"
 make_links
 log "done: $OUT"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the real test stack needs: etcd, redis, git,
-# openssl and CA certificates, and Node.js (the UI panel's test). Idempotent: does nothing when all are present.
+# openssl and CA certificates, Node.js and npm (to build Argo CD's web UI) and Chromium
+# (the UI panel's browser test). Idempotent: does nothing when all are present.
 set -euo pipefail
 
-PKGS=(etcd-server redis-server git openssl ca-certificates nodejs)
+PKGS=(etcd-server redis-server git openssl ca-certificates nodejs chromium)
 
 log() { echo "[deps] $*"; }
 
@@ -15,6 +16,14 @@ for p in "${PKGS[@]}"; do
     missing+=("$p")
   fi
 done
+
+# Debian's nodejs comes without npm; other nodejs packages (e.g. NodeSource's) bring
+# their own, and Debian's npm would conflict with them.
+if command -v npm >/dev/null 2>&1; then
+  log "npm: already installed"
+else
+  missing+=(npm)
+fi
 
 if [ "${#missing[@]}" -eq 0 ]; then
   log "all packages present"
@@ -45,7 +54,7 @@ log "installing: ${missing[*]}"
 # Debian starts redis-server and etcd as system services on install; the test
 # stack runs its own instances on free ports, so the services are not needed.
 # They are left alone (stopping them is not this script's business).
-for b in etcd redis-server git openssl; do
+for b in etcd redis-server git openssl node npm chromium; do
   if ! command -v "$b" >/dev/null 2>&1; then
     log "ERROR: $b not on PATH after install" >&2
     exit 1

@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"sort"
 	"strings"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
@@ -38,8 +37,10 @@ const (
 	// calls /extensions/<ExtensionName>/api/v1/deployment.
 	// The tenants' Argo CD policy grants invoking it by this name.
 	ExtensionName = argocd.UIExtensionName
-	// maxPromotionRuns bounds the PromotionRuns shown for a binding.
+	// maxPromotionRuns bounds the PromotionRuns shown for a binding, and
+	// maxSyncRuns the SyncRuns shown for a GitOpsDeployment.
 	maxPromotionRuns = 10
+	maxSyncRuns      = 10
 )
 
 // Server answers the UI panel.
@@ -63,10 +64,14 @@ type Deployment struct {
 	// Conditions of the object (errors the user must see).
 	Conditions []Condition `json:"conditions,omitempty"`
 
-	// GitOpsDeployment: its type and the sync/health it reports.
-	Type   string `json:"type,omitempty"`
-	Sync   string `json:"sync,omitempty"`
-	Health string `json:"health,omitempty"`
+	// GitOpsDeployment: its type, what it deploys where, the sync/health it
+	// reports and its latest SyncRuns.
+	Type        string       `json:"type,omitempty"`
+	Sync        string       `json:"sync,omitempty"`
+	Health      string       `json:"health,omitempty"`
+	Source      *Source      `json:"source,omitempty"`
+	Destination *Destination `json:"destination,omitempty"`
+	SyncRuns    []SyncRun    `json:"syncRuns,omitempty"`
 
 	// SnapshotEnvironmentBinding: what it deploys and this Application's part.
 	Application   string           `json:"application,omitempty"`
@@ -76,6 +81,56 @@ type Deployment struct {
 	Image         string           `json:"image,omitempty"`
 	Components    []ComponentState `json:"components,omitempty"`
 	PromotionRuns []PromotionRun   `json:"promotionRuns,omitempty"`
+	// Path is the application's promotion path: every Environment of the
+	// tenant's digraph, parents before children, with what runs there.
+	Path []EnvironmentState `json:"path,omitempty"`
+}
+
+// Source is where a GitOpsDeployment deploys from (the repository URL
+// without any user info).
+type Source struct {
+	RepoURL        string `json:"repoURL"`
+	Path           string `json:"path,omitempty"`
+	TargetRevision string `json:"targetRevision,omitempty"`
+}
+
+// Destination is where a GitOpsDeployment deploys to: a ManagedEnvironment
+// (empty: the tenant's own cluster) and namespace.
+type Destination struct {
+	Environment string `json:"environment,omitempty"`
+	Namespace   string `json:"namespace,omitempty"`
+}
+
+// SyncRun is a GitOpsDeploymentSyncRun of the deployment, newest first.
+type SyncRun struct {
+	Name     string `json:"name"`
+	Revision string `json:"revision,omitempty"`
+	Phase    string `json:"phase,omitempty"`
+	Sync     string `json:"sync,omitempty"`
+	Health   string `json:"health,omitempty"`
+	// Message of its ErrorOccurred condition.
+	Message string `json:"message,omitempty"`
+	Created string `json:"created"`
+}
+
+// EnvironmentState is one Environment of the promotion path and what the
+// application runs there.
+type EnvironmentState struct {
+	Name        string `json:"name"`
+	DisplayName string `json:"displayName,omitempty"`
+	Parent      string `json:"parent,omitempty"`
+	Strategy    string `json:"strategy,omitempty"`
+	// Depth is the number of ancestors (0 for a root of the digraph).
+	Depth int `json:"depth"`
+	// Current is the Environment of the Application being looked at.
+	Current bool `json:"current,omitempty"`
+	// Binding and Snapshot are empty when the application does not run here.
+	Binding    string           `json:"binding,omitempty"`
+	Snapshot   string           `json:"snapshot,omitempty"`
+	Components []ComponentState `json:"components,omitempty"`
+	// Changed are the components whose image differs from the parent
+	// Environment's (or that only one of them runs).
+	Changed []string `json:"changed,omitempty"`
 }
 
 // Condition is a condition of the object, in short.
@@ -92,6 +147,8 @@ type ComponentState struct {
 	Sync   string `json:"sync,omitempty"`
 	Health string `json:"health,omitempty"`
 	Commit string `json:"commit,omitempty"`
+	// Image is the component's container image in the binding's Snapshot.
+	Image string `json:"image,omitempty"`
 }
 
 // PromotionRun is a promotion of the binding's application, newest first.
@@ -101,7 +158,22 @@ type PromotionRun struct {
 	State        string   `json:"state,omitempty"`
 	Result       string   `json:"result,omitempty"`
 	Environments []string `json:"environments,omitempty"`
-	Created      string   `json:"created"`
+	// Target is the manual promotion's Environment, Initial the automated
+	// promotion's first one.
+	Target  string `json:"target,omitempty"`
+	Initial string `json:"initial,omitempty"`
+	Steps   []Step `json:"steps,omitempty"`
+	// Conditions (ErrorOccurred says why a promotion failed).
+	Conditions []Condition `json:"conditions,omitempty"`
+	Created    string      `json:"created"`
+}
+
+// Step is one step of a PromotionRun.
+type Step struct {
+	Step        int    `json:"step"`
+	Environment string `json:"environment"`
+	Status      string `json:"status"`
+	Message     string `json:"message,omitempty"`
 }
 
 // Handler routes the extension's API.
@@ -198,8 +270,15 @@ func (s *Server) owner(r *http.Request, app *argov1alpha1.Application) (*Deploym
 		if err := s.get(r, key, gd, l[argocd.LabelOwnerUID]); err != nil {
 			return nil, err
 		}
+		runs, err := s.syncRuns(r, ns, name)
+		if err != nil {
+			return nil, err
+		}
 		return &Deployment{Kind: "GitOpsDeployment", Namespace: ns, Name: name, Type: string(gd.Spec.Type),
-			Sync: string(gd.Status.Sync.Status), Health: string(gd.Status.Health.Status), Conditions: gitopsConditions(gd.Status.Conditions)}, nil
+			Sync: string(gd.Status.Sync.Status), Health: string(gd.Status.Health.Status), Conditions: gitopsConditions(gd.Status.Conditions),
+			Source:      &Source{RepoURL: withoutUserInfo(gd.Spec.Source.RepoURL), Path: gd.Spec.Source.Path, TargetRevision: gd.Spec.Source.TargetRevision},
+			Destination: &Destination{Environment: gd.Spec.Destination.Environment, Namespace: gd.Spec.Destination.Namespace},
+			SyncRuns:    runs}, nil
 	case argocd.OwnerKindBinding:
 		seb := &as.SnapshotEnvironmentBinding{}
 		if err := s.get(r, key, seb, l[argocd.LabelOwnerUID]); err != nil {
@@ -225,6 +304,9 @@ func (s *Server) owner(r *http.Request, app *argov1alpha1.Application) (*Deploym
 			return nil, err
 		}
 		d.PromotionRuns = runs
+		if d.Path, err = s.promotionPath(r, ns, seb); err != nil {
+			return nil, err
+		}
 		return d, nil
 	}
 	return nil, &ownerGone{what: "the owner of Application " + app.Name}
@@ -245,18 +327,24 @@ func (s *Server) promotionRuns(r *http.Request, ns, application string) ([]Promo
 	if err := s.Client.List(r.Context(), &list, client.InNamespace(ns)); err != nil {
 		return nil, err
 	}
-	sort.Slice(list.Items, func(i, j int) bool {
-		return list.Items[j].CreationTimestamp.Before(&list.Items[i].CreationTimestamp)
-	})
+	newestFirst(list.Items, func(p *as.PromotionRun) *metav1.Time { return &p.CreationTimestamp })
 	var out []PromotionRun
 	for _, p := range list.Items {
 		if p.Spec.Application != application || len(out) == maxPromotionRuns {
 			continue
 		}
 		run := PromotionRun{Name: p.Name, Snapshot: p.Spec.Snapshot, State: string(p.Status.State),
-			Result: string(p.Status.CompletionResult), Created: p.CreationTimestamp.UTC().Format("2006-01-02T15:04:05Z")}
+			Result: string(p.Status.CompletionResult), Created: timestamp(p.CreationTimestamp),
+			Conditions: conditions(p.Status.Conditions)}
+		if p.Spec.ManualPromotion != nil {
+			run.Target = p.Spec.ManualPromotion.TargetEnvironment
+		}
+		if p.Spec.AutomatedPromotion != nil {
+			run.Initial = p.Spec.AutomatedPromotion.InitialEnvironment
+		}
 		for _, e := range p.Status.EnvironmentStatus {
 			run.Environments = append(run.Environments, e.EnvironmentName+": "+string(e.Status))
+			run.Steps = append(run.Steps, Step{Step: e.Step, Environment: e.EnvironmentName, Status: string(e.Status), Message: e.DisplayStatus})
 		}
 		out = append(out, run)
 	}

@@ -70,6 +70,8 @@ type demo struct {
 	// proxyAddr is the UI proxy extension backend's address; its token is the
 	// generator's (one file in the demo).
 	proxyAddr, token string
+	// extDir is the panel's folder under /tmp/extensions; uiPassword is uiUser's.
+	extDir, uiPassword string
 }
 
 func (d *demo) run() error {
@@ -101,7 +103,8 @@ func (d *demo) run() error {
 		return err
 	}
 	if err := d.step("starting Argo CD (redis, repo-server, application-controller, applicationset-controller, server)", func() (err error) {
-		d.argo, err = stack.StartArgoCD(d.ctx, d.kube, stack.ArgoOptions{})
+		// The UI panel's API goes through argocd-server's proxy extension.
+		d.argo, err = stack.StartArgoCD(d.ctx, d.kube, stack.ArgoOptions{ExtraCmdParams: map[string]string{"server.enable.proxy.extension": "true"}})
 		return err
 	}); err != nil {
 		return err
@@ -135,6 +138,9 @@ func (d *demo) run() error {
 	}
 	// "applications" alone would be the appstudio.redhat.com kind, also installed.
 	if err := d.show("-n", "argocd", "get", "applications.argoproj.io"); err != nil {
+		return err
+	}
+	if err := d.step("adding the GitOps Service panel to Argo CD's web UI", d.startUI); err != nil {
 		return err
 	}
 	if os.Getenv("DEMO_EXIT") == "1" {
@@ -501,8 +507,12 @@ Change the app and watch it deploy (Argo CD polls the repository every 10s):
   git commit -qam 'new greeting' && git push -q origin HEAD:main
   kubectl -n %[4]s get configmap guestbook-settings -o jsonpath='{.data.greeting}'
 
-Argo CD's API server is at %[7]s (plain HTTP; this Argo CD build has no web UI,
-use the argocd CLI):
+Argo CD's web UI with the GitOps Service panel (open an Application, click its top
+node, tab "GitOps Service"; the header shows the environment and Snapshot):
+
+  http://%[7]s    login: %[14]s / %[15]s (tenant %[4]s), or admin / %[13]s
+
+and the argocd CLI:
 
   argocd login %[7]s --plaintext --username admin --password %[13]s
   argocd app list
@@ -520,7 +530,7 @@ Logs: sidecar %[8]s, Argo CD %[9]s, Kubernetes %[10]s
 
 Press Ctrl-C to stop everything.
 `, d.kube.Kubeconfig, kbin, abin, tenant, d.repo.Work, appPath, d.argo.ServerAddr,
-		d.side.LogPath, argoLogs, kubeLogs, d.token, d.proxyAddr, d.argo.AdminPassword)
+		d.side.LogPath, argoLogs, kubeLogs, d.token, d.proxyAddr, d.argo.AdminPassword, uiUser, d.uiPassword)
 }
 
 // waitForever waits for Ctrl-C (or SIGTERM), or for a component to die.
@@ -554,6 +564,9 @@ func (d *demo) cleanup(runErr error) (interrupted bool) {
 	d.side.Stop()
 	d.argo.Stop()
 	d.kube.Stop()
+	if d.extDir != "" {
+		os.RemoveAll(d.extDir)
+	}
 	fmt.Printf("%.1fs\n", time.Since(t).Seconds())
 	if failed {
 		fmt.Fprintf(os.Stderr, "kept %s (component logs, git repository) for a look\n", d.dir)

@@ -1,4 +1,7 @@
-package uiproxy_test
+// The real-API suite of the ui-proxy: the sidecar's reconcilers on a real API
+// server make the Applications, the proxy reads that API server. A package of
+// its own so that `make unit` (./ui-proxy/) stays free of servers.
+package apitest_test
 
 import (
 	"context"
@@ -188,4 +191,107 @@ func TestBindingBehindAnApplication(t *testing.T) {
 	require.NoError(t, k8s.Create(ctx, seb))
 	status, body = get(t, token, argoNS+":"+app.Name, app.Spec.Project)
 	assert.Equal(t, http.StatusNotFound, status, "%v", body)
+}
+
+// The promotion path: every Environment of the tenant (parents first), the
+// Snapshot each runs, per-component images, what differs from the parent;
+// nothing from another tenant's namespace.
+func TestPromotionPath(t *testing.T) {
+	ctx := context.Background()
+	ns, neighbour := tenant(t), tenant(t)
+	for _, e := range []as.Environment{
+		{ObjectMeta: metav1.ObjectMeta{Name: "prod"}, Spec: as.EnvironmentSpec{ParentEnvironment: "staging", DeploymentStrategy: as.DeploymentStrategyManual}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "staging"}, Spec: as.EnvironmentSpec{ParentEnvironment: "dev", DisplayName: "Staging"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "dev"}},
+	} {
+		e.Namespace = ns
+		require.NoError(t, k8s.Create(ctx, &e))
+	}
+	// The neighbour has an Environment, Snapshot and binding of the same names.
+	require.NoError(t, k8s.Create(ctx, &as.Environment{ObjectMeta: metav1.ObjectMeta{Namespace: neighbour, Name: "qa"}}))
+	for _, n := range []string{ns, neighbour} {
+		for _, tag := range []string{"v1", "v2"} {
+			require.NoError(t, k8s.Create(ctx, &as.Snapshot{ObjectMeta: metav1.ObjectMeta{Namespace: n, Name: "snap-" + tag[1:]},
+				Spec: as.SnapshotSpec{Application: "shop", Components: []as.SnapshotComponent{
+					{Name: "web", ContainerImage: "quay.io/" + n + "/web:" + tag}, {Name: "db", ContainerImage: "quay.io/" + n + "/db:v1"}}}}))
+		}
+	}
+	bind := func(n, env, snap string) *as.SnapshotEnvironmentBinding {
+		seb := &as.SnapshotEnvironmentBinding{ObjectMeta: metav1.ObjectMeta{Namespace: n, Name: "shop-" + env},
+			Spec: as.SnapshotEnvironmentBindingSpec{Application: "shop", Environment: env, Snapshot: snap,
+				Components: []as.BindingComponent{{Name: "web"}, {Name: "db"}}}}
+		require.NoError(t, k8s.Create(ctx, seb))
+		return seb
+	}
+	dev := bind(ns, "dev", "snap-2")
+	bind(ns, "staging", "snap-1")
+	bind(neighbour, "qa", "snap-1")
+	require.NoError(t, k8s.Create(ctx, &as.PromotionRun{ObjectMeta: metav1.ObjectMeta{Namespace: neighbour, Name: "theirs"}, Spec: as.PromotionRunSpec{
+		Snapshot: "snap-2", Application: "shop", ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "qa"}}}))
+
+	app := bindingApplication(t, dev, "web")
+	status, body := get(t, token, argoNS+":"+app.Name, app.Spec.Project)
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	assert.Nil(t, body["promotionRuns"], "the neighbour's PromotionRun is not shown")
+	raw, err := json.Marshal(body["path"])
+	require.NoError(t, err)
+	var path []uiproxy.EnvironmentState
+	require.NoError(t, json.Unmarshal(raw, &path))
+	assert.Equal(t, []uiproxy.EnvironmentState{
+		{Name: "dev", Strategy: "Manual", Depth: 0, Current: true, Binding: "shop-dev", Snapshot: "snap-2", Components: []uiproxy.ComponentState{
+			{Name: "db", Image: "quay.io/" + ns + "/db:v1"},
+			{Name: "web", Image: "quay.io/" + ns + "/web:v2"}}},
+		{Name: "staging", DisplayName: "Staging", Parent: "dev", Strategy: "Manual", Depth: 1, Binding: "shop-staging", Snapshot: "snap-1",
+			Components: []uiproxy.ComponentState{{Name: "db", Image: "quay.io/" + ns + "/db:v1"}, {Name: "web", Image: "quay.io/" + ns + "/web:v1"}},
+			Changed:    []string{"web"}},
+		{Name: "prod", Parent: "staging", Strategy: "Manual", Depth: 2},
+	}, path)
+}
+
+// A GitOpsDeployment's source, destination
+// and SyncRuns, newest first, only its own.
+func TestGitOpsDeploymentSourceAndSyncRuns(t *testing.T) {
+	ctx := context.Background()
+	ns := tenant(t)
+	gd := &v1.GitOpsDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: v1.GitOpsDeploymentSpec{
+		Source: v1.ApplicationSource{RepoURL: "https://git.example.test/apps.git", Path: "app", TargetRevision: "main"},
+		Type:   v1.GitOpsDeploymentSpecTypeManual, Destination: v1.ApplicationDestination{Namespace: ns}}}
+	require.NoError(t, k8s.Create(ctx, gd))
+	for _, n := range []string{"first", "second"} {
+		require.NoError(t, k8s.Create(ctx, &v1.GitOpsDeploymentSyncRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: n},
+			Spec: v1.GitOpsDeploymentSyncRunSpec{GitopsDeploymentName: "web", RevisionID: "rev-" + n}}))
+		time.Sleep(1100 * time.Millisecond) // creation times have seconds
+	}
+	require.NoError(t, k8s.Create(ctx, &v1.GitOpsDeploymentSyncRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other"},
+		Spec: v1.GitOpsDeploymentSyncRunSpec{GitopsDeploymentName: "not-web"}}))
+	app := &argov1alpha1.Application{}
+	require.Eventually(t, func() bool {
+		return k8s.Get(ctx, client.ObjectKey{Namespace: argoNS, Name: argocd.ApplicationName(string(gd.UID))}, app) == nil
+	}, 30*time.Second, 100*time.Millisecond)
+
+	status, body := get(t, token, argoNS+":"+app.Name, app.Spec.Project)
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	assert.Equal(t, map[string]any{"repoURL": "https://git.example.test/apps.git", "path": "app", "targetRevision": "main"}, body["source"])
+	assert.Equal(t, map[string]any{"namespace": ns}, body["destination"])
+	runs, _ := body["syncRuns"].([]any)
+	require.Len(t, runs, 2, "%v", body["syncRuns"])
+	assert.Equal(t, "second", runs[0].(map[string]any)["name"], "newest first")
+	assert.Equal(t, "rev-second", runs[0].(map[string]any)["revision"])
+}
+
+// bindingApplication makes the Application of a binding's component as Argo
+// CD's applicationset-controller does from our ApplicationSet.
+func bindingApplication(t *testing.T, seb *as.SnapshotEnvironmentBinding, component string) *argov1alpha1.Application {
+	t.Helper()
+	set := argocd.ApplicationSet(argoNS, seb)
+	labels := map[string]string{as.LabelApplication: seb.Spec.Application, as.LabelComponent: component, as.LabelEnvironment: seb.Spec.Environment}
+	for k, v := range set.Labels {
+		labels[k] = v
+	}
+	app := &argov1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: argoNS, Name: seb.Name + "-" + component + "-" + rand.String(4),
+		Labels: labels, Annotations: set.Annotations},
+		Spec: argov1alpha1.ApplicationSpec{Project: "p-" + rand.String(4), Source: &argov1alpha1.ApplicationSource{RepoURL: "https://x.test/r.git"},
+			Destination: argov1alpha1.ApplicationDestination{Server: "https://kubernetes.default.svc", Namespace: seb.Namespace}}}
+	require.NoError(t, k8s.Create(context.Background(), app))
+	return app
 }
