@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 // Store is one kind of owned Secret. Client's cache must hold our Secrets of
@@ -55,15 +54,10 @@ func (s Store) IndexAndWatch(ctx context.Context, mgr ctrl.Manager) (handler.Eve
 
 // OwnerOf returns the CR a Secret of this Store was made for, or nil.
 func (s Store) OwnerOf(o client.Object) *types.NamespacedName {
-	l := o.GetLabels()
-	if l[argocd.LabelManagedBy] != argocd.ManagedByValue || l[argocd.LabelOwnerKind] != s.Kind {
-		return nil
+	if owner, ok := ownership.Owner(o, s.Kind); ok {
+		return &owner
 	}
-	ns, name, ok := strings.Cut(o.GetAnnotations()[argocd.AnnotationOwnerName], "/")
-	if !ok || ns == "" || name == "" || ns != l[argocd.LabelTenantNS] {
-		return nil
-	}
-	return &types.NamespacedName{Namespace: ns, Name: name}
+	return nil
 }
 
 // Current returns the Secret name of the owner with uid, or nil. collided says
@@ -76,7 +70,7 @@ func (s Store) Current(ctx context.Context, name string, uid types.UID) (current
 		}
 		return nil, false, err
 	}
-	if !argocd.IsOwnedBy(sec.Labels, s.Kind, string(uid)) {
+	if !ownership.IsOwnedBy(sec.Labels, s.Kind, string(uid)) {
 		return nil, true, nil
 	}
 	return sec, false, nil
@@ -88,9 +82,9 @@ func (s Store) Current(ctx context.Context, name string, uid types.UID) (current
 // already has them. collided says the name is taken by a Secret that is not
 // ours.
 func (s Store) Write(ctx context.Context, current, desired *corev1.Secret) (collided bool, err error) {
-	uid := desired.Labels[argocd.LabelOwnerUID]
+	uid := desired.Labels[ownership.LabelOwnerUID]
 	owned := kernel.Owned{Client: s.Client, APIReader: s.APIReader, Ours: func(o client.Object) bool {
-		return argocd.IsOwnedBy(o.GetLabels(), s.Kind, uid)
+		return ownership.IsOwnedBy(o.GetLabels(), s.Kind, uid)
 	}}
 	var cur client.Object
 	if current != nil {
@@ -120,8 +114,8 @@ func (s Store) DeleteFor(ctx context.Context, key types.NamespacedName, match fu
 	}
 	for i := range list.Items {
 		sec := &list.Items[i]
-		uid := types.UID(sec.Labels[argocd.LabelOwnerUID])
-		if argocd.IsOwnedBy(sec.Labels, s.Kind, string(uid)) && match(uid) {
+		uid := types.UID(sec.Labels[ownership.LabelOwnerUID])
+		if ownership.IsOwnedBy(sec.Labels, s.Kind, string(uid)) && match(uid) {
 			if err := s.Delete(ctx, sec); err != nil {
 				return err
 			}

@@ -28,6 +28,7 @@ import (
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=environments,verbs=get;list;watch
@@ -130,7 +131,7 @@ func (r *Reconciler) apply(ctx context.Context, env *as.Environment) (wanted boo
 		removed, err := r.remove(ctx, key)
 		if removed && err == nil {
 			r.Recorder.Eventf(env, corev1.EventTypeNormal, "ManagedEnvironmentDeleted",
-				"Deleted GitOpsDeploymentManagedEnvironment %s: the Environment no longer has usable cluster credentials", ManagedEnvironmentName(env.Name))
+				"Deleted GitOpsDeploymentManagedEnvironment %s: the Environment no longer has usable cluster credentials", ownership.ManagedEnvironmentName(env.Name))
 		}
 		return false, refusal, err
 	}
@@ -176,12 +177,12 @@ func firstOf(refusals ...*Refusal) *Refusal {
 func (r *Reconciler) credentialsSource(ctx context.Context, env *as.Environment) (*Source, *Refusal, error) {
 	claim := env.Spec.Configuration.Target.DeploymentTargetClaim.ClaimName
 	switch {
-	case claim != "" && HasCredentials(env):
+	case claim != "" && env.HasCredentials():
 		return nil, refuse(as.EnvironmentReasonInvalidEnvironment,
 			"Environment is invalid since it cannot have both DeploymentTargetClaim and credentials configuration set"), nil
 	case claim != "":
 		return r.sourceFromClaim(ctx, env, claim)
-	case HasCredentials(env):
+	case env.HasCredentials():
 		src, refusal := sourceFromCredentials(env)
 		return src, refusal, nil
 	}
@@ -219,7 +220,7 @@ func (r *Reconciler) readCredentials(ctx context.Context, env *as.Environment, s
 // that name that is not ours is a refusal: it is never touched.
 func (r *Reconciler) currentManagedEnvironment(ctx context.Context, env *as.Environment) (*v1.GitOpsDeploymentManagedEnvironment, *Refusal, error) {
 	me := &v1.GitOpsDeploymentManagedEnvironment{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: ManagedEnvironmentName(env.Name)}, me)
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: ownership.ManagedEnvironmentName(env.Name)}, me)
 	if apierrors.IsNotFound(err) {
 		return nil, nil, nil
 	}
@@ -327,7 +328,7 @@ func (r *Reconciler) writeManagedEnvironment(ctx context.Context, env *as.Enviro
 // among them.
 func (r *Reconciler) remove(ctx context.Context, key types.NamespacedName) (removed bool, _ error) {
 	me := &v1.GitOpsDeploymentManagedEnvironment{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: ManagedEnvironmentName(key.Name)}, me)
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: ownership.ManagedEnvironmentName(key.Name)}, me)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return false, err
 	}

@@ -21,9 +21,10 @@ import (
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	mg "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
-	generator "github.com/gitops-service/gitops-service/applicationset-generator"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/binding"
 	"github.com/gitops-service/gitops-service/reconcilers/environment"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
 
@@ -115,7 +116,7 @@ func nudge(t *testing.T, env *as.Environment) {
 }
 
 func meKey(env *as.Environment) types.NamespacedName {
-	return types.NamespacedName{Namespace: env.Namespace, Name: environment.ManagedEnvironmentName(env.Name)}
+	return types.NamespacedName{Namespace: env.Namespace, Name: ownership.ManagedEnvironmentName(env.Name)}
 }
 
 func secretKey(env *as.Environment) types.NamespacedName {
@@ -208,8 +209,8 @@ func assertOwnedBy(t *testing.T, obj client.Object, env *as.Environment) {
 	assert.Equal(t, as.GroupVersion.String(), ref.APIVersion)
 	assert.True(t, *ref.BlockOwnerDeletion)
 	l := obj.GetLabels()
-	assert.True(t, argocd.IsOwnedBy(l, environment.OwnerKindEnvironment, string(env.UID)))
-	assert.Equal(t, env.Namespace, l[argocd.LabelTenantNS])
+	assert.True(t, ownership.IsOwnedBy(l, ownership.KindEnvironment, string(env.UID)))
+	assert.Equal(t, env.Namespace, l[ownership.LabelTenantNS])
 	assert.Equal(t, env.Name, l[as.LabelEnvironment])
 }
 
@@ -428,7 +429,7 @@ func TestForeignObjectsAreLeftAlone(t *testing.T) {
 	t.Run("managed-environment", func(t *testing.T) {
 		t.Parallel()
 		foreign := &mg.GitOpsDeploymentManagedEnvironment{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: environment.ManagedEnvironmentName("squatted")},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ownership.ManagedEnvironmentName("squatted")},
 			Spec:       mg.GitOpsDeploymentManagedEnvironmentSpec{APIURL: "https://mine.example.test", ClusterCredentialsSecret: "mine"},
 		}
 		require.NoError(t, k8s.Create(context.Background(), foreign))
@@ -465,8 +466,8 @@ func TestForeignObjectsAreLeftAlone(t *testing.T) {
 		t.Parallel()
 		// Labels are easy to copy: without our controller reference it is not ours.
 		foreign := &mg.GitOpsDeploymentManagedEnvironment{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: environment.ManagedEnvironmentName("labelled"), Labels: map[string]string{
-				argocd.LabelManagedBy: argocd.ManagedByValue, argocd.LabelOwnerKind: environment.OwnerKindEnvironment}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ownership.ManagedEnvironmentName("labelled"), Labels: map[string]string{
+				ownership.LabelManagedBy: ownership.ManagedByValue, ownership.LabelOwnerKind: ownership.KindEnvironment}},
 			Spec: mg.GitOpsDeploymentManagedEnvironmentSpec{APIURL: "https://mine.example.test", ClusterCredentialsSecret: "mine"},
 		}
 		require.NoError(t, k8s.Create(context.Background(), foreign))
@@ -527,7 +528,7 @@ func TestBindingDestination(t *testing.T) {
 		Spec: as.SnapshotEnvironmentBindingSpec{Application: "app", Environment: "prod", Snapshot: "snap"}}
 	require.NoError(t, k8s.Create(ctx, seb))
 
-	in, err := generator.Resolve(ctx, k8s, seb)
+	in, err := binding.Resolve(ctx, k8s, seb)
 	require.NoError(t, err)
 	assert.Equal(t, argocd.ClusterServer(kube.URL, string(me.UID)), in.DestinationServer)
 	assert.Equal(t, "web", in.DestinationNamespace)
@@ -535,12 +536,8 @@ func TestBindingDestination(t *testing.T) {
 	// Without credentials, the tenant's own namespace on the local cluster.
 	update(t, env, func() { env.Spec.UnstableConfigurationFields = nil })
 	waitGone(t, me)
-	in, err = generator.Resolve(ctx, k8s, seb)
+	in, err = binding.Resolve(ctx, k8s, seb)
 	require.NoError(t, err)
 	assert.Equal(t, argocd.LocalServer, in.DestinationServer)
 	assert.Equal(t, ns, in.DestinationNamespace)
-}
-
-func TestNamesMatchTheGenerator(t *testing.T) {
-	assert.Equal(t, generator.ManagedEnvironmentName("prod"), environment.ManagedEnvironmentName("prod"))
 }

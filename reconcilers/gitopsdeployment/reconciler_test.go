@@ -21,6 +21,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 const (
@@ -98,7 +99,7 @@ func assertNoApplication(t *testing.T, gd *v1.GitOpsDeployment) {
 	t.Helper()
 	var apps argov1alpha1.ApplicationList
 	require.Never(t, func() bool {
-		require.NoError(t, k8s.List(context.Background(), &apps, client.InNamespace(argoNS), client.MatchingLabels{argocd.LabelOwnerUID: string(gd.UID)}))
+		require.NoError(t, k8s.List(context.Background(), &apps, client.InNamespace(argoNS), client.MatchingLabels{ownership.LabelOwnerUID: string(gd.UID)}))
 		return len(apps.Items) > 0
 	}, 2*time.Second, 200*time.Millisecond, "an Application was written for an invalid GitOpsDeployment")
 }
@@ -118,7 +119,7 @@ func TestCreatesApplicationAndTenantProject(t *testing.T) {
 	require.NotNil(t, app.Spec.SyncPolicy.Automated)
 	assert.True(t, app.Spec.SyncPolicy.Automated.Prune && app.Spec.SyncPolicy.Automated.SelfHeal)
 	assert.Contains(t, app.Spec.SyncPolicy.SyncOptions, "CreateNamespace=true")
-	assert.Equal(t, ns+"/guestbook", app.Annotations[argocd.AnnotationOwnerName])
+	assert.Equal(t, ns+"/guestbook", app.Annotations[ownership.AnnotationOwnerName])
 	assert.Empty(t, app.Finalizers, "no cascade finalizer until the CR is deleted with ours")
 
 	nsObj := &corev1.Namespace{}

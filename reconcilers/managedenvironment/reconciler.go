@@ -24,6 +24,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/argosecret"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+	"github.com/gitops-service/gitops-service/reconcilers/kubeconfig"
 )
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentmanagedenvironments,verbs=get;list;watch;update;patch
@@ -140,14 +141,14 @@ func (r *Reconciler) apply(ctx context.Context, env *v1.GitOpsDeploymentManagedE
 // returns what Argo CD should connect with.
 func (r *Reconciler) credentials(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment, current *corev1.Secret) (argocd.ClusterCredentials, *kernel.Refusal, error) {
 	none := argocd.ClusterCredentials{}
-	if refusal := ValidateAPIURL(env.Spec.APIURL); refusal != nil {
+	if refusal := kubeconfig.ValidateAPIURL(env.Spec.APIURL); refusal != nil {
 		return none, refusal, nil
 	}
 	kc, refusal, err := r.readKubeconfig(ctx, env)
 	if err != nil || refusal != nil {
 		return none, refusal, err
 	}
-	namespaces, refusal := ValidateNamespaces(env.Spec.Namespaces)
+	namespaces, refusal := kubeconfig.ValidateNamespaces(env.Spec.Namespaces)
 	if refusal != nil {
 		return none, refusal, nil
 	}
@@ -188,29 +189,29 @@ func (r *Reconciler) credentials(ctx context.Context, env *v1.GitOpsDeploymentMa
 
 // readKubeconfig reads the credentials Secret, uncached and only from the
 // environment's own namespace, and parses its kubeconfig.
-func (r *Reconciler) readKubeconfig(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (Kubeconfig, *kernel.Refusal, error) {
+func (r *Reconciler) readKubeconfig(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (kubeconfig.Kubeconfig, *kernel.Refusal, error) {
 	name := env.Spec.ClusterCredentialsSecret
 	notFound := kernel.Refuse(v1.ManagedEnvironmentReasonSecretNotFound,
 		"secret '%s' referenced by managed environment '%s' in '%s', could not be retrieved: not found", name, env.Name, env.Namespace)
 	if len(validation.IsDNS1123Subdomain(name)) > 0 {
-		return Kubeconfig{}, notFound, nil
+		return kubeconfig.Kubeconfig{}, notFound, nil
 	}
 	secret := &corev1.Secret{}
 	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: name}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return Kubeconfig{}, notFound, nil
+			return kubeconfig.Kubeconfig{}, notFound, nil
 		}
-		return Kubeconfig{}, nil, fmt.Errorf("reading Secret %s/%s: %w", env.Namespace, name, err)
+		return kubeconfig.Kubeconfig{}, nil, fmt.Errorf("reading Secret %s/%s: %w", env.Namespace, name, err)
 	}
 	if secret.Type != v1.ManagedEnvironmentSecretType {
-		return Kubeconfig{}, kernel.Refuse(v1.ManagedEnvironmentReasonInvalidSecretType,
+		return kubeconfig.Kubeconfig{}, kernel.Refuse(v1.ManagedEnvironmentReasonInvalidSecretType,
 			"invalid secret type: %s (expected %s)", secret.Type, v1.ManagedEnvironmentSecretType), nil
 	}
-	data, ok := secret.Data[KubeconfigKey]
+	data, ok := secret.Data[kubeconfig.KubeconfigKey]
 	if !ok || len(data) == 0 {
-		return Kubeconfig{}, kernel.Refuse(v1.ManagedEnvironmentReasonMissingKubeConfigField, "missing %s field in Secret", KubeconfigKey), nil
+		return kubeconfig.Kubeconfig{}, kernel.Refuse(v1.ManagedEnvironmentReasonMissingKubeConfigField, "missing %s field in Secret", kubeconfig.KubeconfigKey), nil
 	}
-	kc, refusal := ParseKubeconfig(data, env.Spec.APIURL)
+	kc, refusal := kubeconfig.ParseKubeconfig(data, env.Spec.APIURL)
 	return kc, refusal, nil
 }
 
@@ -265,7 +266,7 @@ func (r *Reconciler) finalize(ctx context.Context, env *v1.GitOpsDeploymentManag
 // with the user's credentials. permanent says that retrying cannot help (the
 // credentials are gone or unusable).
 func (r *Reconciler) cleanupTarget(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (permanent bool, err error) {
-	if refusal := ValidateAPIURL(env.Spec.APIURL); refusal != nil {
+	if refusal := kubeconfig.ValidateAPIURL(env.Spec.APIURL); refusal != nil {
 		return true, refusal
 	}
 	kc, refusal, err := r.readKubeconfig(ctx, env)
@@ -275,7 +276,7 @@ func (r *Reconciler) cleanupTarget(ctx context.Context, env *v1.GitOpsDeployment
 	if refusal != nil {
 		return true, errors.New(refusal.Message)
 	}
-	namespaces, _ := ValidateNamespaces(env.Spec.Namespaces)
+	namespaces, _ := kubeconfig.ValidateNamespaces(env.Spec.Namespaces)
 	c, err := r.RemoteClient(restConfig(env.Spec.APIURL, argocd.ClusterCredentials{BearerToken: kc.Token, CAData: kc.CAData, Insecure: env.Spec.AllowInsecureSkipTLSVerify}))
 	if err != nil {
 		return true, errors.New(describe(err))

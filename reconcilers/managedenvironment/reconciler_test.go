@@ -25,6 +25,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 const (
@@ -148,7 +149,7 @@ func assertNoClusterSecret(t *testing.T, env *envT) {
 	t.Helper()
 	require.Never(t, func() bool {
 		var list corev1.SecretList
-		require.NoError(t, k8s.List(context.Background(), &list, client.InNamespace(argoNS), client.MatchingLabels{argocd.LabelOwnerUID: string(env.UID)}))
+		require.NoError(t, k8s.List(context.Background(), &list, client.InNamespace(argoNS), client.MatchingLabels{ownership.LabelOwnerUID: string(env.UID)}))
 		return len(list.Items) > 0
 	}, time.Second, 100*time.Millisecond, "a cluster Secret exists for the failing environment %s", env.Name)
 }
@@ -205,7 +206,7 @@ func TestConnectsWithToken(t *testing.T) {
 	assert.Contains(t, got.Finalizers, v1.FinalizerManagedEnvironment)
 	s := waitClusterSecret(t, env, func(*corev1.Secret) bool { return true })
 	assert.Equal(t, "cluster", s.Labels["argocd.argoproj.io/secret-type"])
-	assert.True(t, argocd.IsOwnedBy(s.Labels, argocd.OwnerKindManagedEnvironment, string(env.UID)))
+	assert.True(t, ownership.IsOwnedBy(s.Labels, ownership.KindManagedEnvironment, string(env.UID)))
 	assert.Equal(t, rk.URL+"?managedEnvironment="+string(env.UID), string(s.Data["server"]))
 	assert.Equal(t, argocd.ProjectName(string(nsUID(t, ns))), string(s.Data["project"]))
 	assert.Equal(t, ns+"-staging", string(s.Data["name"]))
@@ -429,7 +430,7 @@ func TestCreateNewServiceAccount(t *testing.T) {
 	sa, token, cr, crb, _, _ := remoteObjects(env.UID)
 	for _, obj := range []client.Object{sa, token, cr, crb} {
 		require.True(t, exists(t, obj), "%T %s missing on the remote cluster", obj, obj.GetName())
-		assert.True(t, argocd.IsOwnedBy(obj.GetLabels(), argocd.OwnerKindManagedEnvironment, string(env.UID)), "%T not labelled", obj)
+		assert.True(t, ownership.IsOwnedBy(obj.GetLabels(), ownership.KindManagedEnvironment, string(env.UID)), "%T not labelled", obj)
 	}
 	assert.Equal(t, []rbacv1.PolicyRule{
 		{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}},
@@ -480,7 +481,7 @@ func TestCreateNewServiceAccountWithNamespaces(t *testing.T) {
 		assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: "kube-system"}}, bindings[i].Subjects)
 	}
 	var allRoles rbacv1.RoleList
-	require.NoError(t, remoteK8s.List(context.Background(), &allRoles, client.MatchingLabels{argocd.LabelOwnerUID: string(env.UID)}))
+	require.NoError(t, remoteK8s.List(context.Background(), &allRoles, client.MatchingLabels{ownership.LabelOwnerUID: string(env.UID)}))
 	assert.Len(t, allRoles.Items, 2, "Roles only in the listed namespaces")
 
 	s := waitClusterSecret(t, env, func(*corev1.Secret) bool { return true })

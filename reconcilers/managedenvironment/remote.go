@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 // What we create on a target cluster for createNewServiceAccount, and how long
@@ -186,7 +187,7 @@ func innermost(err error) error {
 }
 
 func ownedBy(obj client.Object, uid types.UID) bool {
-	return argocd.IsOwnedBy(obj.GetLabels(), argocd.OwnerKindManagedEnvironment, string(uid))
+	return ownership.IsOwnedBy(obj.GetLabels(), ownership.KindManagedEnvironment, string(uid))
 }
 
 // ownerLabels mark what we create on a target cluster (names alone could collide).
@@ -194,10 +195,10 @@ func ownerLabels(into map[string]string, namespace string, uid types.UID) map[st
 	if into == nil {
 		into = map[string]string{}
 	}
-	into[argocd.LabelManagedBy] = argocd.ManagedByValue
-	into[argocd.LabelOwnerKind] = argocd.OwnerKindManagedEnvironment
-	into[argocd.LabelOwnerUID] = string(uid)
-	into[argocd.LabelTenantNS] = namespace
+	into[ownership.LabelManagedBy] = ownership.ManagedByValue
+	into[ownership.LabelOwnerKind] = ownership.KindManagedEnvironment
+	into[ownership.LabelOwnerUID] = string(uid)
+	into[ownership.LabelTenantNS] = namespace
 	return into
 }
 

@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
-	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/argosecret"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantsecret"
 )
 
@@ -36,7 +36,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	}
 	r.secrets = argosecret.Store{
 		Client: r.Client, APIReader: r.APIReader, Namespace: r.ArgoNamespace,
-		Kind: argocd.OwnerKindManagedEnvironment, Index: "managedenvironment.owner",
+		Kind: ownership.KindManagedEnvironment, Index: "managedenvironment.owner",
 	}
 	onSecret, err := r.secrets.IndexAndWatch(ctx, mgr)
 	if err != nil {

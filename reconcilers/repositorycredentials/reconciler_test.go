@@ -18,6 +18,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
 
@@ -127,7 +128,7 @@ func assertNoRepoSecrets(t *testing.T, ns string) {
 	t.Helper()
 	require.Never(t, func() bool {
 		var list corev1.SecretList
-		require.NoError(t, k8s.List(context.Background(), &list, client.InNamespace(argoNS), client.MatchingLabels{argocd.LabelTenantNS: ns}))
+		require.NoError(t, k8s.List(context.Background(), &list, client.InNamespace(argoNS), client.MatchingLabels{ownership.LabelTenantNS: ns}))
 		return len(list.Items) > 0
 	}, 2*time.Second, tick, "a repository Secret was written for %s", ns)
 }

@@ -16,6 +16,7 @@ import (
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/argosecret"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantsecret"
 )
 
@@ -34,7 +35,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	}
 	r.secrets = argosecret.Store{
 		Client: r.Client, APIReader: r.APIReader, Namespace: r.ArgoNamespace,
-		Kind: argocd.OwnerKindRepositoryCredentials, Index: "repositorycredentials.owner",
+		Kind: ownership.KindRepositoryCredentials, Index: "repositorycredentials.owner",
 	}
 	onSecret, err := r.secrets.IndexAndWatch(ctx, mgr)
 	if err != nil {
