@@ -314,7 +314,7 @@ func TestRechecksPeriodically(t *testing.T) {
 	waitManagedEnvironment(t, working, exists)
 
 	r := &environment.Reconciler{Client: k8s, APIReader: k8s, Recorder: record.NewFakeRecorder(100),
-		RecheckInterval: 3 * time.Minute, RetryInterval: 45 * time.Second, Now: metav1.Now}
+		RecheckInterval: 3 * time.Minute, RetryInterval: 45 * time.Second, Now: time.Now}
 	for env, want := range map[*as.Environment]time.Duration{working: 3 * time.Minute, failing: 45 * time.Second, local: 0} {
 		res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(env)})
 		require.NoError(t, err)

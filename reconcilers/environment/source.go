@@ -2,7 +2,6 @@ package environment
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +12,7 @@ import (
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/kubeconfig"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
@@ -37,8 +37,7 @@ func SecretName(environment string) string { return "managed-environment-secret-
 // reason of the ErrorOccurred condition and a message for the user. Messages
 // name objects, never credentials.
 type Refusal struct {
-	Reason  string
-	Message string
+	kernel.Refusal
 	// waiting: not an error, the Environment waits for another object
 	// (condition False, no Warning Event).
 	waiting bool
@@ -47,10 +46,8 @@ type Refusal struct {
 	keep bool
 }
 
-func (r *Refusal) Error() string { return r.Reason + ": " + r.Message }
-
 func refuse(reason, format string, args ...any) *Refusal {
-	return &Refusal{Reason: reason, Message: fmt.Sprintf(format, args...)}
+	return &Refusal{Refusal: *kernel.Refuse(reason, format, args...)}
 }
 
 // Source is where an Environment's cluster and credentials come from: the
