@@ -2,7 +2,8 @@
 // namespace (cluster Secrets of ManagedEnvironments, repository Secrets of
 // RepositoryCredentials): found by name and owner UID, written only when they
 // changed, deleted only when ours and exactly the version read. A Secret of the
-// same name that is not ours is a collision and is never touched.
+// same name that is not ours is a collision and is never touched. Fetch, Sync
+// and Finalize are the control flow both reconcilers share.
 package argosecret
 
 import (
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
@@ -96,6 +98,55 @@ func (s Store) Write(ctx context.Context, current, desired *corev1.Secret) (coll
 		return true, nil
 	}
 	return false, err
+}
+
+// Fetch reads the owner CR of key into obj. A CR that is gone takes its
+// Secrets with it (found is false); a live one, those of an earlier CR of
+// the same name.
+func (s Store) Fetch(ctx context.Context, key types.NamespacedName, obj client.Object) (found bool, err error) {
+	if err := s.Client.Get(ctx, key, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, s.DeleteFor(ctx, key, AnyUID)
+		}
+		return false, err
+	}
+	if obj.GetDeletionTimestamp().IsZero() {
+		return true, s.DeleteFor(ctx, key, OtherUID(obj.GetUID()))
+	}
+	return true, nil
+}
+
+// Sync brings owner's Secret in line: deleted while refusal says why Argo CD
+// may not have it, else written from desired (given the tenant's AppProject)
+// once finalizer is on owner. collided: the name is taken by a Secret that
+// is not ours.
+func (s Store) Sync(ctx context.Context, owner client.Object, finalizer string, current *corev1.Secret, refusal *kernel.Refusal,
+	desired func(project string) *corev1.Secret) (collided bool, err error) {
+	if refusal != nil {
+		if current != nil {
+			if err := s.Delete(ctx, current); err != nil {
+				return false, err
+			}
+			ctrl.LoggerFrom(ctx).Info("deleted an Argo CD Secret Argo CD may no longer use", "secret", current.Name, "reason", refusal.Reason)
+		}
+		return false, nil
+	}
+	ns := &corev1.Namespace{}
+	if err := s.Client.Get(ctx, types.NamespacedName{Name: owner.GetNamespace()}, ns); err != nil {
+		return false, fmt.Errorf("reading namespace %s: %w", owner.GetNamespace(), err)
+	}
+	if err := kernel.AddFinalizer(ctx, s.Client, owner, finalizer); err != nil {
+		return false, err
+	}
+	return s.Write(ctx, current, desired(argocd.ProjectName(string(ns.UID))))
+}
+
+// Finalize deletes owner's Secrets, then lets owner go.
+func (s Store) Finalize(ctx context.Context, owner client.Object, finalizer string) error {
+	if err := s.DeleteFor(ctx, client.ObjectKeyFromObject(owner), AnyUID); err != nil {
+		return err
+	}
+	return kernel.RemoveFinalizer(ctx, s.Client, owner, finalizer)
 }
 
 // AnyUID and OtherUID select Secrets for DeleteFor.

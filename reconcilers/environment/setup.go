@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
@@ -33,7 +32,7 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concu
 	// other look; deletes always pass.
 	specOrMeta := builder.WithPredicates(predicate.Or(
 		predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))
-	tenantSecrets, err := tenantsecret.Watch(mgr, v1.ManagedEnvironmentSecretType, r.usersOf)
+	tenantSecrets, err := tenantsecret.Watch(mgr, v1.ManagedEnvironmentSecretType, usersOf(r.Client))
 	if err != nil {
 		return err
 	}
@@ -55,11 +54,11 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concu
 
 // usersOf enqueues the Environments of the Secret's namespace whose
 // credentials it is, or whose copy it is.
-func (r *Reconciler) usersOf(ctx context.Context, s *corev1.Secret) []reconcile.Request {
-	return kernel.MapListed(r.Client, envList, func(s *corev1.Secret, env *as.Environment) bool {
+func usersOf(c client.Reader) handler.MapFunc {
+	return kernel.MapListed(c, envList, func(s *corev1.Secret, env *as.Environment) bool {
 		u := env.Spec.UnstableConfigurationFields
 		return (u != nil && u.ClusterCredentialsSecret == s.Name) || SecretName(env.Name) == s.Name
-	})(ctx, s)
+	})
 }
 
 // usersOfClaim enqueues the Environments of the namespace that deploy

@@ -20,9 +20,10 @@ import (
 const (
 	// AnnotationCredentialsVersion, on a ManagedEnvironment we made, is the
 	// resourceVersion of its credentials Secret: when we rewrite the Secret,
-	// the annotation changes, and the ManagedEnvironment reconciler (which
-	// does not watch tenant Secrets) reconnects at once. It says nothing about
-	// the Secret's content.
+	// the annotation changes and the ManagedEnvironment reconciler reconnects.
+	// It now also watches the tenants' Secrets of its type (our copy is one),
+	// so this is a second trigger, kept because tests and users read it. It
+	// says nothing about the Secret's content.
 	AnnotationCredentialsVersion = "managed-gitops.redhat.com/credentials-secret-version"
 
 	// KubeconfigKey is the only key copied from the credentials Secret.

@@ -73,20 +73,13 @@ type Reconciler struct {
 // its spec and credentials.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	env := &v1.GitOpsDeploymentManagedEnvironment{}
-	if err := r.Client.Get(ctx, req.NamespacedName, env); err != nil {
-		if apierrors.IsNotFound(err) {
-			// Gone (our finalizer was removed, or never added): nothing of it may
-			// stay in Argo CD.
-			return ctrl.Result{}, r.secrets.DeleteFor(ctx, req.NamespacedName, argosecret.AnyUID)
-		}
+	// Gone (our finalizer was removed, or never added): nothing of it may stay
+	// in Argo CD. Recreated under the same name: a new one.
+	if found, err := r.secrets.Fetch(ctx, req.NamespacedName, env); !found || err != nil {
 		return ctrl.Result{}, err
 	}
 	if !env.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, env)
-	}
-	// An environment deleted and recreated under the same name is a new one.
-	if err := r.secrets.DeleteFor(ctx, req.NamespacedName, argosecret.OtherUID(env.UID)); err != nil {
-		return ctrl.Result{}, err
 	}
 	patcher := kernel.NewStatusPatcher(r.Client, env)
 	defer patcher.Patch(ctx, env, &err)
@@ -112,28 +105,13 @@ func (r *Reconciler) apply(ctx context.Context, env *v1.GitOpsDeploymentManagedE
 	if err != nil {
 		return nil, err
 	}
-	if refusal != nil {
-		if current != nil {
-			if err := r.secrets.Delete(ctx, current); err != nil {
-				return nil, err
-			}
-			ctrl.LoggerFrom(ctx).Info("deleted the Argo CD cluster Secret of a failing environment", "secret", current.Name, "reason", refusal.Reason)
-		}
-		return refusal, nil
-	}
-	ns := &corev1.Namespace{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: env.Namespace}, ns); err != nil {
-		return nil, fmt.Errorf("reading namespace %s: %w", env.Namespace, err)
-	}
-	if err := kernel.AddFinalizer(ctx, r.Client, env, v1.FinalizerManagedEnvironment); err != nil {
-		return nil, err
-	}
-	desired := argocd.ClusterSecret(r.ArgoNamespace, env, argocd.ProjectName(string(ns.UID)), creds)
-	collided, err := r.secrets.Write(ctx, current, desired)
+	collided, err := r.secrets.Sync(ctx, env, v1.FinalizerManagedEnvironment, current, refusal, func(project string) *corev1.Secret {
+		return argocd.ClusterSecret(r.ArgoNamespace, env, project, creds)
+	})
 	if collided {
-		return collision(desired.Name), err
+		return collision(argocd.ClusterSecretName(string(env.UID))), err
 	}
-	return nil, err
+	return refusal, err
 }
 
 // credentials runs the checks, in the original service's order (but the
@@ -235,9 +213,8 @@ func (r *Reconciler) currentClusterSecret(ctx context.Context, env *v1.GitOpsDep
 // the cluster is removed with the user's credentials (given up on, with an
 // Event, when they no longer work), then the cluster Secret, then the finalizer.
 func (r *Reconciler) finalize(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (ctrl.Result, error) {
-	key := client.ObjectKeyFromObject(env)
 	if !controllerutil.ContainsFinalizer(env, v1.FinalizerManagedEnvironment) {
-		return ctrl.Result{}, r.secrets.DeleteFor(ctx, key, argosecret.AnyUID)
+		return ctrl.Result{}, r.secrets.Finalize(ctx, env, v1.FinalizerManagedEnvironment)
 	}
 	current, _, err := r.currentClusterSecret(ctx, env)
 	if err != nil {
@@ -256,10 +233,7 @@ func (r *Reconciler) finalize(ctx context.Context, env *v1.GitOpsDeploymentManag
 			ctrl.LoggerFrom(ctx).Info("gave up removing the ServiceAccount from the target cluster", "serviceAccount", ServiceAccountRef(env.UID), "error", err.Error())
 		}
 	}
-	if err := r.secrets.DeleteFor(ctx, key, argosecret.AnyUID); err != nil {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{}, kernel.RemoveFinalizer(ctx, r.Client, env, v1.FinalizerManagedEnvironment)
+	return ctrl.Result{}, r.secrets.Finalize(ctx, env, v1.FinalizerManagedEnvironment)
 }
 
 // cleanupTarget removes our ServiceAccount, roles and token from the cluster

@@ -8,11 +8,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argosecret"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantsecret"
 )
@@ -44,7 +45,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	}
 	// The tenants' credentials Secrets are watched, so a fixed or rotated
 	// kubeconfig is used at once, not at the next retry or recheck.
-	tenantSecrets, err := tenantsecret.Watch(mgr, v1.ManagedEnvironmentSecretType, r.usersOf)
+	tenantSecrets, err := tenantsecret.Watch(mgr, v1.ManagedEnvironmentSecretType, usersOf(r.Client))
 	if err != nil {
 		return err
 	}
@@ -62,17 +63,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 }
 
 // usersOf enqueues the ManagedEnvironments of the Secret's namespace that name it.
-func (r *Reconciler) usersOf(ctx context.Context, s *corev1.Secret) []reconcile.Request {
-	var list v1.GitOpsDeploymentManagedEnvironmentList
-	if err := r.Client.List(ctx, &list, client.InNamespace(s.Namespace)); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing GitOpsDeploymentManagedEnvironments naming a Secret for a watch event")
-		return nil
-	}
-	var out []reconcile.Request
-	for i := range list.Items {
-		if list.Items[i].Spec.ClusterCredentialsSecret == s.Name {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-	}
-	return out
+func usersOf(c client.Reader) handler.MapFunc {
+	return kernel.MapListed(c, func() client.ObjectList { return &v1.GitOpsDeploymentManagedEnvironmentList{} },
+		func(s *corev1.Secret, env *v1.GitOpsDeploymentManagedEnvironment) bool {
+			return env.Spec.ClusterCredentialsSecret == s.Name
+		})
 }

@@ -11,11 +11,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/argosecret"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantsecret"
 )
@@ -43,7 +43,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	}
 	// The tenants' Secrets of our type are watched, so a changed or created
 	// Secret is used at once.
-	tenantSecrets, err := tenantsecret.Watch(mgr, v1.RepositoryCredentialSecretType, r.usersOf)
+	tenantSecrets, err := tenantsecret.Watch(mgr, v1.RepositoryCredentialSecretType, usersOf(r.Client))
 	if err != nil {
 		return err
 	}
@@ -54,7 +54,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		// A duplicate waits for the older one of its namespace: when that one
 		// changes or goes, the others of the namespace are looked at again.
-		Watches(&v1.GitOpsDeploymentRepositoryCredentials{}, handler.EnqueueRequestsFromMapFunc(r.sameNamespace),
+		Watches(&v1.GitOpsDeploymentRepositoryCredentials{}, handler.EnqueueRequestsFromMapFunc(sameNamespace(r.Client)),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleted()))).
 		// A repository Secret edited or deleted by someone else is put back.
 		Watches(&corev1.Secret{}, onSecret).
@@ -76,37 +76,17 @@ func deleted() predicate.Funcs {
 }
 
 // sameNamespace enqueues the other RepositoryCredentials of o's namespace for the same repository.
-func (r *Reconciler) sameNamespace(ctx context.Context, o client.Object) []reconcile.Request {
-	rc, ok := o.(*v1.GitOpsDeploymentRepositoryCredentials)
-	if !ok {
-		return nil
-	}
-	var list v1.GitOpsDeploymentRepositoryCredentialsList
-	if err := r.Client.List(ctx, &list, client.InNamespace(rc.Namespace)); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing GitOpsDeploymentRepositoryCredentials of a namespace for a watch event")
-		return nil
-	}
-	var out []reconcile.Request
-	for i := range list.Items {
-		if other := &list.Items[i]; other.UID != rc.UID && argocd.SameRepository(other.Spec.Repository, rc.Spec.Repository) {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(other)})
-		}
-	}
-	return out
+func sameNamespace(c client.Reader) handler.MapFunc {
+	return kernel.MapListed(c, rcList, func(rc, other *v1.GitOpsDeploymentRepositoryCredentials) bool {
+		return other.UID != rc.UID && argocd.SameRepository(other.Spec.Repository, rc.Spec.Repository)
+	})
 }
 
 // usersOf enqueues the RepositoryCredentials of the Secret's namespace that name it.
-func (r *Reconciler) usersOf(ctx context.Context, s *corev1.Secret) []reconcile.Request {
-	var list v1.GitOpsDeploymentRepositoryCredentialsList
-	if err := r.Client.List(ctx, &list, client.InNamespace(s.Namespace)); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing GitOpsDeploymentRepositoryCredentials naming a Secret for a watch event")
-		return nil
-	}
-	var out []reconcile.Request
-	for i := range list.Items {
-		if list.Items[i].Spec.Secret == s.Name {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-	}
-	return out
+func usersOf(c client.Reader) handler.MapFunc {
+	return kernel.MapListed(c, rcList, func(s *corev1.Secret, rc *v1.GitOpsDeploymentRepositoryCredentials) bool {
+		return rc.Spec.Secret == s.Name
+	})
 }
+
+func rcList() client.ObjectList { return &v1.GitOpsDeploymentRepositoryCredentialsList{} }
