@@ -10,6 +10,7 @@ import (
 	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	"github.com/argoproj/gitops-engine/pkg/health"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -106,7 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// admin's removal of it.
 		return ctrl.Result{RequeueAfter: squatRetry}, nil
 	}
-	if app != nil && r.Trees != nil && argocd.HealthInTree(app) && app.Status.Health.Status != "Healthy" {
+	if app != nil && r.Trees != nil && argocd.HealthInTree(app) && app.Status.Health.Status != health.HealthStatusHealthy {
 		return ctrl.Result{RequeueAfter: treeRecheck}, nil
 	}
 	return ctrl.Result{}, nil
