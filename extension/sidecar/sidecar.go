@@ -158,7 +158,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	if o.ArgoRedis.Addr != "" {
 		rt, err := argocd.NewRedisTrees(o.ArgoRedis)
 		if err != nil {
-			return nil, fmt.Errorf("Argo CD Redis: %w", err)
+			return nil, fmt.Errorf("connecting to Argo CD's Redis: %w", err)
 		}
 		trees = rt
 	}

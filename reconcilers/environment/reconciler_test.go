@@ -103,18 +103,6 @@ func update(t *testing.T, obj client.Object, mutate func()) {
 	}, wait, tick)
 }
 
-// nudge makes the sidecar look at env again at once (tenant Secrets are not
-// watched; without it the next look is after the recheck interval).
-func nudge(t *testing.T, env *as.Environment) {
-	t.Helper()
-	update(t, env, func() {
-		if env.Annotations == nil {
-			env.Annotations = map[string]string{}
-		}
-		env.Annotations["nudge"] = rand.String(6)
-	})
-}
-
 func meKey(env *as.Environment) types.NamespacedName {
 	return types.NamespacedName{Namespace: env.Namespace, Name: ownership.ManagedEnvironmentName(env.Name)}
 }

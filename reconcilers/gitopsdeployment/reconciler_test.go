@@ -323,11 +323,11 @@ func TestDeleteWithFinalizerCascades(t *testing.T) {
 	gd := create(t, newDeployment(ns, "cascade", func(gd *v1.GitOpsDeployment) {
 		gd.Finalizers = []string{v1.FinalizerResourcesFinalizer}
 	}))
-	app := waitApp(t, gd, func(*argov1alpha1.Application) bool { return true })
+	waitApp(t, gd, func(*argov1alpha1.Application) bool { return true })
 	require.NoError(t, k8s.Delete(context.Background(), gd))
 
 	// The Application is deleted with Argo CD's cascade finalizer...
-	app = waitApp(t, gd, func(a *argov1alpha1.Application) bool {
+	app := waitApp(t, gd, func(a *argov1alpha1.Application) bool {
 		return !a.DeletionTimestamp.IsZero() && controllerutil.ContainsFinalizer(a, argov1alpha1.ResourcesFinalizerName)
 	})
 	// ...and the GitOpsDeployment stays while Argo CD deletes the resources.
