@@ -1,7 +1,8 @@
 // Package snapshotenvironmentbinding reconciles SnapshotEnvironmentBindings into
 // one Argo CD ApplicationSet each, whose plugin generator (our
-// applicationset-generator, answering from reconcilers/binding) yields one Application per component, and mirrors
-// the generated Applications back into the binding's status.
+// applicationset-generator, answering from its binding package, which this
+// reconciler shares) yields one Application per component, and mirrors the
+// generated Applications back into the binding's status.
 package snapshotenvironmentbinding
 
 import (
@@ -26,8 +27,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/applicationset-generator/binding"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
-	"github.com/gitops-service/gitops-service/reconcilers/binding"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/reconcilers/tenant"
