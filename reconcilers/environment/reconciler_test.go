@@ -30,19 +30,14 @@ import (
 
 const (
 	wait = 30 * time.Second
-	tick = 100 * time.Millisecond
+	tick = stack.Tick
 	// watched bounds the wait for a change of a watched Secret to be acted
 	// on: well below the 30 s retry, so only the watch can meet it.
 	watched = 10 * time.Second
 	apiURL  = "https://api.cluster.example.test:6443"
 )
 
-func tenant(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-" + rand.String(6)}}
-	require.NoError(t, k8s.Create(context.Background(), ns))
-	return ns.Name
-}
+func tenant(t *testing.T) string { return stack.Tenant(t, k8s).Name }
 
 // fakeKubeconfig is a kubeconfig for server with a token nobody accepts; the
 // token is unique, so a test can look for it where it must never appear.
@@ -131,12 +126,7 @@ func waitSecret(t *testing.T, env *as.Environment, cond func(*corev1.Secret) boo
 
 func exists[T any](T) bool { return true }
 
-func waitGone(t *testing.T, obj client.Object) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		return apierrors.IsNotFound(k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj))
-	}, wait, tick, "%T %s was not deleted", obj, client.ObjectKeyFromObject(obj))
-}
+func waitGone(t *testing.T, obj client.Object) { stack.WaitGone(t, k8s, obj, wait) }
 
 // assertNothingWritten checks, for a moment, that env has neither a
 // ManagedEnvironment nor a Secret of ours.

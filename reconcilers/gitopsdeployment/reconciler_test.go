@@ -15,27 +15,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/test/stack"
 )
 
 const (
 	wait = 20 * time.Second
-	tick = 100 * time.Millisecond
+	tick = stack.Tick
 	repo = "https://git.example.com/jane/apps.git"
 )
 
-func tenant(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-" + rand.String(6)}}
-	require.NoError(t, k8s.Create(context.Background(), ns))
-	return ns.Name
-}
+func tenant(t *testing.T) string { return stack.Tenant(t, k8s).Name }
 
 func newDeployment(ns, name string, mut func(*v1.GitOpsDeployment)) *v1.GitOpsDeployment {
 	gd := &v1.GitOpsDeployment{
@@ -70,12 +65,7 @@ func waitApp(t *testing.T, gd *v1.GitOpsDeployment, cond func(*argov1alpha1.Appl
 	return app
 }
 
-func waitGone(t *testing.T, obj client.Object) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		return apierrors.IsNotFound(k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj))
-	}, wait, tick, "%T %s was not deleted", obj, client.ObjectKeyFromObject(obj))
-}
+func waitGone(t *testing.T, obj client.Object) { stack.WaitGone(t, k8s, obj, wait) }
 
 func waitCondition(t *testing.T, gd *v1.GitOpsDeployment, typ v1.GitOpsConditionType, status v1.GitOpsConditionStatus, msgPart string) *v1.GitOpsDeployment {
 	t.Helper()

@@ -26,11 +26,12 @@ import (
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/test/stack"
 )
 
 const (
 	wait = 30 * time.Second
-	tick = 100 * time.Millisecond
+	tick = stack.Tick
 	// watched bounds the wait for a change of a watched Secret to be acted
 	// on: well below the 30 s retry, so only the watch can meet it.
 	watched = 10 * time.Second
@@ -38,12 +39,7 @@ const (
 
 type envT = v1.GitOpsDeploymentManagedEnvironment
 
-func tenant(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-" + rand.String(6)}}
-	require.NoError(t, k8s.Create(context.Background(), ns))
-	return ns.Name
-}
+func tenant(t *testing.T) string { return stack.Tenant(t, k8s).Name }
 
 // remoteKubeconfig is a kubeconfig of the remote cluster for token (server URL,
 // CA data, token), changed by mutate.
@@ -154,12 +150,7 @@ func assertNoClusterSecret(t *testing.T, env *envT) {
 	}, time.Second, 100*time.Millisecond, "a cluster Secret exists for the failing environment %s", env.Name)
 }
 
-func waitGone(t *testing.T, c client.Client, obj client.Object) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		return apierrors.IsNotFound(c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj))
-	}, wait, tick, "%T %s was not deleted", obj, client.ObjectKeyFromObject(obj))
-}
+func waitGone(t *testing.T, c client.Client, obj client.Object) { stack.WaitGone(t, c, obj, wait) }
 
 func waitWarningEvent(t *testing.T, env *envT, reason, msgPart string) {
 	t.Helper()

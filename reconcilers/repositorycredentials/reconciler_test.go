@@ -24,17 +24,12 @@ import (
 
 const (
 	wait = 40 * time.Second
-	tick = 100 * time.Millisecond
+	tick = stack.Tick
 )
 
 type rcT = v1.GitOpsDeploymentRepositoryCredentials
 
-func tenant(t *testing.T) *corev1.Namespace {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-" + rand.String(6)}}
-	require.NoError(t, k8s.Create(context.Background(), ns))
-	return ns
-}
+func tenant(t *testing.T) *corev1.Namespace { return stack.Tenant(t, k8s) }
 
 // privateRepo creates a repository served by git and returns its https URL.
 func privateRepo(t *testing.T) string {
