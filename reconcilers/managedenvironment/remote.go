@@ -20,9 +20,9 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
@@ -205,13 +205,10 @@ func ownerLabels(into map[string]string, namespace string, uid types.UID) map[st
 // ensure creates obj or brings an existing one of ours in line with mutate;
 // someone else's object of the same name is never touched.
 func ensure(ctx context.Context, c client.Client, obj client.Object, uid types.UID, mutate func()) error {
-	_, err := controllerutil.CreateOrUpdate(ctx, c, obj, func() error {
-		if obj.GetResourceVersion() != "" && !ownedBy(obj, uid) {
-			return errNotOurs
-		}
-		mutate()
-		return nil
-	})
+	err := kernel.Ensure(ctx, c, c, obj, func(o client.Object) bool { return ownedBy(o, uid) }, mutate)
+	if errors.As(err, new(*kernel.NotOursError)) {
+		err = errNotOurs
+	}
 	if err != nil {
 		return &remoteError{what: describeKey(obj), err: err}
 	}

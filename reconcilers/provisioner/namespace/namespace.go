@@ -10,6 +10,7 @@ package namespace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -27,6 +28,7 @@ import (
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/reconcilers/provisioner"
 )
@@ -276,25 +278,17 @@ func kubeconfigFor(cl *cluster, ns string, token []byte) ([]byte, error) {
 // writeKubeconfig writes the tenant's kubeconfig Secret, typed so the
 // Environment reconciler's Secret watch sees it change.
 func (p *Provisioner) writeKubeconfig(ctx context.Context, claim *as.DeploymentTargetClaim, name string, kubeconfig []byte) error {
-	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: claim.Namespace, Name: name, Labels: ownerLabels(claim)},
-		Type:       v1.ManagedEnvironmentSecretType,
-		Data:       map[string][]byte{kubeconfigKey: kubeconfig},
-	}
-	err := p.Client.Create(ctx, s)
-	if apierrors.IsAlreadyExists(err) {
-		existing := &corev1.Secret{}
-		if err := p.APIReader.Get(ctx, client.ObjectKeyFromObject(s), existing); err != nil {
-			return err
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: claim.Namespace, Name: name}}
+	err := kernel.Ensure(ctx, p.APIReader, p.Client, s, func(o client.Object) bool {
+		return ownership.IsOwnedBy(o.GetLabels(), OwnerKindClaim, string(claim.UID))
+	}, func() {
+		if s.ResourceVersion == "" { // new: ours from the start
+			s.Labels, s.Type = ownerLabels(claim), v1.ManagedEnvironmentSecretType
 		}
-		if !ownership.IsOwnedBy(existing.Labels, OwnerKindClaim, string(claim.UID)) {
-			return refuse("the Secret %s exists in namespace %s and was not made for this claim; it is left alone", name, claim.Namespace)
-		}
-		if string(existing.Data[kubeconfigKey]) == string(kubeconfig) {
-			return nil
-		}
-		existing.Data = s.Data
-		return p.Client.Update(ctx, existing)
+		s.Data = map[string][]byte{kubeconfigKey: kubeconfig}
+	})
+	if errors.As(err, new(*kernel.NotOursError)) {
+		return refuse("the Secret %s exists in namespace %s and was not made for this claim; it is left alone", name, claim.Namespace)
 	}
 	return err
 }
