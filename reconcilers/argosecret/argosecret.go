@@ -15,13 +15,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/reconcilers/tenantsecret"
 )
 
 // Store is one kind of owned Secret. Client's cache must hold our Secrets of
@@ -52,6 +55,28 @@ func (s Store) IndexAndWatch(ctx context.Context, mgr ctrl.Manager) (handler.Eve
 		}
 		return nil
 	}), err
+}
+
+// Controller starts the registration of the reconciler of the tenant CRs
+// whose Secrets s keeps: the CRs (changes of spec and metadata only: our own
+// status writes need no other look, the requeues cover the rest), our
+// Secrets (one edited or deleted by someone else is put back) and the
+// tenants' Secrets of type typ, watched without their data, which users maps
+// to the CRs naming them (a fixed or rotated Secret is used at once).
+func (s Store) Controller(ctx context.Context, mgr ctrl.Manager, name string, cr client.Object, typ corev1.SecretType, users handler.MapFunc) (*builder.Builder, error) {
+	onSecret, err := s.IndexAndWatch(ctx, mgr)
+	if err != nil {
+		return nil, err
+	}
+	tenantSecrets, err := tenantsecret.Watch(mgr, typ, users)
+	if err != nil {
+		return nil, err
+	}
+	return ctrl.NewControllerManagedBy(mgr).Named(name).
+		For(cr, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		Watches(&corev1.Secret{}, onSecret).
+		WatchesRawSource(tenantSecrets), nil
 }
 
 // OwnerOf returns the CR a Secret of this Store was made for, or nil.

@@ -17,7 +17,6 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/argosecret"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
-	"github.com/gitops-service/gitops-service/reconcilers/tenantsecret"
 )
 
 // SetupWithManager registers the reconciler, its index and watches. The
@@ -37,28 +36,16 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		Client: r.Client, APIReader: r.APIReader, Namespace: r.ArgoNamespace,
 		Kind: ownership.KindRepositoryCredentials, Index: "repositorycredentials.owner",
 	}
-	onSecret, err := r.secrets.IndexAndWatch(ctx, mgr)
+	b, err := r.secrets.Controller(ctx, mgr, "repositorycredentials", &v1.GitOpsDeploymentRepositoryCredentials{},
+		v1.RepositoryCredentialSecretType, usersOf(r.Client))
 	if err != nil {
 		return err
 	}
-	// The tenants' Secrets of our type are watched, so a changed or created
-	// Secret is used at once.
-	tenantSecrets, err := tenantsecret.Watch(mgr, v1.RepositoryCredentialSecretType, usersOf(r.Client))
-	if err != nil {
-		return err
-	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("repositorycredentials").
-		// Our own status writes need no other look; the requeues cover the rest.
-		For(&v1.GitOpsDeploymentRepositoryCredentials{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+	return b.
 		// A duplicate waits for the older one of its namespace: when that one
 		// changes or goes, the others of the namespace are looked at again.
 		Watches(&v1.GitOpsDeploymentRepositoryCredentials{}, handler.EnqueueRequestsFromMapFunc(sameNamespace(r.Client)),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleted()))).
-		// A repository Secret edited or deleted by someone else is put back.
-		Watches(&corev1.Secret{}, onSecret).
-		WatchesRawSource(tenantSecrets).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 }
