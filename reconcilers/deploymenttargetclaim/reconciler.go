@@ -297,7 +297,7 @@ func (r *Reconciler) provision(ctx context.Context, claim *as.DeploymentTargetCl
 			"waiting for provisioner %s, which this GitOps Service does not run (or whose API is not installed), to provision a DeploymentTarget", name), nil
 	}
 	dt, err := p.Provision(ctx, claim, class)
-	var refusal *provisioner.Refusal
+	var refusal *kernel.Refusal
 	if errors.As(err, &refusal) {
 		return refused(as.DeploymentTargetClaimPhasePending, refusal.Reason, "%s", refusal.Message), nil
 	}

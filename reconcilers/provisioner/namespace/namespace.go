@@ -107,7 +107,7 @@ type cluster struct {
 }
 
 func refuse(format string, args ...any) error {
-	return provisioner.Refuse(as.DeploymentTargetReasonProvisioningFailed, format, args...)
+	return kernel.Refuse(as.DeploymentTargetReasonProvisioningFailed, format, args...)
 }
 
 // cluster connects to the local cluster or the one of the admin's Secret.
