@@ -157,6 +157,10 @@ func StartArgoCD(ctx context.Context, k *Kube, o ArgoOptions) (_ *ArgoCD, err er
 		"ARGOCD_GNUPGHOME=" + filepath.Join(dir, "gnupg"),
 		"ARGOCD_GPG_DATA_PATH=" + filepath.Join(dir, "gpg-source"),
 		"ARGOCD_PLUGINSOCKFILEPATH=" + filepath.Join(dir, "plugins"),
+		// The repo-server's git credentials socket, /tmp/reposerver-ask-pass.sock
+		// by default: shared by every Argo CD on the machine, one stack's git
+		// got another's answer ("unknown nonce") and failed to authenticate.
+		"ARGOCD_ASK_PASS_SOCK=" + filepath.Join(dir, "ask-pass.sock"),
 		"KUBECONFIG=" + k.Kubeconfig,
 		"HOME=" + filepath.Join(dir, "home"),
 		"TMPDIR=" + filepath.Join(dir, "tmp"),
