@@ -14,8 +14,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -515,14 +513,6 @@ func (d *demo) show(args ...string) error {
 	}
 	fmt.Print(out)
 	return nil
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return hex.EncodeToString(b)
 }
 
 // dropFinalizerWarning removes the API server's advice to put a "/" in
