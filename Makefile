@@ -6,6 +6,8 @@ BIN            := bin
 CACHE          ?= $(or $(GITOPS_SERVICE_CACHE),$(HOME)/.cache/gitops-service)
 CONTROLLER_GEN_VERSION := v0.16.5
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
 export GITOPS_SERVICE_CACHE := $(CACHE)
 # The Argo CD version the stack, `make demo` and `make bench` run (3.5.1 or 2.14.21).
 ARGOCD_VERSION ?= 3.5.1
@@ -22,6 +24,11 @@ $(CONTROLLER_GEN):
 	GOBIN=$(CURDIR)/$(BIN)/.tmp-cg go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 	mv $(BIN)/.tmp-cg/controller-gen $@ && rm -rf $(BIN)/.tmp-cg
 
+$(STATICCHECK):
+	@mkdir -p $(BIN)
+	GOBIN=$(CURDIR)/$(BIN)/.tmp-sc go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	mv $(BIN)/.tmp-sc/staticcheck $@ && rm -rf $(BIN)/.tmp-sc
+
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
@@ -33,9 +40,10 @@ manifests: $(CONTROLLER_GEN) ## Regenerate CRDs and RBAC from markers.
 	$(CONTROLLER_GEN) rbac:roleName=gitops-service paths=./reconcilers/... paths=./extension/... output:rbac:artifacts:config=manifests/rbac
 
 .PHONY: verify
-verify: generate manifests ## Fail if generated files are stale.
+verify: generate manifests $(STATICCHECK) ## Fail if generated files are stale or gofmt, go vet or staticcheck complain.
 	gofmt -l . | (! grep .) || (echo "gofmt needed on the files above"; exit 1)
 	go vet ./...
+	$(STATICCHECK) ./...
 	@git diff --exit-code -- api manifests || (echo "generated files are stale: run 'make generate manifests' and commit"; exit 1)
 
 .PHONY: deps
@@ -48,7 +56,7 @@ test-stack: ## Build kube-apiserver, kube-controller-manager, kubectl, Argo CD i
 
 .PHONY: unit
 unit: ## Pure unit tests (no servers).
-	go test ./api/... ./reconcilers/argocd/... ./reconcilers/kernel/... ./applicationset-generator/... ./ui-proxy/
+	go test ./api/... ./reconcilers/argocd/... ./reconcilers/kernel/... ./reconcilers/ownership/... ./reconcilers/kubeconfig/... ./applicationset-generator/... ./ui-proxy/
 
 # The end-to-end tests that also run on Argo CD 2.14.21 (all of them run on 3.5.1): the core of
 # every API within CI's time budget; `make test E2E_RUN_2_14=.` runs all of them on 2.14 too.

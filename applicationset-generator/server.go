@@ -15,6 +15,9 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
+
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
 // Path is where Argo CD's plugin generator sends its requests.
@@ -31,12 +34,12 @@ type Request struct {
 // Response is the body Argo CD expects.
 type Response struct {
 	Output struct {
-		Parameters []map[string]any `json:"parameters"`
+		Parameters []argocd.GeneratorParams `json:"parameters"`
 	} `json:"output"`
 }
 
 // ParamsFunc computes the parameter sets of one request.
-type ParamsFunc func(ctx context.Context, req Request) ([]map[string]any, error)
+type ParamsFunc func(ctx context.Context, req Request) ([]argocd.GeneratorParams, error)
 
 // ErrBadRequest marks errors caused by the request itself (400, not 500).
 var ErrBadRequest = errors.New("bad request")
@@ -93,9 +96,12 @@ func (s *Server) getParams(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	params, err := s.Params(ctx, req)
-	var inputErr *InputError
+	var refusal *kernel.Refusal
 	switch {
-	case errors.Is(err, ErrBadRequest), errors.As(err, &inputErr):
+	case errors.As(err, &refusal):
+		writeError(w, http.StatusBadRequest, refusal.Message)
+		return
+	case errors.Is(err, ErrBadRequest):
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	case errors.Is(err, context.DeadlineExceeded):
@@ -108,7 +114,7 @@ func (s *Server) getParams(w http.ResponseWriter, r *http.Request) {
 	var resp Response
 	resp.Output.Parameters = params
 	if resp.Output.Parameters == nil {
-		resp.Output.Parameters = []map[string]any{}
+		resp.Output.Parameters = []argocd.GeneratorParams{}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(resp)

@@ -7,12 +7,16 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
 func newTestServer(params ParamsFunc) *httptest.Server {
@@ -39,7 +43,7 @@ func post(t *testing.T, url, token, body string) (int, map[string]any) {
 
 func TestServer(t *testing.T) {
 	var seen Request
-	srv := newTestServer(func(_ context.Context, req Request) ([]map[string]any, error) {
+	srv := newTestServer(func(_ context.Context, req Request) ([]argocd.GeneratorParams, error) {
 		seen = req
 		switch req.Input.Parameters["binding"] {
 		case "bad":
@@ -51,15 +55,20 @@ func TestServer(t *testing.T) {
 			return nil, fmt.Errorf("cache not ready")
 		case "empty":
 			return nil, nil
+		case "refused":
+			return nil, kernel.Refuse("ErrorOccurred", "Snapshot %q not found", "s")
 		}
-		return []map[string]any{{"component": "a"}}, nil
+		return []argocd.GeneratorParams{{Component: "a"}}, nil
 	})
 	defer srv.Close()
 	body := `{"applicationSetName":"seb-1","input":{"parameters":{"namespace":"jane","binding":"%s"}}}`
 
 	code, out := post(t, srv.URL, "s3cret", fmt.Sprintf(body, "ok"))
 	assert.Equal(t, http.StatusOK, code)
-	assert.Equal(t, map[string]any{"output": map[string]any{"parameters": []any{map[string]any{"component": "a"}}}}, out)
+	params := out["output"].(map[string]any)["parameters"].([]any)
+	require.Len(t, params, 1)
+	assert.Equal(t, "a", params[0].(map[string]any)["component"])
+	assert.Len(t, params[0], reflect.TypeOf(argocd.GeneratorParams{}).NumField(), "every key of the contract, empty or not")
 	assert.Equal(t, "seb-1", seen.ApplicationSetName)
 	assert.Equal(t, "jane", seen.Input.Parameters["namespace"])
 
@@ -80,6 +89,7 @@ func TestServer(t *testing.T) {
 		"unknown binding": {"s3cret", fmt.Sprintf(body, "bad"), http.StatusBadRequest, "no such binding"},
 		"timeout":         {"s3cret", fmt.Sprintf(body, "slow"), http.StatusGatewayTimeout, "timed out"},
 		"internal":        {"s3cret", fmt.Sprintf(body, "broken"), http.StatusInternalServerError, "cache not ready"},
+		"refused input":   {"s3cret", fmt.Sprintf(body, "refused"), http.StatusBadRequest, `Snapshot "s" not found`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			code, out := post(t, srv.URL, tc.token, tc.body)
@@ -95,7 +105,7 @@ func TestServer(t *testing.T) {
 }
 
 func TestServerRefusesWhenNoTokenConfigured(t *testing.T) {
-	s := &Server{Token: func() []byte { return nil }, Params: func(context.Context, Request) ([]map[string]any, error) { return nil, nil }}
+	s := &Server{Token: func() []byte { return nil }, Params: func(context.Context, Request) ([]argocd.GeneratorParams, error) { return nil, nil }}
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 	code, _ := post(t, srv.URL, "", `{}`)

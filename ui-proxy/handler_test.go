@@ -18,7 +18,7 @@ import (
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
-	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	uiproxy "github.com/gitops-service/gitops-service/ui-proxy"
 )
 
@@ -38,13 +38,13 @@ func meta(ns, name, uid string, age time.Duration) metav1.ObjectMeta {
 
 // ourApplication is an Application as the sidecar labels it for its owner.
 func ourApplication(name, kind, tenant, owner, uid string, extra map[string]string) *argov1alpha1.Application {
-	labels := map[string]string{argocd.LabelManagedBy: argocd.ManagedByValue, argocd.LabelTenantNS: tenant,
-		argocd.LabelOwnerKind: kind, argocd.LabelOwnerUID: uid}
+	labels := map[string]string{ownership.LabelManagedBy: ownership.ManagedByValue, ownership.LabelTenantNS: tenant,
+		ownership.LabelOwnerKind: kind, ownership.LabelOwnerUID: uid}
 	for k, v := range extra {
 		labels[k] = v
 	}
 	return &argov1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: argoNS, Name: name, Labels: labels,
-		Annotations: map[string]string{argocd.AnnotationOwnerName: tenant + "/" + owner}},
+		Annotations: map[string]string{ownership.AnnotationOwnerName: tenant + "/" + owner}},
 		Spec: argov1alpha1.ApplicationSpec{Project: "tenant-" + tenant}}
 }
 
@@ -81,12 +81,12 @@ func call(t *testing.T, srv *httptest.Server, tok, app, project string) (int, ma
 func TestRefusesWhatArgoCDServerDidNotAuthorize(t *testing.T) {
 	gd := &v1.GitOpsDeployment{ObjectMeta: meta("team-a", "web", "uid-a", 0)}
 	victim := &v1.GitOpsDeployment{ObjectMeta: meta("team-b", "victim", "uid-b", 0)}
-	app := ourApplication("app-a", argocd.OwnerKindGitOpsDeployment, "team-a", "web", "uid-a", nil)
+	app := ourApplication("app-a", ownership.KindGitOpsDeployment, "team-a", "web", "uid-a", nil)
 	// Our labels, but the owner annotation names another tenant's deployment.
-	forged := ourApplication("forged", argocd.OwnerKindGitOpsDeployment, "team-a", "victim", "uid-b", nil)
-	forged.Annotations[argocd.AnnotationOwnerName] = "team-b/victim"
+	forged := ourApplication("forged", ownership.KindGitOpsDeployment, "team-a", "victim", "uid-b", nil)
+	forged.Annotations[ownership.AnnotationOwnerName] = "team-b/victim"
 	// Right names, but the deployment was recreated since (another UID).
-	stale := ourApplication("stale", argocd.OwnerKindGitOpsDeployment, "team-a", "web", "uid-old", nil)
+	stale := ourApplication("stale", ownership.KindGitOpsDeployment, "team-a", "web", "uid-old", nil)
 	foreign := &argov1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: argoNS, Name: "foreign"},
 		Spec: argov1alpha1.ApplicationSpec{Project: "default"}}
 	unknownKind := ourApplication("odd", "Secret", "team-a", "web", "uid-a", nil)
@@ -137,7 +137,7 @@ func TestGitOpsDeploymentView(t *testing.T) {
 		}
 		return r
 	}
-	objs := []client.Object{gd, ourApplication("app-a", argocd.OwnerKindGitOpsDeployment, "team-a", "web", "uid-a", nil),
+	objs := []client.Object{gd, ourApplication("app-a", ownership.KindGitOpsDeployment, "team-a", "web", "uid-a", nil),
 		run("first", "web", 2*time.Minute, func(r *v1.GitOpsDeploymentSyncRun) {
 			r.Status.Revision, r.Status.Phase = "abc1234def", "Failed"
 			r.Status.Conditions = []v1.GitOpsDeploymentCondition{{Type: v1.GitOpsDeploymentConditionErrorOccurred,
@@ -207,7 +207,7 @@ func TestBindingViewAndPromotionPath(t *testing.T) {
 		env("team-b", "qa", "dev", as.DeploymentStrategyAppStudioAutomated), snap("team-b", "snap-2", "evil"),
 		bind("team-b", "qa", "snap-2", "uid-b"),
 		&as.PromotionRun{ObjectMeta: meta("team-b", "theirs", "", 0), Spec: as.PromotionRunSpec{Snapshot: "snap-2", Application: "shop"}},
-		ourApplication("shop-dev-web", argocd.OwnerKindBinding, "team-a", "shop-dev", "uid-dev", map[string]string{as.LabelComponent: "web"}),
+		ourApplication("shop-dev-web", ownership.KindBinding, "team-a", "shop-dev", "uid-dev", map[string]string{as.LabelComponent: "web"}),
 	}
 	srv := serve(t, objs...)
 	status, body := call(t, srv, secret, argoNS+":shop-dev-web", "tenant-team-a")

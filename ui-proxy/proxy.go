@@ -25,6 +25,7 @@ import (
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 // Headers argocd-server sends (the Application and project the user asked
@@ -243,7 +244,7 @@ func (s *Server) application(r *http.Request) (*argov1alpha1.Application, int, s
 	if app.Spec.Project != r.Header.Get(HeaderProject) {
 		return nil, http.StatusForbidden, "header " + HeaderProject + " does not name the project of Application " + name
 	}
-	if app.Labels[argocd.LabelManagedBy] != argocd.ManagedByValue {
+	if app.Labels[ownership.LabelManagedBy] != ownership.ManagedByValue {
 		return nil, http.StatusNotFound, "Application " + name + " was not made by the GitOps Service"
 	}
 	return app, 0, ""
@@ -259,15 +260,15 @@ func (e *ownerGone) Error() string { return e.what + " is gone" }
 func (s *Server) owner(r *http.Request, app *argov1alpha1.Application) (*Deployment, error) {
 	ctx := r.Context()
 	l := app.Labels
-	ns, name, ok := strings.Cut(app.Annotations[argocd.AnnotationOwnerName], "/")
-	if !ok || ns != l[argocd.LabelTenantNS] {
+	ns, name, ok := strings.Cut(app.Annotations[ownership.AnnotationOwnerName], "/")
+	if !ok || ns != l[ownership.LabelTenantNS] {
 		return nil, &ownerGone{what: "the owner of Application " + app.Name}
 	}
 	key := client.ObjectKey{Namespace: ns, Name: name}
-	switch l[argocd.LabelOwnerKind] {
-	case argocd.OwnerKindGitOpsDeployment:
+	switch l[ownership.LabelOwnerKind] {
+	case ownership.KindGitOpsDeployment:
 		gd := &v1.GitOpsDeployment{}
-		if err := s.get(r, key, gd, l[argocd.LabelOwnerUID]); err != nil {
+		if err := s.get(r, key, gd, l[ownership.LabelOwnerUID]); err != nil {
 			return nil, err
 		}
 		runs, err := s.syncRuns(r, ns, name)
@@ -279,9 +280,9 @@ func (s *Server) owner(r *http.Request, app *argov1alpha1.Application) (*Deploym
 			Source:      &Source{RepoURL: withoutUserInfo(gd.Spec.Source.RepoURL), Path: gd.Spec.Source.Path, TargetRevision: gd.Spec.Source.TargetRevision},
 			Destination: &Destination{Environment: gd.Spec.Destination.Environment, Namespace: gd.Spec.Destination.Namespace},
 			SyncRuns:    runs}, nil
-	case argocd.OwnerKindBinding:
+	case ownership.KindBinding:
 		seb := &as.SnapshotEnvironmentBinding{}
-		if err := s.get(r, key, seb, l[argocd.LabelOwnerUID]); err != nil {
+		if err := s.get(r, key, seb, l[ownership.LabelOwnerUID]); err != nil {
 			return nil, err
 		}
 		d := &Deployment{Kind: "SnapshotEnvironmentBinding", Namespace: ns, Name: name, Application: seb.Spec.Application,

@@ -32,6 +32,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/gitopsdeployment"
 	"github.com/gitops-service/gitops-service/reconcilers/managedenvironment"
 	"github.com/gitops-service/gitops-service/reconcilers/nontenant"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/reconcilers/promotionrun"
 	"github.com/gitops-service/gitops-service/reconcilers/provisioner"
 	"github.com/gitops-service/gitops-service/reconcilers/provisioner/devsandbox"
@@ -111,7 +112,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		o.LeaderElectionNamespace = o.ArgoNamespace
 	}
 	// Only our own Argo CD objects are cached: a busy Argo CD has many more.
-	ours := labels.SelectorFromSet(labels.Set{argocd.LabelManagedBy: argocd.ManagedByValue})
+	ours := labels.SelectorFromSet(labels.Set{ownership.LabelManagedBy: ownership.ManagedByValue})
 	argoOnly := cache.ByObject{Namespaces: map[string]cache.Config{o.ArgoNamespace: {}}, Label: ours}
 	if o.NeverTenants == nil {
 		o.NeverTenants = nontenant.DefaultNeverTenants
@@ -157,7 +158,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	if o.ArgoRedis.Addr != "" {
 		rt, err := argocd.NewRedisTrees(o.ArgoRedis)
 		if err != nil {
-			return nil, fmt.Errorf("Argo CD Redis: %w", err)
+			return nil, fmt.Errorf("connecting to Argo CD's Redis: %w", err)
 		}
 		trees = rt
 	}

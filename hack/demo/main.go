@@ -14,12 +14,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -61,14 +56,13 @@ type demo struct {
 	start       time.Time
 
 	root string // repository root
-	dir  string // the demo's own dir: git repository, sidecar log and token
+	dir  string // the demo's own dir: git repository, saved logs
 	bins *stack.BinaryPaths
 	kube *stack.Kube
 	argo *stack.ArgoCD
 	side *stack.Process
 	repo *stack.GitRepo
-	// proxyAddr is the UI proxy extension backend's address; its token is the
-	// generator's (one file in the demo).
+	// proxyAddr and token: the UI proxy extension backend's address and token.
 	proxyAddr, token string
 	// extDir is the panel's folder under /tmp/extensions; uiPassword is uiUser's.
 	extDir, uiPassword string
@@ -168,89 +162,20 @@ func (d *demo) step(what string, f func() error) error {
 }
 
 // startSidecar runs the sidecar the way it runs beside Argo CD in a cluster,
-// with the admin kubeconfig instead of a service account, and waits for /readyz.
+// with the admin kubeconfig instead of a service account (test/stack's
+// start, as the tests use), and registers its ApplicationSet plugin generator
+// with Argo CD as the install manifests do (SnapshotEnvironmentBindings use it).
 func (d *demo) startSidecar(bin string) error {
-	token := randomHex(16)
-	d.token = token
-	tokenFile := filepath.Join(d.dir, "generator-token")
-	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+	// The demo's repositories are file:// URLs on this machine (allowed by default).
+	s, err := stack.StartSidecar(d.ctx, d.kube, stack.SidecarOptions{Bin: bin, ArgoRedisAddr: d.argo.RedisAddr})
+	if s != nil && s.Process() != nil {
+		d.side = s.Process()
+	}
+	if err != nil {
 		return err
 	}
-	logPath := filepath.Join(d.dir, "gitops-service.log")
-	for attempt := 1; ; attempt++ {
-		var ports [4]int
-		for i := range ports {
-			p, err := stack.FreePort()
-			if err != nil {
-				return err
-			}
-			ports[i] = p
-		}
-		probe := fmt.Sprintf("127.0.0.1:%d", ports[1])
-		generator := fmt.Sprintf("127.0.0.1:%d", ports[2])
-		d.proxyAddr = fmt.Sprintf("127.0.0.1:%d", ports[3])
-		p, err := stack.StartProcess("gitops-service", logPath, d.dir, []string{"KUBECONFIG=" + d.kube.Kubeconfig}, bin,
-			"--argocd-namespace=argocd",
-			"--argocd-redis="+d.argo.RedisAddr,
-			"--leader-elect=false",
-			// The demo's repositories are file:// URLs on this machine.
-			"--allow-file-repositories",
-			fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]),
-			"--health-probe-bind-address="+probe,
-			"--generator-bind-address="+generator,
-			"--generator-token-file="+tokenFile,
-			"--ui-proxy-bind-address="+d.proxyAddr,
-			"--ui-proxy-token-file="+tokenFile,
-		)
-		if err != nil {
-			return err
-		}
-		err = waitReadyz(d.ctx, p, "http://"+probe+"/readyz", time.Minute)
-		if err == nil {
-			d.side = p
-			// The ApplicationSet plugin generator, registered with Argo CD as the
-			// install manifests do (SnapshotEnvironmentBindings use it).
-			return d.argo.RegisterGenerator(d.ctx, argocd.GeneratorConfigMap, "http://"+generator, token)
-		}
-		p.Stop()
-		if attempt == 3 || !strings.Contains(p.Tail(40), "address already in use") {
-			return err
-		}
-	}
-}
-
-// waitReadyz polls url until it answers 200, the process exits or timeout passes.
-func waitReadyz(ctx context.Context, p *stack.Process, url string, timeout time.Duration) error {
-	hc := &http.Client{Timeout: 2 * time.Second}
-	deadline := time.Now().Add(timeout)
-	last := errors.New("no answer yet")
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		if resp, err := hc.Do(req); err != nil {
-			last = err
-		} else {
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("gitops-service not ready after %s (%s: %v); last lines of %s:\n%s", timeout, url, last, p.LogPath, p.Tail(40))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-p.Done():
-			_, werr := p.Exited()
-			return fmt.Errorf("gitops-service exited (%v) before it was ready; last lines of %s:\n%s", werr, p.LogPath, p.Tail(40))
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	d.token, d.proxyAddr = s.UIProxyToken, strings.TrimPrefix(s.UIProxyURL, "http://")
+	return d.argo.RegisterGenerator(d.ctx, argocd.GeneratorConfigMap, s.GeneratorURL, s.GeneratorToken)
 }
 
 // createRepo makes the git repository Argo CD reads (bare, file://) with the
@@ -432,7 +357,7 @@ func (d *demo) syncFailed(why string) error {
 	logs := filepath.Join(d.dir, "logs") // filled by cleanup
 	return fmt.Errorf("%s\n"+
 		"The component logs above say why; their full versions are in %s.\n"+
-		"Look for errors in gitops-service.log first (the sidecar), then application-controller.log and repo-server.log (Argo CD).",
+		"Look for errors in gitops-service.log first (the sidecar), then application-controller.log and repo-server.log (Argo CD)",
 		why, logs)
 }
 
@@ -445,7 +370,7 @@ func (d *demo) saveLogs() string {
 	}
 	for _, p := range d.processes() {
 		if p == d.side {
-			continue // already in d.dir
+			continue // copied below as gitops-service.log
 		}
 		b, err := os.ReadFile(p.LogPath)
 		if err != nil {
@@ -601,14 +526,6 @@ func (d *demo) show(args ...string) error {
 	}
 	fmt.Print(out)
 	return nil
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return hex.EncodeToString(b)
 }
 
 // dropFinalizerWarning removes the API server's advice to put a "/" in

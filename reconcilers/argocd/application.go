@@ -6,6 +6,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	managedgitopsv1alpha1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 // ApplicationNamePrefix + the GitOpsDeployment's UID is the Application's name, as in
@@ -36,7 +37,7 @@ const (
 
 // Application translates a GitOpsDeployment into its Argo CD Application.
 func Application(argoNamespace string, gd *managedgitopsv1alpha1.GitOpsDeployment, t Target) *argov1alpha1.Application {
-	labels, annotations := ownerMeta(OwnerKindGitOpsDeployment, gd.Namespace, gd.Name, string(gd.UID))
+	labels, annotations := ownership.Meta(ownership.KindGitOpsDeployment, gd.Namespace, gd.Name, string(gd.UID))
 	return &argov1alpha1.Application{
 		TypeMeta: metav1.TypeMeta{APIVersion: "argoproj.io/v1alpha1", Kind: "Application"},
 		ObjectMeta: metav1.ObjectMeta{

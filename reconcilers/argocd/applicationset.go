@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appstudiov1alpha1 "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 // Names tying the ApplicationSets to our plugin generator.
@@ -18,11 +19,44 @@ const (
 	GeneratorConfigMap = "gitops-service-generator"
 	// ApplicationSetNamePrefix + the binding's UID names its ApplicationSet.
 	ApplicationSetNamePrefix = "seb-"
-	// OwnerKindBinding marks objects made for a SnapshotEnvironmentBinding.
-	OwnerKindBinding = "SnapshotEnvironmentBinding"
 	// generatorRequeueSeconds is a safety net only: the sidecar asks for a refresh
 	// whenever an input changes.
 	generatorRequeueSeconds = 1800
+)
+
+// GeneratorParams is one parameter set our plugin generator returns, one per
+// component of a binding: the template of ApplicationSet reads these keys
+// (missingkey=error), applicationset-generator/binding fills them and the binding
+// reconciler reads them back. Every value is a string. The fields stand in
+// the order of their keys, so their JSON is that of a map of the same keys.
+type GeneratorParams struct {
+	Application          string `json:"application"`
+	Binding              string `json:"binding"`
+	Component            string `json:"component"`
+	DestinationNamespace string `json:"destinationNamespace"`
+	DestinationServer    string `json:"destinationServer"`
+	// Env is the component's env, a JSON list of {name, value}, "[]" for none.
+	Env         string `json:"env"`
+	Environment string `json:"environment"`
+	// Image is the Snapshot's image; ImageName the name the manifests use.
+	Image     string `json:"image"`
+	ImageName string `json:"imageName"`
+	// Name is the generated Application's.
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	Path      string `json:"path"`
+	Project   string `json:"project"`
+	// Replicas is a number, or "" to leave the manifests' count.
+	Replicas       string `json:"replicas"`
+	RepoURL        string `json:"repoURL"`
+	Snapshot       string `json:"snapshot"`
+	TargetRevision string `json:"targetRevision"`
+}
+
+// The plugin generator's input: which binding an ApplicationSet is for.
+const (
+	GeneratorInputNamespace = "namespace"
+	GeneratorInputBinding   = "binding"
 )
 
 // ApplicationSetName is the ApplicationSet of a binding.
@@ -33,7 +67,7 @@ func ApplicationSetName(bindingUID string) string { return ApplicationSetNamePre
 // generator returns, with the Snapshot's image, the replicas and the env applied
 // as kustomize overrides.
 func ApplicationSet(argoNamespace string, seb *appstudiov1alpha1.SnapshotEnvironmentBinding) *argov1alpha1.ApplicationSet {
-	labels, annotations := ownerMeta(OwnerKindBinding, seb.Namespace, seb.Name, string(seb.UID))
+	labels, annotations := ownership.Meta(ownership.KindBinding, seb.Namespace, seb.Name, string(seb.UID))
 	appLabels := map[string]string{
 		appstudiov1alpha1.LabelApplication: "{{.application}}",
 		appstudiov1alpha1.LabelComponent:   "{{.component}}",
@@ -43,8 +77,8 @@ func ApplicationSet(argoNamespace string, seb *appstudiov1alpha1.SnapshotEnviron
 		appLabels[k] = v
 	}
 	input := argov1alpha1.PluginParameters{
-		"namespace": jsonString(seb.Namespace),
-		"binding":   jsonString(seb.Name),
+		GeneratorInputNamespace: jsonString(seb.Namespace),
+		GeneratorInputBinding:   jsonString(seb.Name),
 	}
 	return &argov1alpha1.ApplicationSet{
 		TypeMeta: metav1.TypeMeta{APIVersion: "argoproj.io/v1alpha1", Kind: "ApplicationSet"},

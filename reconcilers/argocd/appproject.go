@@ -5,6 +5,8 @@ import (
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 // Tenant is what the AppProject of one tenant namespace is made from.
@@ -35,7 +37,7 @@ func ProjectName(namespaceUID string) string {
 // namespace, remote destinations are its own ManagedEnvironments, no cluster-scoped
 // resources, only the repositories it uses, and the tenant role for its subjects.
 func AppProject(argoNamespace string, t Tenant) *argov1alpha1.AppProject {
-	labels, annotations := ownerMeta(OwnerKindTenant, t.Namespace, t.Namespace, t.UID)
+	labels, annotations := ownership.Meta(ownership.KindTenant, t.Namespace, t.Namespace, t.UID)
 	dests := []argov1alpha1.ApplicationDestination{{Server: LocalServer, Namespace: t.Namespace}}
 	remote := append([]Destination(nil), t.Destinations...)
 	sort.Slice(remote, func(i, j int) bool {

@@ -14,6 +14,7 @@ import (
 
 	appstudiov1alpha1 "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -68,8 +69,8 @@ func TestApplication(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			app := Application("argocd", tc.gd, tc.target)
 			assert.Equal(t, "gitopsdepl-"+string(tc.gd.UID), app.Name, "clients look Applications up by this name")
-			assert.True(t, IsOwnedBy(app.Labels, OwnerKindGitOpsDeployment, string(tc.gd.UID)))
-			assert.False(t, IsOwnedBy(app.Labels, OwnerKindGitOpsDeployment, "other-uid"))
+			assert.True(t, ownership.IsOwnedBy(app.Labels, ownership.KindGitOpsDeployment, string(tc.gd.UID)))
+			assert.False(t, ownership.IsOwnedBy(app.Labels, ownership.KindGitOpsDeployment, "other-uid"))
 			golden(t, name, app)
 		})
 	}
@@ -143,7 +144,7 @@ func TestApplicationSet(t *testing.T) {
 	}
 	set := ApplicationSet("argocd", seb)
 	assert.Equal(t, "seb-seb-uid-1", set.Name)
-	assert.True(t, IsOwnedBy(set.Labels, OwnerKindBinding, "seb-uid-1"))
-	assert.True(t, IsOwnedBy(set.Spec.Template.Labels, OwnerKindBinding, "seb-uid-1"), "generated Applications are marked as ours too")
+	assert.True(t, ownership.IsOwnedBy(set.Labels, ownership.KindBinding, "seb-uid-1"))
+	assert.True(t, ownership.IsOwnedBy(set.Spec.Template.Labels, ownership.KindBinding, "seb-uid-1"), "generated Applications are marked as ours too")
 	golden(t, "applicationset", set)
 }

@@ -10,12 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 const (
-	// OwnerKindManagedEnvironment marks the cluster Secrets of ManagedEnvironments.
-	OwnerKindManagedEnvironment = "GitOpsDeploymentManagedEnvironment"
-
 	// LabelSecretType and SecretTypeCluster make a Secret an Argo CD cluster.
 	LabelSecretType   = "argocd.argoproj.io/secret-type"
 	SecretTypeCluster = "cluster"
@@ -72,7 +70,7 @@ func ClusterNamespaces(namespaces []string) []string {
 // ClusterServer(apiURL, UID), so the environment is a cluster of its own to Argo CD
 // even when another environment names the same API server.
 func ClusterSecret(argoNamespace string, env *v1.GitOpsDeploymentManagedEnvironment, project string, creds ClusterCredentials) *corev1.Secret {
-	labels, annotations := ownerMeta(OwnerKindManagedEnvironment, env.Namespace, env.Name, string(env.UID))
+	labels, annotations := ownership.Meta(ownership.KindManagedEnvironment, env.Namespace, env.Name, string(env.UID))
 	labels[LabelSecretType] = SecretTypeCluster
 	if creds.ServiceAccount != "" {
 		annotations[AnnotationServiceAccount] = creds.ServiceAccount

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 const testCA = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
@@ -88,8 +89,8 @@ func TestClusterSecret(t *testing.T) {
 			assert.Equal(t, "managed-env-"+string(tc.env.UID), s.Name)
 			assert.Equal(t, "argocd", s.Namespace)
 			assert.Equal(t, "cluster", s.Labels["argocd.argoproj.io/secret-type"])
-			assert.True(t, IsOwnedBy(s.Labels, OwnerKindManagedEnvironment, string(tc.env.UID)))
-			assert.False(t, IsOwnedBy(s.Labels, OwnerKindGitOpsDeployment, string(tc.env.UID)))
+			assert.True(t, ownership.IsOwnedBy(s.Labels, ownership.KindManagedEnvironment, string(tc.env.UID)))
+			assert.False(t, ownership.IsOwnedBy(s.Labels, ownership.KindGitOpsDeployment, string(tc.env.UID)))
 			assert.Equal(t, ClusterServer(tc.env.Spec.APIURL, string(tc.env.UID)), string(s.Data["server"]),
 				"GitOpsDeployments and the AppProject name the cluster by this server")
 			golden(t, name, readable(t, s))

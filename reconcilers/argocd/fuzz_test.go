@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 // FuzzApplication: whatever a tenant writes in a GitOpsDeployment, the
@@ -39,7 +40,7 @@ func FuzzApplication(f *testing.F) {
 		if app.Spec.Destination.Server != target.Server || app.Spec.Destination.Namespace != target.Namespace || app.Spec.Project != target.Project {
 			t.Fatalf("destination %+v / project %q escaped the target %+v", app.Spec.Destination, app.Spec.Project, target)
 		}
-		if !IsOwnedBy(app.Labels, OwnerKindGitOpsDeployment, "uid-1") {
+		if !ownership.IsOwnedBy(app.Labels, ownership.KindGitOpsDeployment, "uid-1") {
 			t.Fatalf("not marked as ours: %v", app.Labels)
 		}
 		automated := app.Spec.SyncPolicy != nil && app.Spec.SyncPolicy.Automated != nil

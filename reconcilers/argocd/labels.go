@@ -1,46 +1,16 @@
 package argocd
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-// Labels and annotations on the Argo CD objects we own. An object is ours only when
-// the managed-by label is ours AND the owner UID label names the owning CR: deletes
-// check both.
-const (
-	LabelManagedBy      = "app.kubernetes.io/managed-by"
-	ManagedByValue      = "gitops-service"
-	LabelTenantNS       = "managed-gitops.redhat.com/tenant-namespace"
-	LabelOwnerUID       = "managed-gitops.redhat.com/owner-uid"
-	LabelOwnerKind      = "managed-gitops.redhat.com/owner-kind"
-	AnnotationOwnerName = "managed-gitops.redhat.com/owner-name"
-	// AnnotationRepositories lists (comma-separated) the repositories the
-	// Applications an ApplicationSet generates will use, so the tenant's
-	// AppProject allows them before the Applications exist.
-	AnnotationRepositories = "managed-gitops.redhat.com/repositories"
-
-	OwnerKindGitOpsDeployment = "GitOpsDeployment"
-	OwnerKindTenant           = "Namespace"
-
-	// LocalServer is how Argo CD names the cluster it runs in.
-	LocalServer = "https://kubernetes.default.svc"
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// ownerMeta returns the labels and annotations that tie an Argo CD object to its owner.
-func ownerMeta(kind, namespace, name, uid string) (map[string]string, map[string]string) {
-	return map[string]string{
-			LabelManagedBy: ManagedByValue,
-			LabelTenantNS:  namespace,
-			LabelOwnerKind: kind,
-			LabelOwnerUID:  uid,
-		}, map[string]string{
-			AnnotationOwnerName: namespace + "/" + name,
-		}
-}
+// AnnotationRepositories lists (comma-separated) the repositories the
+// Applications an ApplicationSet generates will use, so the tenant's
+// AppProject allows them before the Applications exist.
+const AnnotationRepositories = "managed-gitops.redhat.com/repositories"
 
-// IsOwnedBy says whether labels mark an object as ours and owned by the CR with this UID.
-func IsOwnedBy(labels map[string]string, kind, uid string) bool {
-	return labels[LabelManagedBy] == ManagedByValue && labels[LabelOwnerKind] == kind &&
-		uid != "" && labels[LabelOwnerUID] == uid
-}
+// LocalServer is how Argo CD names the cluster it runs in.
+const LocalServer = "https://kubernetes.default.svc"
 
 // ClusterServer is the server URL of a ManagedEnvironment's Argo CD cluster Secret.
 // Argo CD keys clusters by server URL; the query makes two tenants' credentials for

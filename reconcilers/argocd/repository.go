@@ -8,11 +8,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 const (
-	// OwnerKindRepositoryCredentials marks the repository Secrets of RepositoryCredentials.
-	OwnerKindRepositoryCredentials = "GitOpsDeploymentRepositoryCredentials"
 	// SecretTypeRepository (value of LabelSecretType) makes a Secret an Argo CD repository.
 	SecretTypeRepository = "repository"
 )
@@ -35,7 +34,7 @@ func RepositorySecretName(repositoryCredentialsUID string) string {
 // project-scoped credentials only to that project's Applications, so another
 // tenant deploying the same URL does not get them.
 func RepositorySecret(argoNamespace string, rc *v1.GitOpsDeploymentRepositoryCredentials, project string, creds RepositoryCredentials) *corev1.Secret {
-	labels, annotations := ownerMeta(OwnerKindRepositoryCredentials, rc.Namespace, rc.Name, string(rc.UID))
+	labels, annotations := ownership.Meta(ownership.KindRepositoryCredentials, rc.Namespace, rc.Name, string(rc.UID))
 	labels[LabelSecretType] = SecretTypeRepository
 	data := map[string][]byte{
 		"type":    []byte("git"),

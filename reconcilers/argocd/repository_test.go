@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 func repositoryCredentials(url string) *v1.GitOpsDeploymentRepositoryCredentials {
@@ -30,8 +31,8 @@ func TestRepositorySecret(t *testing.T) {
 			assert.Equal(t, "repo-"+string(tc.rc.UID), s.Name)
 			assert.Equal(t, "repository", s.Labels["argocd.argoproj.io/secret-type"])
 			assert.Equal(t, ProjectName("ns-uid"), string(s.Data["project"]), "project-scoped: no other tenant gets these credentials")
-			assert.True(t, IsOwnedBy(s.Labels, OwnerKindRepositoryCredentials, string(tc.rc.UID)))
-			assert.False(t, IsOwnedBy(s.Labels, OwnerKindManagedEnvironment, string(tc.rc.UID)))
+			assert.True(t, ownership.IsOwnedBy(s.Labels, ownership.KindRepositoryCredentials, string(tc.rc.UID)))
+			assert.False(t, ownership.IsOwnedBy(s.Labels, ownership.KindManagedEnvironment, string(tc.rc.UID)))
 			golden(t, name, readable(t, s))
 		})
 	}

@@ -2,25 +2,29 @@
 // namespace (cluster Secrets of ManagedEnvironments, repository Secrets of
 // RepositoryCredentials): found by name and owner UID, written only when they
 // changed, deleted only when ours and exactly the version read. A Secret of the
-// same name that is not ours is a collision and is never touched.
+// same name that is not ours is a collision and is never touched. Fetch, Sync
+// and Finalize are the control flow both reconcilers share.
 package argosecret
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/reconcilers/tenantsecret"
 )
 
 // Store is one kind of owned Secret. Client's cache must hold our Secrets of
@@ -29,7 +33,7 @@ type Store struct {
 	Client    client.Client
 	APIReader client.Reader
 	Namespace string
-	// Kind is the owner kind label (argocd.OwnerKind...).
+	// Kind is the owner kind label (ownership.Kind...).
 	Kind string
 	// Index is the name of the field index by owner (see IndexAndWatch).
 	Index string
@@ -53,17 +57,34 @@ func (s Store) IndexAndWatch(ctx context.Context, mgr ctrl.Manager) (handler.Eve
 	}), err
 }
 
+// Controller starts the registration of the reconciler of the tenant CRs
+// whose Secrets s keeps: the CRs (changes of spec and metadata only: our own
+// status writes need no other look, the requeues cover the rest), our
+// Secrets (one edited or deleted by someone else is put back) and the
+// tenants' Secrets of type typ, watched without their data, which users maps
+// to the CRs naming them (a fixed or rotated Secret is used at once).
+func (s Store) Controller(ctx context.Context, mgr ctrl.Manager, name string, cr client.Object, typ corev1.SecretType, users handler.MapFunc) (*builder.Builder, error) {
+	onSecret, err := s.IndexAndWatch(ctx, mgr)
+	if err != nil {
+		return nil, err
+	}
+	tenantSecrets, err := tenantsecret.Watch(mgr, typ, users)
+	if err != nil {
+		return nil, err
+	}
+	return ctrl.NewControllerManagedBy(mgr).Named(name).
+		For(cr, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		Watches(&corev1.Secret{}, onSecret).
+		WatchesRawSource(tenantSecrets), nil
+}
+
 // OwnerOf returns the CR a Secret of this Store was made for, or nil.
 func (s Store) OwnerOf(o client.Object) *types.NamespacedName {
-	l := o.GetLabels()
-	if l[argocd.LabelManagedBy] != argocd.ManagedByValue || l[argocd.LabelOwnerKind] != s.Kind {
-		return nil
+	if owner, ok := ownership.Owner(o, s.Kind); ok {
+		return &owner
 	}
-	ns, name, ok := strings.Cut(o.GetAnnotations()[argocd.AnnotationOwnerName], "/")
-	if !ok || ns == "" || name == "" || ns != l[argocd.LabelTenantNS] {
-		return nil
-	}
-	return &types.NamespacedName{Namespace: ns, Name: name}
+	return nil
 }
 
 // Current returns the Secret name of the owner with uid, or nil. collided says
@@ -76,7 +97,7 @@ func (s Store) Current(ctx context.Context, name string, uid types.UID) (current
 		}
 		return nil, false, err
 	}
-	if !argocd.IsOwnedBy(sec.Labels, s.Kind, string(uid)) {
+	if !ownership.IsOwnedBy(sec.Labels, s.Kind, string(uid)) {
 		return nil, true, nil
 	}
 	return sec, false, nil
@@ -88,9 +109,9 @@ func (s Store) Current(ctx context.Context, name string, uid types.UID) (current
 // already has them. collided says the name is taken by a Secret that is not
 // ours.
 func (s Store) Write(ctx context.Context, current, desired *corev1.Secret) (collided bool, err error) {
-	uid := desired.Labels[argocd.LabelOwnerUID]
+	uid := desired.Labels[ownership.LabelOwnerUID]
 	owned := kernel.Owned{Client: s.Client, APIReader: s.APIReader, Ours: func(o client.Object) bool {
-		return argocd.IsOwnedBy(o.GetLabels(), s.Kind, uid)
+		return ownership.IsOwnedBy(o.GetLabels(), s.Kind, uid)
 	}}
 	var cur client.Object
 	if current != nil {
@@ -102,6 +123,55 @@ func (s Store) Write(ctx context.Context, current, desired *corev1.Secret) (coll
 		return true, nil
 	}
 	return false, err
+}
+
+// Fetch reads the owner CR of key into obj. A CR that is gone takes its
+// Secrets with it (found is false); a live one, those of an earlier CR of
+// the same name.
+func (s Store) Fetch(ctx context.Context, key types.NamespacedName, obj client.Object) (found bool, err error) {
+	if err := s.Client.Get(ctx, key, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, s.DeleteFor(ctx, key, AnyUID)
+		}
+		return false, err
+	}
+	if obj.GetDeletionTimestamp().IsZero() {
+		return true, s.DeleteFor(ctx, key, OtherUID(obj.GetUID()))
+	}
+	return true, nil
+}
+
+// Sync brings owner's Secret in line: deleted while refusal says why Argo CD
+// may not have it, else written from desired (given the tenant's AppProject)
+// once finalizer is on owner. collided: the name is taken by a Secret that
+// is not ours.
+func (s Store) Sync(ctx context.Context, owner client.Object, finalizer string, current *corev1.Secret, refusal *kernel.Refusal,
+	desired func(project string) *corev1.Secret) (collided bool, err error) {
+	if refusal != nil {
+		if current != nil {
+			if err := s.Delete(ctx, current); err != nil {
+				return false, err
+			}
+			ctrl.LoggerFrom(ctx).Info("deleted an Argo CD Secret Argo CD may no longer use", "secret", current.Name, "reason", refusal.Reason)
+		}
+		return false, nil
+	}
+	ns := &corev1.Namespace{}
+	if err := s.Client.Get(ctx, types.NamespacedName{Name: owner.GetNamespace()}, ns); err != nil {
+		return false, fmt.Errorf("reading namespace %s: %w", owner.GetNamespace(), err)
+	}
+	if err := kernel.AddFinalizer(ctx, s.Client, owner, finalizer); err != nil {
+		return false, err
+	}
+	return s.Write(ctx, current, desired(argocd.ProjectName(string(ns.UID))))
+}
+
+// Finalize deletes owner's Secrets, then lets owner go.
+func (s Store) Finalize(ctx context.Context, owner client.Object, finalizer string) error {
+	if err := s.DeleteFor(ctx, client.ObjectKeyFromObject(owner), AnyUID); err != nil {
+		return err
+	}
+	return kernel.RemoveFinalizer(ctx, s.Client, owner, finalizer)
 }
 
 // AnyUID and OtherUID select Secrets for DeleteFor.
@@ -120,8 +190,8 @@ func (s Store) DeleteFor(ctx context.Context, key types.NamespacedName, match fu
 	}
 	for i := range list.Items {
 		sec := &list.Items[i]
-		uid := types.UID(sec.Labels[argocd.LabelOwnerUID])
-		if argocd.IsOwnedBy(sec.Labels, s.Kind, string(uid)) && match(uid) {
+		uid := types.UID(sec.Labels[ownership.LabelOwnerUID])
+		if ownership.IsOwnedBy(sec.Labels, s.Kind, string(uid)) && match(uid) {
 			if err := s.Delete(ctx, sec); err != nil {
 				return err
 			}

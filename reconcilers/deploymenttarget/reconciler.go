@@ -12,7 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/provisioner"
 )
 
@@ -51,29 +51,19 @@ type Reconciler struct {
 	Provisioners   provisioner.Set
 	ReleaseTimeout time.Duration
 	// Now is the clock; tests may set it.
-	Now func() time.Time
+	Now kernel.Clock
 }
 
 // Reconcile: fetch -> reconcile or reconcileDelete -> one deferred status
 // patch, written only when it changed.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	dt := &as.DeploymentTarget{}
 	if err := r.Client.Get(ctx, req.NamespacedName, dt); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	orig := dt.DeepCopy()
-	defer func() {
-		if retErr == nil && !equality.Semantic.DeepEqual(orig.Status, dt.Status) {
-			// Locked: the binder writes phases too, and a stale one must not
-			// win; our own writes of this pass are not stale.
-			orig.ResourceVersion = dt.ResourceVersion
-			err := r.Client.Status().Patch(ctx, dt, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-			if apierrors.IsConflict(err) {
-				res, err = ctrl.Result{Requeue: true}, nil
-			}
-			retErr = client.IgnoreNotFound(err)
-		}
-	}()
+	// Locked: the binder writes phases too, and a stale one must not win (a
+	// conflict is retried); our own writes of this pass are not stale.
+	defer kernel.NewStatusPatcher(r.Client, dt).WithOptimisticLock().Patch(ctx, dt, &err)
 	if !dt.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, dt)
 	}
@@ -159,7 +149,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, dt *as.DeploymentTarge
 	if done {
 		return ctrl.Result{}, r.patchMeta(ctx, dt, func() { controllerutil.RemoveFinalizer(dt, as.FinalizerProvisioner) })
 	}
-	if r.now().Sub(dt.DeletionTimestamp.Time) < r.ReleaseTimeout {
+	if r.Now.Now().Sub(dt.DeletionTimestamp.Time) < r.ReleaseTimeout {
 		return ctrl.Result{RequeueAfter: releaseRetry}, nil
 	}
 	if why == "" {
@@ -184,13 +174,6 @@ func (r *Reconciler) patchMeta(ctx context.Context, dt *as.DeploymentTarget, mut
 	}
 	dt.Status = status
 	return nil
-}
-
-func (r *Reconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
 }
 
 func setPhase(dt *as.DeploymentTarget, phase as.DeploymentTargetPhase, status metav1.ConditionStatus, reason, message string) {

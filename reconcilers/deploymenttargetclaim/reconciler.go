@@ -15,7 +15,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/provisioner"
 )
 
@@ -52,6 +52,8 @@ type Reconciler struct {
 	APIReader    client.Reader
 	Recorder     record.EventRecorder
 	Provisioners provisioner.Set
+	// Now is the clock of condition times; tests may set it.
+	Now kernel.Clock
 }
 
 // outcome is what one pass decided: the claim's phase and condition; a
@@ -82,20 +84,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if !claim.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, claim)
 	}
-	if !controllerutil.ContainsFinalizer(claim, as.FinalizerBinder) {
-		patch := client.MergeFromWithOptions(claim.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(claim, as.FinalizerBinder)
-		if err := r.Client.Patch(ctx, claim, patch); err != nil {
-			return ctrl.Result{}, ignoreConflict(err)
-		}
+	if err := kernel.AddFinalizer(ctx, r.Client, claim, as.FinalizerBinder); err != nil {
+		return ctrl.Result{}, err
 	}
-	orig := claim.DeepCopy()
+	patcher := kernel.NewStatusPatcher(r.Client, claim)
 	var out outcome
 	defer func() {
-		if retErr != nil || out.reason == "" {
-			return
+		if retErr == nil && out.reason != "" {
+			retErr = r.writeStatus(ctx, patcher, claim, out)
 		}
-		retErr = r.writeStatus(ctx, orig, claim, out)
 	}()
 	var err error
 	out, err = r.reconcile(ctx, claim)
@@ -247,7 +244,7 @@ func (r *Reconciler) bind(ctx context.Context, claim *as.DeploymentTargetClaim, 
 	if dt.Status.Phase != as.DeploymentTargetPhaseBound {
 		orig := dt.DeepCopy()
 		dt.Status.Phase = as.DeploymentTargetPhaseBound
-		setCondition(&dt.Status.Conditions, dt.Generation, metav1.ConditionFalse, as.DeploymentTargetReasonSuccess, "bound to claim "+claim.Name)
+		meta.SetStatusCondition(&dt.Status.Conditions, condition(dt.Generation, metav1.ConditionFalse, as.DeploymentTargetReasonSuccess, "bound to claim "+claim.Name))
 		if err := r.Client.Status().Patch(ctx, dt, client.MergeFrom(orig)); err != nil {
 			return fmt.Errorf("marking DeploymentTarget %s Bound: %w", dt.Name, client.IgnoreNotFound(err))
 		}
@@ -300,7 +297,7 @@ func (r *Reconciler) provision(ctx context.Context, claim *as.DeploymentTargetCl
 			"waiting for provisioner %s, which this GitOps Service does not run (or whose API is not installed), to provision a DeploymentTarget", name), nil
 	}
 	dt, err := p.Provision(ctx, claim, class)
-	var refusal *provisioner.Refusal
+	var refusal *kernel.Refusal
 	if errors.As(err, &refusal) {
 		return refused(as.DeploymentTargetClaimPhasePending, refusal.Reason, "%s", refusal.Message), nil
 	}
@@ -361,9 +358,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, claim *as.DeploymentTa
 			return ctrl.Result{RequeueAfter: provisioner.PollInterval}, nil
 		}
 	}
-	patch := client.MergeFromWithOptions(claim.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(claim, as.FinalizerBinder)
-	return ctrl.Result{}, client.IgnoreNotFound(ignoreConflict(r.Client.Patch(ctx, claim, patch)))
+	return ctrl.Result{}, kernel.RemoveFinalizer(ctx, r.Client, claim, as.FinalizerBinder)
 }
 
 // reclaim deletes dt (Delete: its provisioner's finalizer frees what it made)
@@ -388,8 +383,8 @@ func (r *Reconciler) reclaim(ctx context.Context, claim *as.DeploymentTargetClai
 	}
 	orig := updated.DeepCopy()
 	updated.Status.Phase = as.DeploymentTargetPhaseReleased
-	setCondition(&updated.Status.Conditions, updated.Generation, metav1.ConditionFalse, as.DeploymentTargetReasonSuccess,
-		"released: claim "+claim.Name+" was deleted (reclaimPolicy Retain)")
+	meta.SetStatusCondition(&updated.Status.Conditions, condition(updated.Generation, metav1.ConditionFalse, as.DeploymentTargetReasonSuccess,
+		"released: claim "+claim.Name+" was deleted (reclaimPolicy Retain)"))
 	if err := r.Client.Status().Patch(ctx, updated, client.MergeFrom(orig)); err != nil {
 		return fmt.Errorf("marking DeploymentTarget %s Released: %w", dt.Name, client.IgnoreNotFound(err))
 	}
@@ -401,17 +396,12 @@ func (r *Reconciler) reclaim(ctx context.Context, claim *as.DeploymentTargetClai
 // writeStatus writes the claim's phase and condition when they changed, with
 // a Warning Event when a refusal appears or changes; once Bound is recorded,
 // the bind-complete annotation follows.
-func (r *Reconciler) writeStatus(ctx context.Context, orig, claim *as.DeploymentTargetClaim, out outcome) error {
+func (r *Reconciler) writeStatus(ctx context.Context, patcher *kernel.StatusPatcher, claim *as.DeploymentTargetClaim, out outcome) (err error) {
 	claim.Status.Phase = out.phase
-	prev := meta.FindStatusCondition(orig.Status.Conditions, as.DeploymentTargetConditionErrorOccurred)
-	setCondition(&claim.Status.Conditions, claim.Generation, out.status, out.reason, out.message)
-	if out.status == metav1.ConditionTrue && (prev == nil || prev.Reason != out.reason || prev.Message != out.message) {
-		r.Recorder.Event(claim, corev1.EventTypeWarning, out.reason, out.message)
-	}
-	if !equality.Semantic.DeepEqual(orig.Status, claim.Status) {
-		if err := r.Client.Status().Patch(ctx, claim, client.MergeFrom(orig)); err != nil {
-			return client.IgnoreNotFound(err)
-		}
+	kernel.SetCondition(r.Recorder, claim, &claim.Status.Conditions, condition(claim.Generation, out.status, out.reason, out.message),
+		r.Now.Now(), out.status == metav1.ConditionTrue)
+	if patcher.Patch(ctx, claim, &err); err != nil {
+		return err
 	}
 	if out.phase == as.DeploymentTargetClaimPhaseBound && claim.Annotations[as.AnnBindCompleted] != as.AnnBinderValueTrue {
 		patch := client.MergeFrom(claim.DeepCopy())
@@ -421,19 +411,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, orig, claim *as.Deployment
 	return nil
 }
 
-// setCondition sets the ErrorOccurred condition; its time changes only with its status.
-func setCondition(conds *[]metav1.Condition, generation int64, status metav1.ConditionStatus, reason, message string) {
+// condition is the ErrorOccurred condition of a claim or target.
+func condition(generation int64, status metav1.ConditionStatus, reason, message string) metav1.Condition {
 	if strings.TrimSpace(message) == "" {
 		message = reason
 	}
-	meta.SetStatusCondition(conds, metav1.Condition{
+	return metav1.Condition{
 		Type: as.DeploymentTargetConditionErrorOccurred, Status: status, Reason: reason, Message: message, ObservedGeneration: generation,
-	})
-}
-
-func ignoreConflict(err error) error {
-	if apierrors.IsConflict(err) {
-		return nil
 	}
-	return err
 }

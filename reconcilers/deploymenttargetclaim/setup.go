@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/provisioner"
 )
 
@@ -19,7 +20,7 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concu
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("deploymenttargetclaim").
 		For(&as.DeploymentTargetClaim{}).
-		Watches(&as.DeploymentTarget{}, handler.EnqueueRequestsFromMapFunc(r.claimsFor)).
+		Watches(&as.DeploymentTarget{}, handler.EnqueueRequestsFromMapFunc(claimsFor(r.Client))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
 	for _, p := range r.Provisioners {
 		if w, ok := p.(provisioner.Watcher); ok {
@@ -36,24 +37,11 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concu
 
 // claimsFor enqueues the claims a change of a target concerns: the one it
 // names, the one naming it, and, when it is free, every unbound claim of its
-// namespace.
-func (r *Reconciler) claimsFor(ctx context.Context, obj client.Object) []reconcile.Request {
-	dt, ok := obj.(*as.DeploymentTarget)
-	if !ok {
-		return nil
-	}
-	var list as.DeploymentTargetClaimList
-	if err := r.Client.List(ctx, &list, client.InNamespace(dt.Namespace)); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing DeploymentTargetClaims for a DeploymentTarget", "deploymentTarget", dt.Name)
-		return nil
-	}
-	var out []reconcile.Request
-	for i := range list.Items {
-		c := &list.Items[i]
-		if c.Name == dt.Spec.ClaimRef || c.Spec.TargetName == dt.Name ||
-			(dt.Spec.ClaimRef == "" && c.Spec.TargetName == "" && c.Spec.DeploymentTargetClassName == dt.Spec.DeploymentTargetClassName) {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
-		}
-	}
-	return out
+// namespace of its class.
+func claimsFor(c client.Reader) handler.MapFunc {
+	return kernel.MapListed(c, func() client.ObjectList { return &as.DeploymentTargetClaimList{} },
+		func(dt *as.DeploymentTarget, claim *as.DeploymentTargetClaim) bool {
+			return claim.Name == dt.Spec.ClaimRef || claim.Spec.TargetName == dt.Name ||
+				(dt.Spec.ClaimRef == "" && claim.Spec.TargetName == "" && claim.Spec.DeploymentTargetClassName == dt.Spec.DeploymentTargetClassName)
+		})
 }

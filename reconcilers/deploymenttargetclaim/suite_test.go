@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -28,7 +26,7 @@ const releaseTimeout = 3 * time.Second
 
 const (
 	wait = 30 * time.Second
-	tick = 100 * time.Millisecond
+	tick = stack.Tick
 )
 
 func TestMain(m *testing.M) {
@@ -38,12 +36,7 @@ func TestMain(m *testing.M) {
 	}, func(o *sidecar.Options) { o.ReleaseTimeout = releaseTimeout }))
 }
 
-func tenant(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-" + rand.String(6)}}
-	require.NoError(t, k8s.Create(context.Background(), ns))
-	return ns.Name
-}
+func tenant(t *testing.T) string { return stack.Tenant(t, k8s).Name }
 
 // class creates a DeploymentTargetClass with a unique name.
 func class(t *testing.T, p as.Provisioner, policy as.ReclaimPolicy, params string) string {
@@ -98,12 +91,7 @@ func waitFor[T client.Object](t *testing.T, obj T, cond func(T) bool, what strin
 	return obj
 }
 
-func waitGone(t *testing.T, obj client.Object) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		return apierrors.IsNotFound(k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj))
-	}, wait, tick, "%s/%s never went away", obj.GetNamespace(), obj.GetName())
-}
+func waitGone(t *testing.T, obj client.Object) { stack.WaitGone(t, k8s, obj, wait) }
 
 // claimCondition is the claim's ErrorOccurred condition, or nil.
 func claimCondition(c *as.DeploymentTargetClaim) *metav1.Condition {

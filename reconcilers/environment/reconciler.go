@@ -11,14 +11,12 @@ package environment
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/record"
@@ -28,6 +26,8 @@ import (
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=environments,verbs=get;list;watch
@@ -49,13 +49,7 @@ const (
 	DefaultRecheckInterval = 2 * time.Minute
 	// DefaultRetryInterval is how often a failing Environment is looked at again.
 	DefaultRetryInterval = 30 * time.Second
-
-	requeueSoon = 500 * time.Millisecond
 )
-
-// errRequeueSoon: the cache is behind our own writes, or an object of ours is
-// still being deleted; look again in a moment.
-var errRequeueSoon = errors.New("waiting for the cache or a deletion")
 
 // Reconciler reconciles Environments.
 type Reconciler struct {
@@ -66,38 +60,30 @@ type Reconciler struct {
 	// RecheckInterval and RetryInterval: see DefaultRecheckInterval and DefaultRetryInterval.
 	RecheckInterval, RetryInterval time.Duration
 	// Now is the clock for condition times; tests may set it.
-	Now func() metav1.Time
+	Now kernel.Clock
 }
 
 // Reconcile brings one Environment's ManagedEnvironment and its Secret in line
 // with the Environment's spec and credentials Secret.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	env := &as.Environment{}
-	if err := r.Client.Get(ctx, req.NamespacedName, env); err != nil {
-		if apierrors.IsNotFound(err) {
-			// Gone: what we wrote for it goes too (the owner references let
-			// the garbage collector do the same, where one runs).
-			_, err := r.remove(ctx, req.NamespacedName)
-			return ctrl.Result{}, err
-		}
-		return ctrl.Result{}, err
-	}
-	if !env.DeletionTimestamp.IsZero() {
+	err = r.Client.Get(ctx, req.NamespacedName, env)
+	if apierrors.IsNotFound(err) || (err == nil && !env.DeletionTimestamp.IsZero()) {
+		// Gone: what we wrote for it goes too (the owner references let
+		// the garbage collector do the same, where one runs).
 		_, err := r.remove(ctx, req.NamespacedName)
 		return ctrl.Result{}, err
-	}
-	orig := env.DeepCopy()
-	wanted, refusal, err := r.apply(ctx, env)
-	if errors.Is(err, errRequeueSoon) {
-		return ctrl.Result{RequeueAfter: requeueSoon}, nil
 	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	r.setCondition(env, refusal)
-	if err := r.patchStatus(ctx, orig, env); err != nil {
-		return ctrl.Result{}, err
+	patcher := kernel.NewStatusPatcher(r.Client, env)
+	defer patcher.Patch(ctx, env, &err)
+	wanted, refusal, err := r.apply(ctx, env)
+	if err != nil {
+		return kernel.Outcome(ctrl.Result{}, err)
 	}
+	r.setCondition(env, refusal)
 	switch {
 	case refusal != nil && refusal.waiting:
 		// The claim and target are watched: no retry storm while waiting.
@@ -130,7 +116,7 @@ func (r *Reconciler) apply(ctx context.Context, env *as.Environment) (wanted boo
 		removed, err := r.remove(ctx, key)
 		if removed && err == nil {
 			r.Recorder.Eventf(env, corev1.EventTypeNormal, "ManagedEnvironmentDeleted",
-				"Deleted GitOpsDeploymentManagedEnvironment %s: the Environment no longer has usable cluster credentials", ManagedEnvironmentName(env.Name))
+				"Deleted GitOpsDeploymentManagedEnvironment %s: the Environment no longer has usable cluster credentials", ownership.ManagedEnvironmentName(env.Name))
 		}
 		return false, refusal, err
 	}
@@ -176,12 +162,12 @@ func firstOf(refusals ...*Refusal) *Refusal {
 func (r *Reconciler) credentialsSource(ctx context.Context, env *as.Environment) (*Source, *Refusal, error) {
 	claim := env.Spec.Configuration.Target.DeploymentTargetClaim.ClaimName
 	switch {
-	case claim != "" && HasCredentials(env):
+	case claim != "" && env.HasCredentials():
 		return nil, refuse(as.EnvironmentReasonInvalidEnvironment,
 			"Environment is invalid since it cannot have both DeploymentTargetClaim and credentials configuration set"), nil
 	case claim != "":
 		return r.sourceFromClaim(ctx, env, claim)
-	case HasCredentials(env):
+	case env.HasCredentials():
 		src, refusal := sourceFromCredentials(env)
 		return src, refusal, nil
 	}
@@ -219,7 +205,7 @@ func (r *Reconciler) readCredentials(ctx context.Context, env *as.Environment, s
 // that name that is not ours is a refusal: it is never touched.
 func (r *Reconciler) currentManagedEnvironment(ctx context.Context, env *as.Environment) (*v1.GitOpsDeploymentManagedEnvironment, *Refusal, error) {
 	me := &v1.GitOpsDeploymentManagedEnvironment{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: ManagedEnvironmentName(env.Name)}, me)
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: ownership.ManagedEnvironmentName(env.Name)}, me)
 	if apierrors.IsNotFound(err) {
 		return nil, nil, nil
 	}
@@ -251,7 +237,7 @@ func (r *Reconciler) currentSecret(ctx context.Context, env *as.Environment) (*c
 
 // checkOurs says whether obj is ours for env. An object of ours made for an
 // earlier Environment of the same name, or being deleted, is deleted (or
-// waited for): errRequeueSoon.
+// waited for): kernel.ErrStaleCache.
 func (r *Reconciler) checkOurs(ctx context.Context, env *as.Environment, obj client.Object) (bool, error) {
 	switch {
 	case ownedBy(obj, string(env.UID)) && obj.GetDeletionTimestamp().IsZero():
@@ -260,7 +246,7 @@ func (r *Reconciler) checkOurs(ctx context.Context, env *as.Environment, obj cli
 		if err := r.deleteExactly(ctx, obj); err != nil {
 			return true, err
 		}
-		return true, errRequeueSoon
+		return true, kernel.ErrStaleCache
 	}
 	return false, nil
 }
@@ -276,7 +262,7 @@ func (r *Reconciler) writeSecret(ctx context.Context, current, desired *corev1.S
 	if current == nil {
 		if err := r.Client.Create(ctx, desired); err != nil {
 			if apierrors.IsAlreadyExists(err) {
-				return nil, errRequeueSoon
+				return nil, kernel.ErrStaleCache
 			}
 			return nil, fmt.Errorf("creating Secret %s/%s: %w", desired.Namespace, desired.Name, err)
 		}
@@ -301,7 +287,7 @@ func (r *Reconciler) writeManagedEnvironment(ctx context.Context, env *as.Enviro
 		if err := r.Client.Create(ctx, desired); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				// Ours not yet in the cache, or someone else's: the next pass tells.
-				return errRequeueSoon
+				return kernel.ErrStaleCache
 			}
 			return fmt.Errorf("creating GitOpsDeploymentManagedEnvironment %s: %w", desired.Name, err)
 		}
@@ -327,7 +313,7 @@ func (r *Reconciler) writeManagedEnvironment(ctx context.Context, env *as.Enviro
 // among them.
 func (r *Reconciler) remove(ctx context.Context, key types.NamespacedName) (removed bool, _ error) {
 	me := &v1.GitOpsDeploymentManagedEnvironment{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: ManagedEnvironmentName(key.Name)}, me)
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: ownership.ManagedEnvironmentName(key.Name)}, me)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return false, err
 	}

@@ -21,27 +21,23 @@ import (
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	mg "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
-	generator "github.com/gitops-service/gitops-service/applicationset-generator"
+	"github.com/gitops-service/gitops-service/applicationset-generator/binding"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/environment"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
 
 const (
 	wait = 30 * time.Second
-	tick = 100 * time.Millisecond
+	tick = stack.Tick
 	// watched bounds the wait for a change of a watched Secret to be acted
 	// on: well below the 30 s retry, so only the watch can meet it.
 	watched = 10 * time.Second
 	apiURL  = "https://api.cluster.example.test:6443"
 )
 
-func tenant(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-" + rand.String(6)}}
-	require.NoError(t, k8s.Create(context.Background(), ns))
-	return ns.Name
-}
+func tenant(t *testing.T) string { return stack.Tenant(t, k8s).Name }
 
 // fakeKubeconfig is a kubeconfig for server with a token nobody accepts; the
 // token is unique, so a test can look for it where it must never appear.
@@ -102,20 +98,8 @@ func update(t *testing.T, obj client.Object, mutate func()) {
 	}, wait, tick)
 }
 
-// nudge makes the sidecar look at env again at once (tenant Secrets are not
-// watched; without it the next look is after the recheck interval).
-func nudge(t *testing.T, env *as.Environment) {
-	t.Helper()
-	update(t, env, func() {
-		if env.Annotations == nil {
-			env.Annotations = map[string]string{}
-		}
-		env.Annotations["nudge"] = rand.String(6)
-	})
-}
-
 func meKey(env *as.Environment) types.NamespacedName {
-	return types.NamespacedName{Namespace: env.Namespace, Name: environment.ManagedEnvironmentName(env.Name)}
+	return types.NamespacedName{Namespace: env.Namespace, Name: ownership.ManagedEnvironmentName(env.Name)}
 }
 
 func secretKey(env *as.Environment) types.NamespacedName {
@@ -142,12 +126,7 @@ func waitSecret(t *testing.T, env *as.Environment, cond func(*corev1.Secret) boo
 
 func exists[T any](T) bool { return true }
 
-func waitGone(t *testing.T, obj client.Object) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		return apierrors.IsNotFound(k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj))
-	}, wait, tick, "%T %s was not deleted", obj, client.ObjectKeyFromObject(obj))
-}
+func waitGone(t *testing.T, obj client.Object) { stack.WaitGone(t, k8s, obj, wait) }
 
 // assertNothingWritten checks, for a moment, that env has neither a
 // ManagedEnvironment nor a Secret of ours.
@@ -208,8 +187,8 @@ func assertOwnedBy(t *testing.T, obj client.Object, env *as.Environment) {
 	assert.Equal(t, as.GroupVersion.String(), ref.APIVersion)
 	assert.True(t, *ref.BlockOwnerDeletion)
 	l := obj.GetLabels()
-	assert.True(t, argocd.IsOwnedBy(l, environment.OwnerKindEnvironment, string(env.UID)))
-	assert.Equal(t, env.Namespace, l[argocd.LabelTenantNS])
+	assert.True(t, ownership.IsOwnedBy(l, ownership.KindEnvironment, string(env.UID)))
+	assert.Equal(t, env.Namespace, l[ownership.LabelTenantNS])
 	assert.Equal(t, env.Name, l[as.LabelEnvironment])
 }
 
@@ -313,7 +292,7 @@ func TestRechecksPeriodically(t *testing.T) {
 	waitManagedEnvironment(t, working, exists)
 
 	r := &environment.Reconciler{Client: k8s, APIReader: k8s, Recorder: record.NewFakeRecorder(100),
-		RecheckInterval: 3 * time.Minute, RetryInterval: 45 * time.Second, Now: metav1.Now}
+		RecheckInterval: 3 * time.Minute, RetryInterval: 45 * time.Second, Now: time.Now}
 	for env, want := range map[*as.Environment]time.Duration{working: 3 * time.Minute, failing: 45 * time.Second, local: 0} {
 		res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(env)})
 		require.NoError(t, err)
@@ -428,7 +407,7 @@ func TestForeignObjectsAreLeftAlone(t *testing.T) {
 	t.Run("managed-environment", func(t *testing.T) {
 		t.Parallel()
 		foreign := &mg.GitOpsDeploymentManagedEnvironment{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: environment.ManagedEnvironmentName("squatted")},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ownership.ManagedEnvironmentName("squatted")},
 			Spec:       mg.GitOpsDeploymentManagedEnvironmentSpec{APIURL: "https://mine.example.test", ClusterCredentialsSecret: "mine"},
 		}
 		require.NoError(t, k8s.Create(context.Background(), foreign))
@@ -465,8 +444,8 @@ func TestForeignObjectsAreLeftAlone(t *testing.T) {
 		t.Parallel()
 		// Labels are easy to copy: without our controller reference it is not ours.
 		foreign := &mg.GitOpsDeploymentManagedEnvironment{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: environment.ManagedEnvironmentName("labelled"), Labels: map[string]string{
-				argocd.LabelManagedBy: argocd.ManagedByValue, argocd.LabelOwnerKind: environment.OwnerKindEnvironment}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ownership.ManagedEnvironmentName("labelled"), Labels: map[string]string{
+				ownership.LabelManagedBy: ownership.ManagedByValue, ownership.LabelOwnerKind: ownership.KindEnvironment}},
 			Spec: mg.GitOpsDeploymentManagedEnvironmentSpec{APIURL: "https://mine.example.test", ClusterCredentialsSecret: "mine"},
 		}
 		require.NoError(t, k8s.Create(context.Background(), foreign))
@@ -527,7 +506,7 @@ func TestBindingDestination(t *testing.T) {
 		Spec: as.SnapshotEnvironmentBindingSpec{Application: "app", Environment: "prod", Snapshot: "snap"}}
 	require.NoError(t, k8s.Create(ctx, seb))
 
-	in, err := generator.Resolve(ctx, k8s, seb)
+	in, err := binding.Resolve(ctx, k8s, seb)
 	require.NoError(t, err)
 	assert.Equal(t, argocd.ClusterServer(kube.URL, string(me.UID)), in.DestinationServer)
 	assert.Equal(t, "web", in.DestinationNamespace)
@@ -535,12 +514,8 @@ func TestBindingDestination(t *testing.T) {
 	// Without credentials, the tenant's own namespace on the local cluster.
 	update(t, env, func() { env.Spec.UnstableConfigurationFields = nil })
 	waitGone(t, me)
-	in, err = generator.Resolve(ctx, k8s, seb)
+	in, err = binding.Resolve(ctx, k8s, seb)
 	require.NoError(t, err)
 	assert.Equal(t, argocd.LocalServer, in.DestinationServer)
 	assert.Equal(t, ns, in.DestinationNamespace)
-}
-
-func TestNamesMatchTheGenerator(t *testing.T) {
-	assert.Equal(t, generator.ManagedEnvironmentName("prod"), environment.ManagedEnvironmentName("prod"))
 }

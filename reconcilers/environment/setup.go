@@ -4,17 +4,16 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantsecret"
 )
 
@@ -23,9 +22,6 @@ import (
 // (metadata only: the data is read uncached), so a changed credentials Secret
 // is copied at once; the copy is also compared every RecheckInterval.
 func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concurrency int) error {
-	if r.Now == nil {
-		r.Now = metav1.Now
-	}
 	if r.RecheckInterval == 0 {
 		r.RecheckInterval = DefaultRecheckInterval
 	}
@@ -36,7 +32,7 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concu
 	// other look; deletes always pass.
 	specOrMeta := builder.WithPredicates(predicate.Or(
 		predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))
-	tenantSecrets, err := tenantsecret.Watch(mgr, v1.ManagedEnvironmentSecretType, r.usersOf)
+	tenantSecrets, err := tenantsecret.Watch(mgr, v1.ManagedEnvironmentSecretType, usersOf(r.Client))
 	if err != nil {
 		return err
 	}
@@ -50,50 +46,28 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concu
 		// The credentials Secret changed, or our copy of it was edited.
 		WatchesRawSource(tenantSecrets).
 		// The claim an Environment deploys through, and its target, changed.
-		Watches(&as.DeploymentTargetClaim{}, handler.EnqueueRequestsFromMapFunc(r.claimUsers)).
-		Watches(&as.DeploymentTarget{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
-			return r.usersOfClaim(ctx, obj.GetNamespace(), obj.(*as.DeploymentTarget).Spec.ClaimRef)
-		})).
+		Watches(&as.DeploymentTargetClaim{}, handler.EnqueueRequestsFromMapFunc(usersOfClaim(r.Client, (*as.DeploymentTargetClaim).GetName))).
+		Watches(&as.DeploymentTarget{}, handler.EnqueueRequestsFromMapFunc(usersOfClaim(r.Client, func(dt *as.DeploymentTarget) string { return dt.Spec.ClaimRef }))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 }
 
 // usersOf enqueues the Environments of the Secret's namespace whose
 // credentials it is, or whose copy it is.
-func (r *Reconciler) usersOf(ctx context.Context, s *corev1.Secret) []reconcile.Request {
-	var list as.EnvironmentList
-	if err := r.Client.List(ctx, &list, client.InNamespace(s.Namespace)); err != nil {
-		return nil
-	}
-	var out []reconcile.Request
-	for i := range list.Items {
-		env := &list.Items[i]
-		if u := env.Spec.UnstableConfigurationFields; (u != nil && u.ClusterCredentialsSecret == s.Name) || SecretName(env.Name) == s.Name {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(env)})
-		}
-	}
-	return out
+func usersOf(c client.Reader) handler.MapFunc {
+	return kernel.MapListed(c, envList, func(s *corev1.Secret, env *as.Environment) bool {
+		u := env.Spec.UnstableConfigurationFields
+		return (u != nil && u.ClusterCredentialsSecret == s.Name) || SecretName(env.Name) == s.Name
+	})
 }
 
-func (r *Reconciler) claimUsers(ctx context.Context, obj client.Object) []reconcile.Request {
-	return r.usersOfClaim(ctx, obj.GetNamespace(), obj.GetName())
+// usersOfClaim enqueues the Environments of the namespace that deploy
+// through the claim named claimOf(the object that changed).
+func usersOfClaim[S client.Object](c client.Reader, claimOf func(S) string) handler.MapFunc {
+	return kernel.MapListed(c, envList, func(changed S, env *as.Environment) bool {
+		claim := claimOf(changed)
+		return claim != "" && env.Spec.Configuration.Target.DeploymentTargetClaim.ClaimName == claim
+	})
 }
 
-// usersOfClaim enqueues the Environments of the namespace that deploy through the claim.
-func (r *Reconciler) usersOfClaim(ctx context.Context, namespace, claim string) []reconcile.Request {
-	if claim == "" {
-		return nil
-	}
-	var list as.EnvironmentList
-	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing Environments for a DeploymentTargetClaim", "claim", claim)
-		return nil
-	}
-	var out []reconcile.Request
-	for i := range list.Items {
-		if list.Items[i].Spec.Configuration.Target.DeploymentTargetClaim.ClaimName == claim {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-	}
-	return out
-}
+func envList() client.ObjectList { return &as.EnvironmentList{} }

@@ -2,7 +2,6 @@ package environment
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,28 +12,23 @@ import (
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
-	"github.com/gitops-service/gitops-service/reconcilers/argocd"
-	"github.com/gitops-service/gitops-service/reconcilers/managedenvironment"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+	"github.com/gitops-service/gitops-service/reconcilers/kubeconfig"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 const (
-	// OwnerKindEnvironment is the owner-kind label of what we write for an Environment.
-	OwnerKindEnvironment = "Environment"
-
 	// AnnotationCredentialsVersion, on a ManagedEnvironment we made, is the
 	// resourceVersion of its credentials Secret: when we rewrite the Secret,
-	// the annotation changes, and the ManagedEnvironment reconciler (which
-	// does not watch tenant Secrets) reconnects at once. It says nothing about
-	// the Secret's content.
+	// the annotation changes and the ManagedEnvironment reconciler reconnects.
+	// It now also watches the tenants' Secrets of its type (our copy is one),
+	// so this is a second trigger, kept because tests and users read it. It
+	// says nothing about the Secret's content.
 	AnnotationCredentialsVersion = "managed-gitops.redhat.com/credentials-secret-version"
 
 	// KubeconfigKey is the only key copied from the credentials Secret.
-	KubeconfigKey = managedenvironment.KubeconfigKey
+	KubeconfigKey = kubeconfig.KubeconfigKey
 )
-
-// ManagedEnvironmentName is the GitOpsDeploymentManagedEnvironment made for an
-// Environment, as in the original service.
-func ManagedEnvironmentName(environment string) string { return "managed-environment-" + environment }
 
 // SecretName is the copy of an Environment's credentials Secret that its
 // ManagedEnvironment references, as in the original service.
@@ -44,8 +38,7 @@ func SecretName(environment string) string { return "managed-environment-secret-
 // reason of the ErrorOccurred condition and a message for the user. Messages
 // name objects, never credentials.
 type Refusal struct {
-	Reason  string
-	Message string
+	kernel.Refusal
 	// waiting: not an error, the Environment waits for another object
 	// (condition False, no Warning Event).
 	waiting bool
@@ -54,10 +47,8 @@ type Refusal struct {
 	keep bool
 }
 
-func (r *Refusal) Error() string { return r.Reason + ": " + r.Message }
-
 func refuse(reason, format string, args ...any) *Refusal {
-	return &Refusal{Reason: reason, Message: fmt.Sprintf(format, args...)}
+	return &Refusal{Refusal: *kernel.Refuse(reason, format, args...)}
 }
 
 // Source is where an Environment's cluster and credentials come from: the
@@ -74,15 +65,6 @@ type Source struct {
 	AnySecretType bool
 }
 
-// HasCredentials says whether an Environment sets
-// unstableConfigurationFields.kubernetesCredentials. One that does not (and
-// names no DeploymentTargetClaim) is the tenant's namespace on the local
-// cluster.
-func HasCredentials(env *as.Environment) bool {
-	u := env.Spec.UnstableConfigurationFields
-	return u != nil && (u.APIURL != "" || u.ClusterCredentialsSecret != "")
-}
-
 // sourceFromCredentials is the Source of an Environment that sets
 // kubernetesCredentials, or why it is unusable.
 func sourceFromCredentials(env *as.Environment) (*Source, *Refusal) {
@@ -91,7 +73,7 @@ func sourceFromCredentials(env *as.Environment) (*Source, *Refusal) {
 		return nil, refuse(as.EnvironmentReasonInvalidEnvironment,
 			"Environment '%s' is invalid: kubernetesCredentials.apiURL is empty", env.Name)
 	}
-	if r := managedenvironment.ValidateAPIURL(c.APIURL); r != nil {
+	if r := kubeconfig.ValidateAPIURL(c.APIURL); r != nil {
 		return nil, refuse(as.EnvironmentReasonUnsupportedAPIURL,
 			"Environment '%s' has an unsupported kubernetesCredentials.apiURL: %s", env.Name, r.Message)
 	}
@@ -114,16 +96,16 @@ func ownerMeta(env *as.Environment) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Namespace: env.Namespace,
 		Labels: map[string]string{
-			argocd.LabelManagedBy: argocd.ManagedByValue,
-			argocd.LabelTenantNS:  env.Namespace,
-			argocd.LabelOwnerKind: OwnerKindEnvironment,
-			argocd.LabelOwnerUID:  string(env.UID),
-			as.LabelEnvironment:   env.Name,
+			ownership.LabelManagedBy: ownership.ManagedByValue,
+			ownership.LabelTenantNS:  env.Namespace,
+			ownership.LabelOwnerKind: ownership.KindEnvironment,
+			ownership.LabelOwnerUID:  string(env.UID),
+			as.LabelEnvironment:      env.Name,
 		},
-		Annotations: map[string]string{argocd.AnnotationOwnerName: env.Namespace + "/" + env.Name},
+		Annotations: map[string]string{ownership.AnnotationOwnerName: env.Namespace + "/" + env.Name},
 		OwnerReferences: []metav1.OwnerReference{{
 			APIVersion:         as.GroupVersion.String(),
-			Kind:               OwnerKindEnvironment,
+			Kind:               ownership.KindEnvironment,
 			Name:               env.Name,
 			UID:                env.UID,
 			Controller:         ptr.To(true),
@@ -148,7 +130,7 @@ func desiredSecret(env *as.Environment, kubeconfig []byte) *corev1.Secret {
 // the resourceVersion of its Secret.
 func desiredManagedEnvironment(env *as.Environment, src *Source, credentialsVersion string) *v1.GitOpsDeploymentManagedEnvironment {
 	m := ownerMeta(env)
-	m.Name = ManagedEnvironmentName(env.Name)
+	m.Name = ownership.ManagedEnvironmentName(env.Name)
 	m.Annotations[AnnotationCredentialsVersion] = credentialsVersion
 	return &v1.GitOpsDeploymentManagedEnvironment{
 		ObjectMeta: m,
@@ -165,18 +147,18 @@ func desiredManagedEnvironment(env *as.Environment, src *Source, credentialsVers
 // ownedBy says whether obj was written by us for the Environment with this
 // UID: our labels AND the controller reference both name it.
 func ownedBy(obj metav1.Object, uid string) bool {
-	if !argocd.IsOwnedBy(obj.GetLabels(), OwnerKindEnvironment, uid) {
+	if !ownership.IsOwnedBy(obj.GetLabels(), ownership.KindEnvironment, uid) {
 		return false
 	}
 	ref := metav1.GetControllerOf(obj)
-	return ref != nil && ref.Kind == OwnerKindEnvironment && ref.APIVersion == as.GroupVersion.String() && string(ref.UID) == uid
+	return ref != nil && ref.Kind == ownership.KindEnvironment && ref.APIVersion == as.GroupVersion.String() && string(ref.UID) == uid
 }
 
 // ownedByName says whether obj was written by us for an Environment named
 // like this, whatever its UID (an earlier Environment of the same name).
 func ownedByName(obj metav1.Object, namespace, name string) bool {
-	uid := obj.GetLabels()[argocd.LabelOwnerUID]
-	return ownedBy(obj, uid) && obj.GetAnnotations()[argocd.AnnotationOwnerName] == namespace+"/"+name &&
+	uid := obj.GetLabels()[ownership.LabelOwnerUID]
+	return ownedBy(obj, uid) && obj.GetAnnotations()[ownership.AnnotationOwnerName] == namespace+"/"+name &&
 		metav1.GetControllerOf(obj).Name == name
 }
 
@@ -217,7 +199,7 @@ func (r *Reconciler) sourceFromClaim(ctx context.Context, env *as.Environment, n
 		return nil, r, nil
 	}
 	c := dt.Spec.KubernetesClusterCredentials
-	if rf := managedenvironment.ValidateAPIURL(c.APIURL); rf != nil {
+	if rf := kubeconfig.ValidateAPIURL(c.APIURL); rf != nil {
 		return nil, refuse(as.EnvironmentReasonUnsupportedAPIURL,
 			"DeploymentTarget %s has an unsupported apiURL: %s", dt.Name, rf.Message), nil
 	}

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 func envWith(mutate func(*as.Environment)) *as.Environment {
@@ -99,6 +99,6 @@ func TestDesiredObjects(t *testing.T) {
 	s.OwnerReferences = nil
 	assert.False(t, ownedBy(s, "env-uid"))
 	assert.False(t, ownedByName(s, "jane", "prod"))
-	me.Labels[argocd.LabelManagedBy] = "someone-else"
+	me.Labels[ownership.LabelManagedBy] = "someone-else"
 	assert.False(t, ownedBy(me, "env-uid"))
 }

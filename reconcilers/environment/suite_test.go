@@ -9,8 +9,6 @@ import (
 	"github.com/gitops-service/gitops-service/test/stack"
 )
 
-const argoNS = stack.SuiteArgoNamespace
-
 var (
 	// k8s is a client of the real API server the sidecar runs against.
 	k8s client.Client

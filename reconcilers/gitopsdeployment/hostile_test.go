@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
-	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 // hostileSpec is one hostile GitOpsDeployment spec and the part of the message
@@ -105,9 +105,9 @@ func TestHostileDeploymentsAreRefused(t *testing.T) {
 	// Nothing at all for this tenant: no Application, no AppProject.
 	require.Never(t, func() bool {
 		var apps argov1alpha1.ApplicationList
-		require.NoError(t, k8s.List(context.Background(), &apps, client.InNamespace(argoNS), client.MatchingLabels{argocd.LabelTenantNS: ns}))
+		require.NoError(t, k8s.List(context.Background(), &apps, client.InNamespace(argoNS), client.MatchingLabels{ownership.LabelTenantNS: ns}))
 		var projects argov1alpha1.AppProjectList
-		require.NoError(t, k8s.List(context.Background(), &projects, client.InNamespace(argoNS), client.MatchingLabels{argocd.LabelTenantNS: ns}))
+		require.NoError(t, k8s.List(context.Background(), &projects, client.InNamespace(argoNS), client.MatchingLabels{ownership.LabelTenantNS: ns}))
 		return len(apps.Items)+len(projects.Items) > 0
 	}, 2*time.Second, 200*time.Millisecond, "an Argo CD object was written for a tenant with only hostile deployments")
 	var gds v1.GitOpsDeploymentList

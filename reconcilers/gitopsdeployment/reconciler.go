@@ -10,6 +10,7 @@ import (
 	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	"github.com/argoproj/gitops-engine/pkg/health"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +24,7 @@ import (
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/reconcilers/tenant"
 )
 
@@ -105,7 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// admin's removal of it.
 		return ctrl.Result{RequeueAfter: squatRetry}, nil
 	}
-	if app != nil && r.Trees != nil && argocd.HealthInTree(app) && app.Status.Health.Status != "Healthy" {
+	if app != nil && r.Trees != nil && argocd.HealthInTree(app) && app.Status.Health.Status != health.HealthStatusHealthy {
 		return ctrl.Result{RequeueAfter: treeRecheck}, nil
 	}
 	return ctrl.Result{}, nil
@@ -161,7 +163,7 @@ func (r *Reconciler) apply(ctx context.Context, gd *v1.GitOpsDeployment) (*argov
 // owned writes the Applications of gd.
 func (r *Reconciler) owned(gd *v1.GitOpsDeployment) kernel.Owned {
 	return kernel.Owned{Client: r.Client, APIReader: r.APIReader, Ours: func(o client.Object) bool {
-		return argocd.IsOwnedBy(o.GetLabels(), argocd.OwnerKindGitOpsDeployment, string(gd.UID))
+		return ownership.IsOwnedBy(o.GetLabels(), ownership.KindGitOpsDeployment, string(gd.UID))
 	}}
 }
 
@@ -189,7 +191,7 @@ func (r *Reconciler) currentApplication(ctx context.Context, gd *v1.GitOpsDeploy
 		}
 		return nil, nil, err
 	}
-	if !argocd.IsOwnedBy(app.Labels, argocd.OwnerKindGitOpsDeployment, string(gd.UID)) {
+	if !ownership.IsOwnedBy(app.Labels, ownership.KindGitOpsDeployment, string(gd.UID)) {
 		return nil, collision(key.String(), gd), nil
 	}
 	return app, nil, nil
@@ -299,8 +301,8 @@ func (r *Reconciler) applications(ctx context.Context, key types.NamespacedName,
 	}
 	var out []argov1alpha1.Application
 	for _, app := range apps.Items {
-		uid := types.UID(app.Labels[argocd.LabelOwnerUID])
-		if argocd.IsOwnedBy(app.Labels, argocd.OwnerKindGitOpsDeployment, string(uid)) && match(uid) {
+		uid := types.UID(app.Labels[ownership.LabelOwnerUID])
+		if ownership.IsOwnedBy(app.Labels, ownership.KindGitOpsDeployment, string(uid)) && match(uid) {
 			out = append(out, app)
 		}
 	}

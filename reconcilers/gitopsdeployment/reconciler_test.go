@@ -15,26 +15,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/test/stack"
 )
 
 const (
 	wait = 20 * time.Second
-	tick = 100 * time.Millisecond
+	tick = stack.Tick
 	repo = "https://git.example.com/jane/apps.git"
 )
 
-func tenant(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-" + rand.String(6)}}
-	require.NoError(t, k8s.Create(context.Background(), ns))
-	return ns.Name
-}
+func tenant(t *testing.T) string { return stack.Tenant(t, k8s).Name }
 
 func newDeployment(ns, name string, mut func(*v1.GitOpsDeployment)) *v1.GitOpsDeployment {
 	gd := &v1.GitOpsDeployment{
@@ -69,12 +65,7 @@ func waitApp(t *testing.T, gd *v1.GitOpsDeployment, cond func(*argov1alpha1.Appl
 	return app
 }
 
-func waitGone(t *testing.T, obj client.Object) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		return apierrors.IsNotFound(k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj))
-	}, wait, tick, "%T %s was not deleted", obj, client.ObjectKeyFromObject(obj))
-}
+func waitGone(t *testing.T, obj client.Object) { stack.WaitGone(t, k8s, obj, wait) }
 
 func waitCondition(t *testing.T, gd *v1.GitOpsDeployment, typ v1.GitOpsConditionType, status v1.GitOpsConditionStatus, msgPart string) *v1.GitOpsDeployment {
 	t.Helper()
@@ -98,7 +89,7 @@ func assertNoApplication(t *testing.T, gd *v1.GitOpsDeployment) {
 	t.Helper()
 	var apps argov1alpha1.ApplicationList
 	require.Never(t, func() bool {
-		require.NoError(t, k8s.List(context.Background(), &apps, client.InNamespace(argoNS), client.MatchingLabels{argocd.LabelOwnerUID: string(gd.UID)}))
+		require.NoError(t, k8s.List(context.Background(), &apps, client.InNamespace(argoNS), client.MatchingLabels{ownership.LabelOwnerUID: string(gd.UID)}))
 		return len(apps.Items) > 0
 	}, 2*time.Second, 200*time.Millisecond, "an Application was written for an invalid GitOpsDeployment")
 }
@@ -118,7 +109,7 @@ func TestCreatesApplicationAndTenantProject(t *testing.T) {
 	require.NotNil(t, app.Spec.SyncPolicy.Automated)
 	assert.True(t, app.Spec.SyncPolicy.Automated.Prune && app.Spec.SyncPolicy.Automated.SelfHeal)
 	assert.Contains(t, app.Spec.SyncPolicy.SyncOptions, "CreateNamespace=true")
-	assert.Equal(t, ns+"/guestbook", app.Annotations[argocd.AnnotationOwnerName])
+	assert.Equal(t, ns+"/guestbook", app.Annotations[ownership.AnnotationOwnerName])
 	assert.Empty(t, app.Finalizers, "no cascade finalizer until the CR is deleted with ours")
 
 	nsObj := &corev1.Namespace{}
@@ -322,11 +313,11 @@ func TestDeleteWithFinalizerCascades(t *testing.T) {
 	gd := create(t, newDeployment(ns, "cascade", func(gd *v1.GitOpsDeployment) {
 		gd.Finalizers = []string{v1.FinalizerResourcesFinalizer}
 	}))
-	app := waitApp(t, gd, func(*argov1alpha1.Application) bool { return true })
+	waitApp(t, gd, func(*argov1alpha1.Application) bool { return true })
 	require.NoError(t, k8s.Delete(context.Background(), gd))
 
 	// The Application is deleted with Argo CD's cascade finalizer...
-	app = waitApp(t, gd, func(a *argov1alpha1.Application) bool {
+	app := waitApp(t, gd, func(a *argov1alpha1.Application) bool {
 		return !a.DeletionTimestamp.IsZero() && controllerutil.ContainsFinalizer(a, argov1alpha1.ResourcesFinalizerName)
 	})
 	// ...and the GitOpsDeployment stays while Argo CD deletes the resources.

@@ -18,6 +18,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 func namespaceUID(t *testing.T, ns string) string {
@@ -49,7 +50,7 @@ func TestRefusesRepositoryURLsThatAreNotNetworkURLs(t *testing.T) {
 		})
 	}
 	var projects argov1alpha1.AppProjectList
-	require.NoError(t, k8s.List(context.Background(), &projects, client.InNamespace(argoNS), client.MatchingLabels{argocd.LabelTenantNS: ns}))
+	require.NoError(t, k8s.List(context.Background(), &projects, client.InNamespace(argoNS), client.MatchingLabels{ownership.LabelTenantNS: ns}))
 	assert.Empty(t, projects.Items, "an AppProject was written for a tenant with only refused URLs")
 
 	// The same tenant with a network URL deploys (the refusals above are not a
@@ -77,7 +78,7 @@ func TestSquattedAppProjectIsNeverUsed(t *testing.T) {
 	for name, labels := range map[string]func(uid string) map[string]string{
 		"unlabelled": func(string) map[string]string { return nil },
 		"labelled for another namespace": func(string) map[string]string {
-			return map[string]string{argocd.LabelManagedBy: argocd.ManagedByValue, argocd.LabelOwnerKind: argocd.OwnerKindTenant, argocd.LabelOwnerUID: "someone-else"}
+			return map[string]string{ownership.LabelManagedBy: ownership.ManagedByValue, ownership.LabelOwnerKind: ownership.KindTenant, ownership.LabelOwnerUID: "someone-else"}
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -108,7 +109,7 @@ func TestSquattedAppProjectIsNeverUsed(t *testing.T) {
 				"no Application after the squatted project was removed")
 			proj := &argov1alpha1.AppProject{}
 			require.NoError(t, k8s.Get(context.Background(), types.NamespacedName{Namespace: argoNS, Name: app.Spec.Project}, proj))
-			assert.True(t, argocd.IsOwnedBy(proj.Labels, argocd.OwnerKindTenant, uid))
+			assert.True(t, ownership.IsOwnedBy(proj.Labels, ownership.KindTenant, uid))
 			assert.Equal(t, []argov1alpha1.ApplicationDestination{{Server: argocd.LocalServer, Namespace: ns}}, proj.Spec.Destinations)
 		})
 	}
@@ -141,7 +142,7 @@ func TestLookAlikeApplicationDoesNotKeepProjectAlive(t *testing.T) {
 	app := waitApp(t, gd, func(*argov1alpha1.Application) bool { return true })
 	lookAlike := &argov1alpha1.Application{
 		ObjectMeta: metav1.ObjectMeta{Namespace: argoNS, Name: "look-alike-" + rand.String(6),
-			Labels: map[string]string{argocd.LabelManagedBy: argocd.ManagedByValue, argocd.LabelTenantNS: ns}},
+			Labels: map[string]string{ownership.LabelManagedBy: ownership.ManagedByValue, ownership.LabelTenantNS: ns}},
 		Spec: argov1alpha1.ApplicationSpec{
 			Project:     app.Spec.Project,
 			Source:      &argov1alpha1.ApplicationSource{RepoURL: "https://git.example.com/evil.git", Path: "."},

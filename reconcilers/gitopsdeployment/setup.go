@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
-	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 const (
@@ -57,24 +57,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 
 // ownerOf returns the GitOpsDeployment an Application of ours was made for.
 func ownerOf(o client.Object) *types.NamespacedName {
-	l := o.GetLabels()
-	if l[argocd.LabelManagedBy] != argocd.ManagedByValue || l[argocd.LabelOwnerKind] != argocd.OwnerKindGitOpsDeployment {
-		return nil
+	if owner, ok := ownership.Owner(o, ownership.KindGitOpsDeployment); ok {
+		return &owner
 	}
-	ns, name, ok := splitOwner(o.GetAnnotations()[argocd.AnnotationOwnerName])
-	if !ok || ns != l[argocd.LabelTenantNS] {
-		return nil
-	}
-	return &types.NamespacedName{Namespace: ns, Name: name}
-}
-
-func splitOwner(s string) (string, string, bool) {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '/' {
-			return s[:i], s[i+1:], i > 0 && i < len(s)-1
-		}
-	}
-	return "", "", false
+	return nil
 }
 
 // deploymentsUsing maps a ManagedEnvironment to the GitOpsDeployments that use it.

@@ -24,6 +24,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/argosecret"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+	"github.com/gitops-service/gitops-service/reconcilers/kubeconfig"
 )
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentmanagedenvironments,verbs=get;list;watch;update;patch
@@ -72,20 +73,13 @@ type Reconciler struct {
 // its spec and credentials.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	env := &v1.GitOpsDeploymentManagedEnvironment{}
-	if err := r.Client.Get(ctx, req.NamespacedName, env); err != nil {
-		if apierrors.IsNotFound(err) {
-			// Gone (our finalizer was removed, or never added): nothing of it may
-			// stay in Argo CD.
-			return ctrl.Result{}, r.secrets.DeleteFor(ctx, req.NamespacedName, argosecret.AnyUID)
-		}
+	// Gone (our finalizer was removed, or never added): nothing of it may stay
+	// in Argo CD. Recreated under the same name: a new one.
+	if found, err := r.secrets.Fetch(ctx, req.NamespacedName, env); !found || err != nil {
 		return ctrl.Result{}, err
 	}
 	if !env.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, env)
-	}
-	// An environment deleted and recreated under the same name is a new one.
-	if err := r.secrets.DeleteFor(ctx, req.NamespacedName, argosecret.OtherUID(env.UID)); err != nil {
-		return ctrl.Result{}, err
 	}
 	patcher := kernel.NewStatusPatcher(r.Client, env)
 	defer patcher.Patch(ctx, env, &err)
@@ -111,28 +105,13 @@ func (r *Reconciler) apply(ctx context.Context, env *v1.GitOpsDeploymentManagedE
 	if err != nil {
 		return nil, err
 	}
-	if refusal != nil {
-		if current != nil {
-			if err := r.secrets.Delete(ctx, current); err != nil {
-				return nil, err
-			}
-			ctrl.LoggerFrom(ctx).Info("deleted the Argo CD cluster Secret of a failing environment", "secret", current.Name, "reason", refusal.Reason)
-		}
-		return refusal, nil
-	}
-	ns := &corev1.Namespace{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: env.Namespace}, ns); err != nil {
-		return nil, fmt.Errorf("reading namespace %s: %w", env.Namespace, err)
-	}
-	if err := kernel.AddFinalizer(ctx, r.Client, env, v1.FinalizerManagedEnvironment); err != nil {
-		return nil, err
-	}
-	desired := argocd.ClusterSecret(r.ArgoNamespace, env, argocd.ProjectName(string(ns.UID)), creds)
-	collided, err := r.secrets.Write(ctx, current, desired)
+	collided, err := r.secrets.Sync(ctx, env, v1.FinalizerManagedEnvironment, current, refusal, func(project string) *corev1.Secret {
+		return argocd.ClusterSecret(r.ArgoNamespace, env, project, creds)
+	})
 	if collided {
-		return collision(desired.Name), err
+		return collision(argocd.ClusterSecretName(string(env.UID))), err
 	}
-	return nil, err
+	return refusal, err
 }
 
 // credentials runs the checks, in the original service's order (but the
@@ -140,14 +119,14 @@ func (r *Reconciler) apply(ctx context.Context, env *v1.GitOpsDeploymentManagedE
 // returns what Argo CD should connect with.
 func (r *Reconciler) credentials(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment, current *corev1.Secret) (argocd.ClusterCredentials, *kernel.Refusal, error) {
 	none := argocd.ClusterCredentials{}
-	if refusal := ValidateAPIURL(env.Spec.APIURL); refusal != nil {
+	if refusal := kubeconfig.ValidateAPIURL(env.Spec.APIURL); refusal != nil {
 		return none, refusal, nil
 	}
 	kc, refusal, err := r.readKubeconfig(ctx, env)
 	if err != nil || refusal != nil {
 		return none, refusal, err
 	}
-	namespaces, refusal := ValidateNamespaces(env.Spec.Namespaces)
+	namespaces, refusal := kubeconfig.ValidateNamespaces(env.Spec.Namespaces)
 	if refusal != nil {
 		return none, refusal, nil
 	}
@@ -188,29 +167,29 @@ func (r *Reconciler) credentials(ctx context.Context, env *v1.GitOpsDeploymentMa
 
 // readKubeconfig reads the credentials Secret, uncached and only from the
 // environment's own namespace, and parses its kubeconfig.
-func (r *Reconciler) readKubeconfig(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (Kubeconfig, *kernel.Refusal, error) {
+func (r *Reconciler) readKubeconfig(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (kubeconfig.Kubeconfig, *kernel.Refusal, error) {
 	name := env.Spec.ClusterCredentialsSecret
 	notFound := kernel.Refuse(v1.ManagedEnvironmentReasonSecretNotFound,
 		"secret '%s' referenced by managed environment '%s' in '%s', could not be retrieved: not found", name, env.Name, env.Namespace)
 	if len(validation.IsDNS1123Subdomain(name)) > 0 {
-		return Kubeconfig{}, notFound, nil
+		return kubeconfig.Kubeconfig{}, notFound, nil
 	}
 	secret := &corev1.Secret{}
 	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: name}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return Kubeconfig{}, notFound, nil
+			return kubeconfig.Kubeconfig{}, notFound, nil
 		}
-		return Kubeconfig{}, nil, fmt.Errorf("reading Secret %s/%s: %w", env.Namespace, name, err)
+		return kubeconfig.Kubeconfig{}, nil, fmt.Errorf("reading Secret %s/%s: %w", env.Namespace, name, err)
 	}
 	if secret.Type != v1.ManagedEnvironmentSecretType {
-		return Kubeconfig{}, kernel.Refuse(v1.ManagedEnvironmentReasonInvalidSecretType,
+		return kubeconfig.Kubeconfig{}, kernel.Refuse(v1.ManagedEnvironmentReasonInvalidSecretType,
 			"invalid secret type: %s (expected %s)", secret.Type, v1.ManagedEnvironmentSecretType), nil
 	}
-	data, ok := secret.Data[KubeconfigKey]
+	data, ok := secret.Data[kubeconfig.KubeconfigKey]
 	if !ok || len(data) == 0 {
-		return Kubeconfig{}, kernel.Refuse(v1.ManagedEnvironmentReasonMissingKubeConfigField, "missing %s field in Secret", KubeconfigKey), nil
+		return kubeconfig.Kubeconfig{}, kernel.Refuse(v1.ManagedEnvironmentReasonMissingKubeConfigField, "missing %s field in Secret", kubeconfig.KubeconfigKey), nil
 	}
-	kc, refusal := ParseKubeconfig(data, env.Spec.APIURL)
+	kc, refusal := kubeconfig.ParseKubeconfig(data, env.Spec.APIURL)
 	return kc, refusal, nil
 }
 
@@ -234,9 +213,8 @@ func (r *Reconciler) currentClusterSecret(ctx context.Context, env *v1.GitOpsDep
 // the cluster is removed with the user's credentials (given up on, with an
 // Event, when they no longer work), then the cluster Secret, then the finalizer.
 func (r *Reconciler) finalize(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (ctrl.Result, error) {
-	key := client.ObjectKeyFromObject(env)
 	if !controllerutil.ContainsFinalizer(env, v1.FinalizerManagedEnvironment) {
-		return ctrl.Result{}, r.secrets.DeleteFor(ctx, key, argosecret.AnyUID)
+		return ctrl.Result{}, r.secrets.Finalize(ctx, env, v1.FinalizerManagedEnvironment)
 	}
 	current, _, err := r.currentClusterSecret(ctx, env)
 	if err != nil {
@@ -255,17 +233,14 @@ func (r *Reconciler) finalize(ctx context.Context, env *v1.GitOpsDeploymentManag
 			ctrl.LoggerFrom(ctx).Info("gave up removing the ServiceAccount from the target cluster", "serviceAccount", ServiceAccountRef(env.UID), "error", err.Error())
 		}
 	}
-	if err := r.secrets.DeleteFor(ctx, key, argosecret.AnyUID); err != nil {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{}, kernel.RemoveFinalizer(ctx, r.Client, env, v1.FinalizerManagedEnvironment)
+	return ctrl.Result{}, r.secrets.Finalize(ctx, env, v1.FinalizerManagedEnvironment)
 }
 
 // cleanupTarget removes our ServiceAccount, roles and token from the cluster
 // with the user's credentials. permanent says that retrying cannot help (the
 // credentials are gone or unusable).
 func (r *Reconciler) cleanupTarget(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (permanent bool, err error) {
-	if refusal := ValidateAPIURL(env.Spec.APIURL); refusal != nil {
+	if refusal := kubeconfig.ValidateAPIURL(env.Spec.APIURL); refusal != nil {
 		return true, refusal
 	}
 	kc, refusal, err := r.readKubeconfig(ctx, env)
@@ -275,7 +250,7 @@ func (r *Reconciler) cleanupTarget(ctx context.Context, env *v1.GitOpsDeployment
 	if refusal != nil {
 		return true, errors.New(refusal.Message)
 	}
-	namespaces, _ := ValidateNamespaces(env.Spec.Namespaces)
+	namespaces, _ := kubeconfig.ValidateNamespaces(env.Spec.Namespaces)
 	c, err := r.RemoteClient(restConfig(env.Spec.APIURL, argocd.ClusterCredentials{BearerToken: kc.Token, CAData: kc.CAData, Insecure: env.Spec.AllowInsecureSkipTLSVerify}))
 	if err != nil {
 		return true, errors.New(describe(err))

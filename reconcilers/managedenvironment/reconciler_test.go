@@ -25,11 +25,13 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/test/stack"
 )
 
 const (
 	wait = 30 * time.Second
-	tick = 100 * time.Millisecond
+	tick = stack.Tick
 	// watched bounds the wait for a change of a watched Secret to be acted
 	// on: well below the 30 s retry, so only the watch can meet it.
 	watched = 10 * time.Second
@@ -37,12 +39,7 @@ const (
 
 type envT = v1.GitOpsDeploymentManagedEnvironment
 
-func tenant(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-" + rand.String(6)}}
-	require.NoError(t, k8s.Create(context.Background(), ns))
-	return ns.Name
-}
+func tenant(t *testing.T) string { return stack.Tenant(t, k8s).Name }
 
 // remoteKubeconfig is a kubeconfig of the remote cluster for token (server URL,
 // CA data, token), changed by mutate.
@@ -148,17 +145,12 @@ func assertNoClusterSecret(t *testing.T, env *envT) {
 	t.Helper()
 	require.Never(t, func() bool {
 		var list corev1.SecretList
-		require.NoError(t, k8s.List(context.Background(), &list, client.InNamespace(argoNS), client.MatchingLabels{argocd.LabelOwnerUID: string(env.UID)}))
+		require.NoError(t, k8s.List(context.Background(), &list, client.InNamespace(argoNS), client.MatchingLabels{ownership.LabelOwnerUID: string(env.UID)}))
 		return len(list.Items) > 0
 	}, time.Second, 100*time.Millisecond, "a cluster Secret exists for the failing environment %s", env.Name)
 }
 
-func waitGone(t *testing.T, c client.Client, obj client.Object) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		return apierrors.IsNotFound(c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj))
-	}, wait, tick, "%T %s was not deleted", obj, client.ObjectKeyFromObject(obj))
-}
+func waitGone(t *testing.T, c client.Client, obj client.Object) { stack.WaitGone(t, c, obj, wait) }
 
 func waitWarningEvent(t *testing.T, env *envT, reason, msgPart string) {
 	t.Helper()
@@ -205,7 +197,7 @@ func TestConnectsWithToken(t *testing.T) {
 	assert.Contains(t, got.Finalizers, v1.FinalizerManagedEnvironment)
 	s := waitClusterSecret(t, env, func(*corev1.Secret) bool { return true })
 	assert.Equal(t, "cluster", s.Labels["argocd.argoproj.io/secret-type"])
-	assert.True(t, argocd.IsOwnedBy(s.Labels, argocd.OwnerKindManagedEnvironment, string(env.UID)))
+	assert.True(t, ownership.IsOwnedBy(s.Labels, ownership.KindManagedEnvironment, string(env.UID)))
 	assert.Equal(t, rk.URL+"?managedEnvironment="+string(env.UID), string(s.Data["server"]))
 	assert.Equal(t, argocd.ProjectName(string(nsUID(t, ns))), string(s.Data["project"]))
 	assert.Equal(t, ns+"-staging", string(s.Data["name"]))
@@ -429,7 +421,7 @@ func TestCreateNewServiceAccount(t *testing.T) {
 	sa, token, cr, crb, _, _ := remoteObjects(env.UID)
 	for _, obj := range []client.Object{sa, token, cr, crb} {
 		require.True(t, exists(t, obj), "%T %s missing on the remote cluster", obj, obj.GetName())
-		assert.True(t, argocd.IsOwnedBy(obj.GetLabels(), argocd.OwnerKindManagedEnvironment, string(env.UID)), "%T not labelled", obj)
+		assert.True(t, ownership.IsOwnedBy(obj.GetLabels(), ownership.KindManagedEnvironment, string(env.UID)), "%T not labelled", obj)
 	}
 	assert.Equal(t, []rbacv1.PolicyRule{
 		{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}},
@@ -480,7 +472,7 @@ func TestCreateNewServiceAccountWithNamespaces(t *testing.T) {
 		assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: "kube-system"}}, bindings[i].Subjects)
 	}
 	var allRoles rbacv1.RoleList
-	require.NoError(t, remoteK8s.List(context.Background(), &allRoles, client.MatchingLabels{argocd.LabelOwnerUID: string(env.UID)}))
+	require.NoError(t, remoteK8s.List(context.Background(), &allRoles, client.MatchingLabels{ownership.LabelOwnerUID: string(env.UID)}))
 	assert.Len(t, allRoles.Items, 2, "Roles only in the listed namespaces")
 
 	s := waitClusterSecret(t, env, func(*corev1.Secret) bool { return true })

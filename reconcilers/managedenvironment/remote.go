@@ -20,9 +20,10 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 // What we create on a target cluster for createNewServiceAccount, and how long
@@ -186,7 +187,7 @@ func innermost(err error) error {
 }
 
 func ownedBy(obj client.Object, uid types.UID) bool {
-	return argocd.IsOwnedBy(obj.GetLabels(), argocd.OwnerKindManagedEnvironment, string(uid))
+	return ownership.IsOwnedBy(obj.GetLabels(), ownership.KindManagedEnvironment, string(uid))
 }
 
 // ownerLabels mark what we create on a target cluster (names alone could collide).
@@ -194,23 +195,20 @@ func ownerLabels(into map[string]string, namespace string, uid types.UID) map[st
 	if into == nil {
 		into = map[string]string{}
 	}
-	into[argocd.LabelManagedBy] = argocd.ManagedByValue
-	into[argocd.LabelOwnerKind] = argocd.OwnerKindManagedEnvironment
-	into[argocd.LabelOwnerUID] = string(uid)
-	into[argocd.LabelTenantNS] = namespace
+	into[ownership.LabelManagedBy] = ownership.ManagedByValue
+	into[ownership.LabelOwnerKind] = ownership.KindManagedEnvironment
+	into[ownership.LabelOwnerUID] = string(uid)
+	into[ownership.LabelTenantNS] = namespace
 	return into
 }
 
 // ensure creates obj or brings an existing one of ours in line with mutate;
 // someone else's object of the same name is never touched.
 func ensure(ctx context.Context, c client.Client, obj client.Object, uid types.UID, mutate func()) error {
-	_, err := controllerutil.CreateOrUpdate(ctx, c, obj, func() error {
-		if obj.GetResourceVersion() != "" && !ownedBy(obj, uid) {
-			return errNotOurs
-		}
-		mutate()
-		return nil
-	})
+	err := kernel.Ensure(ctx, c, c, obj, func(o client.Object) bool { return ownedBy(o, uid) }, mutate)
+	if errors.As(err, new(*kernel.NotOursError)) {
+		err = errNotOurs
+	}
 	if err != nil {
 		return &remoteError{what: describeKey(obj), err: err}
 	}
@@ -278,49 +276,8 @@ func installServiceAccount(ctx context.Context, c client.Client, tenantNS string
 	}); err != nil {
 		return "", err
 	}
-	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: sa.Namespace}}
-	if len(namespaces) == 0 {
-		cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: clusterRoleName(uid)}}
-		if err := ensure(ctx, c, cr, uid, func() {
-			cr.Labels = ownerLabels(cr.Labels, tenantNS, uid)
-			cr.Rules = []rbacv1.PolicyRule{
-				{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}},
-				{NonResourceURLs: []string{"*"}, Verbs: []string{"*"}},
-			}
-		}); err != nil {
-			return "", err
-		}
-		crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: clusterRoleBindingName(uid)}}
-		if err := ensure(ctx, c, crb, uid, func() {
-			crb.Labels = ownerLabels(crb.Labels, tenantNS, uid)
-			crb.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cr.Name}
-			crb.Subjects = subject
-		}); err != nil {
-			return "", err
-		}
-	} else {
-		for _, ns := range namespaces {
-			role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: roleName(uid)}}
-			if err := ensure(ctx, c, role, uid, func() {
-				role.Labels = ownerLabels(role.Labels, tenantNS, uid)
-				role.Rules = []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}
-			}); err != nil {
-				return "", err
-			}
-			rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: roleBindingName(uid)}}
-			if err := ensure(ctx, c, rb, uid, func() {
-				rb.Labels = ownerLabels(rb.Labels, tenantNS, uid)
-				// roleRef is immutable; a binding of ours always has this one.
-				rb.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}
-				rb.Subjects = subject
-			}); err != nil {
-				return "", err
-			}
-		}
-		// A cluster-wide environment that became namespaced loses its cluster rights.
-		if err := removeClusterRole(ctx, c, uid); err != nil {
-			return "", err
-		}
+	if err := grant(ctx, c, tenantNS, uid, namespaces, sa); err != nil {
+		return "", err
 	}
 	if err := removeRoles(ctx, c, uid, without(previous, namespaces)); err != nil {
 		return "", err
@@ -331,6 +288,56 @@ func installServiceAccount(ctx context.Context, c client.Client, tenantNS string
 		return "", err
 	}
 	return serviceAccountToken(ctx, c, tenantNS, uid, sa)
+}
+
+// grant gives sa all rights on the cluster or, when namespaces is set, only
+// in those namespaces (and then none on the cluster).
+func grant(ctx context.Context, c client.Client, tenantNS string, uid types.UID, namespaces []string, sa *corev1.ServiceAccount) error {
+	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: sa.Namespace}}
+	if len(namespaces) == 0 {
+		cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: clusterRoleName(uid)}}
+		if err := ensure(ctx, c, cr, uid, func() {
+			cr.Labels = ownerLabels(cr.Labels, tenantNS, uid)
+			cr.Rules = []rbacv1.PolicyRule{
+				{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}},
+				{NonResourceURLs: []string{"*"}, Verbs: []string{"*"}},
+			}
+		}); err != nil {
+			return err
+		}
+		crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: clusterRoleBindingName(uid)}}
+		if err := ensure(ctx, c, crb, uid, func() {
+			crb.Labels = ownerLabels(crb.Labels, tenantNS, uid)
+			crb.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cr.Name}
+			crb.Subjects = subject
+		}); err != nil {
+			return err
+		}
+	} else {
+		for _, ns := range namespaces {
+			role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: roleName(uid)}}
+			if err := ensure(ctx, c, role, uid, func() {
+				role.Labels = ownerLabels(role.Labels, tenantNS, uid)
+				role.Rules = []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}
+			}); err != nil {
+				return err
+			}
+			rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: roleBindingName(uid)}}
+			if err := ensure(ctx, c, rb, uid, func() {
+				rb.Labels = ownerLabels(rb.Labels, tenantNS, uid)
+				// roleRef is immutable; a binding of ours always has this one.
+				rb.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}
+				rb.Subjects = subject
+			}); err != nil {
+				return err
+			}
+		}
+		// A cluster-wide environment that became namespaced loses its cluster rights.
+		if err := removeClusterRole(ctx, c, uid); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // serviceAccountToken makes a long-lived token Secret for the ServiceAccount and

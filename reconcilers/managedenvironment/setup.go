@@ -5,16 +5,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
-	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/argosecret"
-	"github.com/gitops-service/gitops-service/reconcilers/tenantsecret"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 // SetupWithManager registers the reconciler, its index and watches. The
@@ -36,43 +34,21 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	}
 	r.secrets = argosecret.Store{
 		Client: r.Client, APIReader: r.APIReader, Namespace: r.ArgoNamespace,
-		Kind: argocd.OwnerKindManagedEnvironment, Index: "managedenvironment.owner",
+		Kind: ownership.KindManagedEnvironment, Index: "managedenvironment.owner",
 	}
-	onSecret, err := r.secrets.IndexAndWatch(ctx, mgr)
+	// A fixed or rotated kubeconfig is used at once, not at the next retry or recheck.
+	b, err := r.secrets.Controller(ctx, mgr, "managedenvironment", &v1.GitOpsDeploymentManagedEnvironment{},
+		v1.ManagedEnvironmentSecretType, usersOf(r.Client))
 	if err != nil {
 		return err
 	}
-	// The tenants' credentials Secrets are watched, so a fixed or rotated
-	// kubeconfig is used at once, not at the next retry or recheck.
-	tenantSecrets, err := tenantsecret.Watch(mgr, v1.ManagedEnvironmentSecretType, r.usersOf)
-	if err != nil {
-		return err
-	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("managedenvironment").
-		// Our own status writes do not need another look (each is a connection
-		// to the cluster); the periodic requeue covers the rest.
-		For(&v1.GitOpsDeploymentManagedEnvironment{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
-		// A cluster Secret edited or deleted by someone else is put back.
-		Watches(&corev1.Secret{}, onSecret).
-		WatchesRawSource(tenantSecrets).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
-		Complete(r)
+	return b.WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).Complete(r)
 }
 
 // usersOf enqueues the ManagedEnvironments of the Secret's namespace that name it.
-func (r *Reconciler) usersOf(ctx context.Context, s *corev1.Secret) []reconcile.Request {
-	var list v1.GitOpsDeploymentManagedEnvironmentList
-	if err := r.Client.List(ctx, &list, client.InNamespace(s.Namespace)); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing GitOpsDeploymentManagedEnvironments naming a Secret for a watch event")
-		return nil
-	}
-	var out []reconcile.Request
-	for i := range list.Items {
-		if list.Items[i].Spec.ClusterCredentialsSecret == s.Name {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-	}
-	return out
+func usersOf(c client.Reader) handler.MapFunc {
+	return kernel.MapListed(c, func() client.ObjectList { return &v1.GitOpsDeploymentManagedEnvironmentList{} },
+		func(s *corev1.Secret, env *v1.GitOpsDeploymentManagedEnvironment) bool {
+			return env.Spec.ClusterCredentialsSecret == s.Name
+		})
 }

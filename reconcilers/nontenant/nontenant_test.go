@@ -23,6 +23,7 @@ import (
 	"github.com/gitops-service/gitops-service/extension/sidecar"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/nontenant"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
 
@@ -117,7 +118,7 @@ func gitOpsMessage(conds []v1.GitOpsDeploymentCondition) string {
 func ours(t *testing.T, ns string) []string {
 	t.Helper()
 	var out []string
-	sel := client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue, argocd.LabelTenantNS: ns}
+	sel := client.MatchingLabels{ownership.LabelManagedBy: ownership.ManagedByValue, ownership.LabelTenantNS: ns}
 	for _, list := range []client.ObjectList{&argov1alpha1.ApplicationList{}, &argov1alpha1.AppProjectList{}, &argov1alpha1.ApplicationSetList{}, &corev1.SecretList{}} {
 		require.NoError(t, k8s.List(context.Background(), list, client.InNamespace(argoNS), sel))
 		require.NoError(t, meta.EachListItem(list, func(o runtime.Object) error {

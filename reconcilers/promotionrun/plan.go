@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	"github.com/argoproj/gitops-engine/pkg/health"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 )
@@ -51,7 +52,7 @@ func verdict(snap *as.Snapshot, apps []argov1alpha1.Application) (bool, string) 
 			waiting = append(waiting, c.Name+": not yet generated for "+c.ContainerImage)
 		case app.Status.Sync.Status != argov1alpha1.SyncStatusCodeSynced:
 			waiting = append(waiting, fmt.Sprintf("%s: %s", c.Name, orUnknown(string(app.Status.Sync.Status))))
-		case app.Status.Health.Status != "Healthy":
+		case app.Status.Health.Status != health.HealthStatusHealthy:
 			waiting = append(waiting, fmt.Sprintf("%s: %s", c.Name, orUnknown(string(app.Status.Health.Status))))
 		case !slices.Contains(app.Status.Summary.Images, c.ContainerImage):
 			waiting = append(waiting, c.Name+": "+c.ContainerImage+" not running yet")
@@ -81,7 +82,7 @@ func generatedFor(app *argov1alpha1.Application, image string) bool {
 
 func orUnknown(s string) string {
 	if s == "" {
-		return "Unknown"
+		return string(health.HealthStatusUnknown)
 	}
 	return s
 }

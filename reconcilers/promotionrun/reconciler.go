@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionruns,verbs=get;list;watch
@@ -274,7 +274,7 @@ func (r *Reconciler) deploy(ctx context.Context, run *as.PromotionRun, snap *as.
 			continue
 		}
 		var apps argov1alpha1.ApplicationList
-		if err := r.Client.List(ctx, &apps, client.InNamespace(r.ArgoNamespace), client.MatchingLabels{argocd.LabelOwnerUID: string(seb.UID)}); err != nil {
+		if err := r.Client.List(ctx, &apps, client.InNamespace(r.ArgoNamespace), client.MatchingLabels{ownership.LabelOwnerUID: string(seb.UID)}); err != nil {
 			return false, err
 		}
 		ok, progress := verdict(snap, ownedBy(apps.Items, seb))
@@ -291,7 +291,7 @@ func (r *Reconciler) deploy(ctx context.Context, run *as.PromotionRun, snap *as.
 // ownedBy keeps the Applications our ApplicationSet generated for the binding.
 func ownedBy(apps []argov1alpha1.Application, seb *as.SnapshotEnvironmentBinding) []argov1alpha1.Application {
 	return slices.DeleteFunc(apps, func(a argov1alpha1.Application) bool {
-		return !argocd.IsOwnedBy(a.Labels, argocd.OwnerKindBinding, string(seb.UID)) || a.Labels[argocd.LabelTenantNS] != seb.Namespace
+		return !ownership.IsOwnedBy(a.Labels, ownership.KindBinding, string(seb.UID)) || a.Labels[ownership.LabelTenantNS] != seb.Namespace
 	})
 }
 

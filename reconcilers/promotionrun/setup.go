@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 // SetupWithManager registers the reconciler and its watches: a run follows its
@@ -42,10 +42,10 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concu
 		// their tenant and App Studio application.
 		Watches(&argov1alpha1.Application{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			l := o.GetLabels()
-			if !argocd.IsOwnedBy(l, argocd.OwnerKindBinding, l[argocd.LabelOwnerUID]) || l[argocd.LabelTenantNS] == "" {
+			if !ownership.IsOwnedBy(l, ownership.KindBinding, l[ownership.LabelOwnerUID]) || l[ownership.LabelTenantNS] == "" {
 				return nil
 			}
-			return r.runsOf(ctx, l[argocd.LabelTenantNS], l[as.LabelApplication], as.PromotionRunStateActive)
+			return r.runsOf(ctx, l[ownership.LabelTenantNS], l[as.LabelApplication], as.PromotionRunStateActive)
 		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)

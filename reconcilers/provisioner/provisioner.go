@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
 // PollInterval is how soon the binder looks at a claim again while its
@@ -33,7 +34,8 @@ type Provisioner interface {
 	Name() as.Provisioner
 	// Provision makes (or continues making) the DeploymentTarget of claim. It
 	// returns the target once it exists (phase Available, claimRef = claim),
-	// nil while waiting, or a *Refusal when the claim or class is unusable.
+	// nil while waiting, or a *kernel.Refusal when the claim or class is unusable
+	// (the claim's ErrorOccurred condition and a Warning Event, not retried quickly).
 	Provision(ctx context.Context, claim *as.DeploymentTargetClaim, class *as.DeploymentTargetClass) (*as.DeploymentTarget, error)
 	// Release frees the external resources of dt, which it provisioned and
 	// which is being deleted; true once they are gone.
@@ -60,21 +62,6 @@ func NewSet(ps ...Provisioner) Set {
 		s[p.Name()] = p
 	}
 	return s
-}
-
-// Refusal is a problem the user (or platform admin) must fix: it becomes the
-// claim's ErrorOccurred condition and a Warning Event, and is not retried
-// quickly. Messages never contain credentials.
-type Refusal struct {
-	Reason  string
-	Message string
-}
-
-func (r *Refusal) Error() string { return r.Reason + ": " + r.Message }
-
-// Refuse makes a Refusal with a formatted message.
-func Refuse(reason, format string, args ...any) *Refusal {
-	return &Refusal{Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
 // TargetName is the DeploymentTarget provisioned for a claim, as in the original service.
@@ -110,7 +97,7 @@ func CreateTarget(ctx context.Context, c client.Client, dt *as.DeploymentTarget)
 			return nil, err
 		}
 		if existing.Annotations[as.AnnDynamicallyProvisioned] != dt.Annotations[as.AnnDynamicallyProvisioned] || existing.Spec.ClaimRef != dt.Spec.ClaimRef {
-			return nil, Refuse(as.DeploymentTargetReasonProvisioningFailed,
+			return nil, kernel.Refuse(as.DeploymentTargetReasonProvisioningFailed,
 				"a DeploymentTarget named %s exists in namespace %s that was not provisioned for this claim; it is left alone: delete or rename it", dt.Name, dt.Namespace)
 		}
 		dt = existing
@@ -140,7 +127,7 @@ func ParseParameters(class *as.DeploymentTargetClass, out any) error {
 		return nil
 	}
 	if err := strictUnmarshal(class.Spec.Parameters.Raw, out); err != nil {
-		return Refuse(as.DeploymentTargetReasonProvisioningFailed,
+		return kernel.Refuse(as.DeploymentTargetReasonProvisioningFailed,
 			"the parameters of DeploymentTargetClass %s are invalid: %v", class.Name, err)
 	}
 	return nil

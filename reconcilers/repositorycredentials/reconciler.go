@@ -87,18 +87,12 @@ func (o outcome) failed() bool {
 // with its spec and the tenant's Secret.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	rc := &v1.GitOpsDeploymentRepositoryCredentials{}
-	if err := r.Client.Get(ctx, req.NamespacedName, rc); err != nil {
-		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, r.secrets.DeleteFor(ctx, req.NamespacedName, argosecret.AnyUID)
-		}
+	// Gone: its Secret goes. Recreated under the same name: the old one's goes.
+	if found, err := r.secrets.Fetch(ctx, req.NamespacedName, rc); !found || err != nil {
 		return ctrl.Result{}, err
 	}
 	if !rc.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.finalize(ctx, rc)
-	}
-	// Deleted and recreated under the same name: the old one's Secret goes.
-	if err := r.secrets.DeleteFor(ctx, req.NamespacedName, argosecret.OtherUID(rc.UID)); err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, r.secrets.Finalize(ctx, rc, v1.FinalizerRepositoryCredentials)
 	}
 	patcher := kernel.NewStatusPatcher(r.Client, rc)
 	defer patcher.Patch(ctx, rc, &err)
@@ -129,25 +123,14 @@ func (r *Reconciler) apply(ctx context.Context, rc *v1.GitOpsDeploymentRepositor
 	if err != nil {
 		return outcome{}, err
 	}
-	if refusal != nil {
-		if current != nil {
-			if err := r.secrets.Delete(ctx, current); err != nil {
-				return outcome{}, err
-			}
-			ctrl.LoggerFrom(ctx).Info("deleted the Argo CD repository Secret of refused credentials", "secret", current.Name, "reason", refusal.Reason)
-		}
-		return outcome{refusal: refusal}, nil
+	collided, err = r.secrets.Sync(ctx, rc, v1.FinalizerRepositoryCredentials, current, refusal, func(project string) *corev1.Secret {
+		return argocd.RepositorySecret(r.ArgoNamespace, rc, project, creds)
+	})
+	if collided {
+		refusal = collision(name)
 	}
-	ns := &corev1.Namespace{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: rc.Namespace}, ns); err != nil {
-		return outcome{}, fmt.Errorf("reading namespace %s: %w", rc.Namespace, err)
-	}
-	if err := kernel.AddFinalizer(ctx, r.Client, rc, v1.FinalizerRepositoryCredentials); err != nil {
-		return outcome{}, err
-	}
-	desired := argocd.RepositorySecret(r.ArgoNamespace, rc, argocd.ProjectName(string(ns.UID)), creds)
-	if collided, err := r.secrets.Write(ctx, current, desired); err != nil || collided {
-		return outcome{refusal: collision(name)}, err
+	if err != nil || refusal != nil {
+		return outcome{refusal: refusal}, err
 	}
 	roots, err := r.trustedCAs(ctx, rc.Spec.Repository)
 	if err != nil {
@@ -232,12 +215,4 @@ func (r *Reconciler) trustedCAs(ctx context.Context, repoURL string) (*x509.Cert
 func collision(name string) *kernel.Refusal {
 	return kernel.Refuse(v1.RepositoryCredentialReasonSecretNameCollision,
 		"the Argo CD repository Secret %s exists and was not created by the GitOps Service for these credentials", name)
-}
-
-// finalize deletes the repository Secret, then releases the CR.
-func (r *Reconciler) finalize(ctx context.Context, rc *v1.GitOpsDeploymentRepositoryCredentials) error {
-	if err := r.secrets.DeleteFor(ctx, client.ObjectKeyFromObject(rc), argosecret.AnyUID); err != nil {
-		return err
-	}
-	return kernel.RemoveFinalizer(ctx, r.Client, rc, v1.FinalizerRepositoryCredentials)
 }

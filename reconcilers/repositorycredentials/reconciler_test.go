@@ -18,22 +18,18 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
 
 const (
 	wait = 40 * time.Second
-	tick = 100 * time.Millisecond
+	tick = stack.Tick
 )
 
 type rcT = v1.GitOpsDeploymentRepositoryCredentials
 
-func tenant(t *testing.T) *corev1.Namespace {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-" + rand.String(6)}}
-	require.NoError(t, k8s.Create(context.Background(), ns))
-	return ns
-}
+func tenant(t *testing.T) *corev1.Namespace { return stack.Tenant(t, k8s) }
 
 // privateRepo creates a repository served by git and returns its https URL.
 func privateRepo(t *testing.T) string {
@@ -127,7 +123,7 @@ func assertNoRepoSecrets(t *testing.T, ns string) {
 	t.Helper()
 	require.Never(t, func() bool {
 		var list corev1.SecretList
-		require.NoError(t, k8s.List(context.Background(), &list, client.InNamespace(argoNS), client.MatchingLabels{argocd.LabelTenantNS: ns}))
+		require.NoError(t, k8s.List(context.Background(), &list, client.InNamespace(argoNS), client.MatchingLabels{ownership.LabelTenantNS: ns}))
 		return len(list.Items) > 0
 	}, 2*time.Second, tick, "a repository Secret was written for %s", ns)
 }

@@ -11,12 +11,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/argosecret"
-	"github.com/gitops-service/gitops-service/reconcilers/tenantsecret"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 // SetupWithManager registers the reconciler, its index and watches. The
@@ -34,30 +34,18 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	}
 	r.secrets = argosecret.Store{
 		Client: r.Client, APIReader: r.APIReader, Namespace: r.ArgoNamespace,
-		Kind: argocd.OwnerKindRepositoryCredentials, Index: "repositorycredentials.owner",
+		Kind: ownership.KindRepositoryCredentials, Index: "repositorycredentials.owner",
 	}
-	onSecret, err := r.secrets.IndexAndWatch(ctx, mgr)
+	b, err := r.secrets.Controller(ctx, mgr, "repositorycredentials", &v1.GitOpsDeploymentRepositoryCredentials{},
+		v1.RepositoryCredentialSecretType, usersOf(r.Client))
 	if err != nil {
 		return err
 	}
-	// The tenants' Secrets of our type are watched, so a changed or created
-	// Secret is used at once.
-	tenantSecrets, err := tenantsecret.Watch(mgr, v1.RepositoryCredentialSecretType, r.usersOf)
-	if err != nil {
-		return err
-	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("repositorycredentials").
-		// Our own status writes need no other look; the requeues cover the rest.
-		For(&v1.GitOpsDeploymentRepositoryCredentials{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+	return b.
 		// A duplicate waits for the older one of its namespace: when that one
 		// changes or goes, the others of the namespace are looked at again.
-		Watches(&v1.GitOpsDeploymentRepositoryCredentials{}, handler.EnqueueRequestsFromMapFunc(r.sameNamespace),
+		Watches(&v1.GitOpsDeploymentRepositoryCredentials{}, handler.EnqueueRequestsFromMapFunc(sameNamespace(r.Client)),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleted()))).
-		// A repository Secret edited or deleted by someone else is put back.
-		Watches(&corev1.Secret{}, onSecret).
-		WatchesRawSource(tenantSecrets).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 }
@@ -75,37 +63,17 @@ func deleted() predicate.Funcs {
 }
 
 // sameNamespace enqueues the other RepositoryCredentials of o's namespace for the same repository.
-func (r *Reconciler) sameNamespace(ctx context.Context, o client.Object) []reconcile.Request {
-	rc, ok := o.(*v1.GitOpsDeploymentRepositoryCredentials)
-	if !ok {
-		return nil
-	}
-	var list v1.GitOpsDeploymentRepositoryCredentialsList
-	if err := r.Client.List(ctx, &list, client.InNamespace(rc.Namespace)); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing GitOpsDeploymentRepositoryCredentials of a namespace for a watch event")
-		return nil
-	}
-	var out []reconcile.Request
-	for i := range list.Items {
-		if other := &list.Items[i]; other.UID != rc.UID && argocd.SameRepository(other.Spec.Repository, rc.Spec.Repository) {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(other)})
-		}
-	}
-	return out
+func sameNamespace(c client.Reader) handler.MapFunc {
+	return kernel.MapListed(c, rcList, func(rc, other *v1.GitOpsDeploymentRepositoryCredentials) bool {
+		return other.UID != rc.UID && argocd.SameRepository(other.Spec.Repository, rc.Spec.Repository)
+	})
 }
 
 // usersOf enqueues the RepositoryCredentials of the Secret's namespace that name it.
-func (r *Reconciler) usersOf(ctx context.Context, s *corev1.Secret) []reconcile.Request {
-	var list v1.GitOpsDeploymentRepositoryCredentialsList
-	if err := r.Client.List(ctx, &list, client.InNamespace(s.Namespace)); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing GitOpsDeploymentRepositoryCredentials naming a Secret for a watch event")
-		return nil
-	}
-	var out []reconcile.Request
-	for i := range list.Items {
-		if list.Items[i].Spec.Secret == s.Name {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-	}
-	return out
+func usersOf(c client.Reader) handler.MapFunc {
+	return kernel.MapListed(c, rcList, func(s *corev1.Secret, rc *v1.GitOpsDeploymentRepositoryCredentials) bool {
+		return rc.Spec.Secret == s.Name
+	})
 }
+
+func rcList() client.ObjectList { return &v1.GitOpsDeploymentRepositoryCredentialsList{} }

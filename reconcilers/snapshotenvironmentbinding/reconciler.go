@@ -1,7 +1,8 @@
 // Package snapshotenvironmentbinding reconciles SnapshotEnvironmentBindings into
 // one Argo CD ApplicationSet each, whose plugin generator (our
-// applicationset-generator) yields one Application per component, and mirrors
-// the generated Applications back into the binding's status.
+// applicationset-generator, answering from its binding package, which this
+// reconciler shares) yields one Application per component, and mirrors the
+// generated Applications back into the binding's status.
 package snapshotenvironmentbinding
 
 import (
@@ -26,9 +27,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	generator "github.com/gitops-service/gitops-service/applicationset-generator"
+	"github.com/gitops-service/gitops-service/applicationset-generator/binding"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/reconcilers/tenant"
 )
 
@@ -103,30 +105,22 @@ func (r *Reconciler) apply(ctx context.Context, seb *as.SnapshotEnvironmentBindi
 		return kernel.Refuse(as.BindingReasonErrorOccurred, "duplicate combination of Application (%s) and Environment (%s). Duplicated by: %s",
 			seb.Spec.Application, seb.Spec.Environment, dup), err
 	}
-	in, err := generator.Resolve(ctx, r.Client, seb)
-	var inputErr *generator.InputError
-	if errors.As(err, &inputErr) {
-		return &kernel.Refusal{Reason: inputErr.Reason, Message: inputErr.Message}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	params, err := generator.ComponentParams(in)
-	if errors.As(err, &inputErr) {
-		return &kernel.Refusal{Reason: inputErr.Reason, Message: inputErr.Message}, nil
+	params, err := r.params(ctx, seb)
+	var refusal *kernel.Refusal
+	if errors.As(err, &refusal) {
+		return refusal, nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	var repos []string
 	for _, p := range params {
-		repo := p["repoURL"].(string)
 		// Refused before the project lists it: Argo CD then refuses the
 		// generated Application too.
-		if msg := argocd.CheckRepoURL(repo, r.AllowFileRepositories); msg != "" {
-			return kernel.Refuse(as.BindingReasonGitOpsRepoNotReady, "component %v: GitOps repository: %s", p["component"], msg), nil
+		if msg := argocd.CheckRepoURL(p.RepoURL, r.AllowFileRepositories); msg != "" {
+			return kernel.Refuse(as.BindingReasonGitOpsRepoNotReady, "component %v: GitOps repository: %s", p.Component, msg), nil
 		}
-		repos = append(repos, repo)
+		repos = append(repos, p.RepoURL)
 	}
 	if _, err := r.Projects.Ensure(ctx, seb.Namespace, repos...); err != nil {
 		if errors.Is(err, tenant.ErrNotOurs) {
@@ -143,6 +137,16 @@ func (r *Reconciler) apply(ctx context.Context, seb *as.SnapshotEnvironmentBindi
 		return kernel.Refuse(as.BindingReasonErrorGeneratingGitOpsDeployment, "Argo CD cannot generate the Applications: %s", argoErr), err
 	}
 	return nil, err
+}
+
+// params are what the generator will answer for seb (a refusal when the
+// user's objects do not allow an answer).
+func (r *Reconciler) params(ctx context.Context, seb *as.SnapshotEnvironmentBinding) ([]argocd.GeneratorParams, error) {
+	in, err := binding.Resolve(ctx, r.Client, seb)
+	if err != nil {
+		return nil, err
+	}
+	return binding.Params(in)
 }
 
 // olderDuplicate names an older binding of the same application and environment.
@@ -162,7 +166,7 @@ func (r *Reconciler) olderDuplicate(ctx context.Context, seb *as.SnapshotEnviron
 	return "", nil
 }
 
-func hashOf(params []map[string]any) string {
+func hashOf(params []argocd.GeneratorParams) string {
 	raw, _ := json.Marshal(params)
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:16])
@@ -183,7 +187,7 @@ func (r *Reconciler) writeApplicationSet(ctx context.Context, seb *as.SnapshotEn
 		cur = nil
 	} else if err != nil {
 		return "", err
-	} else if !argocd.IsOwnedBy(current.Labels, argocd.OwnerKindBinding, string(seb.UID)) {
+	} else if !ownership.IsOwnedBy(current.Labels, ownership.KindBinding, string(seb.UID)) {
 		return "", &kernel.NotOursError{Kind: "ApplicationSet", Namespace: current.Namespace, Name: current.Name}
 	}
 	if err := r.owned(seb).Apply(ctx, cur, desired); err != nil {
@@ -216,7 +220,7 @@ func (r *Reconciler) writeApplicationSet(ctx context.Context, seb *as.SnapshotEn
 // owned writes the ApplicationSets of seb.
 func (r *Reconciler) owned(seb *as.SnapshotEnvironmentBinding) kernel.Owned {
 	return kernel.Owned{Client: r.Client, APIReader: r.APIReader, Ours: func(o client.Object) bool {
-		return argocd.IsOwnedBy(o.GetLabels(), argocd.OwnerKindBinding, string(seb.UID))
+		return ownership.IsOwnedBy(o.GetLabels(), ownership.KindBinding, string(seb.UID))
 	}}
 }
 
@@ -308,7 +312,7 @@ func (r *Reconciler) componentCount(ctx context.Context, seb *as.SnapshotEnviron
 func (r *Reconciler) finalize(ctx context.Context, seb *as.SnapshotEnvironmentBinding) (ctrl.Result, error) {
 	set := &argov1alpha1.ApplicationSet{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.ArgoNamespace, Name: argocd.ApplicationSetName(string(seb.UID))}, set)
-	if err == nil && argocd.IsOwnedBy(set.Labels, argocd.OwnerKindBinding, string(seb.UID)) {
+	if err == nil && ownership.IsOwnedBy(set.Labels, ownership.KindBinding, string(seb.UID)) {
 		if set.DeletionTimestamp.IsZero() {
 			if err := r.Client.Delete(ctx, set, client.Preconditions{UID: &set.UID}, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil && !apierrors.IsNotFound(err) {
 				return ctrl.Result{}, err

@@ -16,6 +16,7 @@ import (
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 const (
@@ -130,7 +131,7 @@ func TestForeignApplicationSetIsACondition(t *testing.T) {
 	ctx := context.Background()
 	seb := binding(t)
 	set := applicationSet(t, seb)
-	set.Labels[argocd.LabelOwnerUID] = "someone-else"
+	set.Labels[ownership.LabelOwnerUID] = "someone-else"
 	require.NoError(t, k8s.Update(ctx, set))
 	foreignRV := set.ResourceVersion
 

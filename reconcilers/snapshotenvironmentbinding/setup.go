@@ -2,10 +2,8 @@ package snapshotenvironmentbinding
 
 import (
 	"context"
-	"strings"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -13,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 // ownerUIDIndex indexes Argo CD objects made for a binding by the binding's UID.
@@ -24,23 +22,18 @@ const ownerUIDIndex = "binding.owner-uid"
 // Argo CD objects made for it.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &argov1alpha1.Application{}, ownerUIDIndex, func(o client.Object) []string {
-		if l := o.GetLabels(); l[argocd.LabelManagedBy] == argocd.ManagedByValue && l[argocd.LabelOwnerKind] == argocd.OwnerKindBinding {
-			return []string{l[argocd.LabelOwnerUID]}
+		if l := o.GetLabels(); l[ownership.LabelManagedBy] == ownership.ManagedByValue && l[ownership.LabelOwnerKind] == ownership.KindBinding {
+			return []string{l[ownership.LabelOwnerUID]}
 		}
 		return nil
 	}); err != nil {
 		return err
 	}
 	ours := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		l := o.GetLabels()
-		if l[argocd.LabelManagedBy] != argocd.ManagedByValue || l[argocd.LabelOwnerKind] != argocd.OwnerKindBinding {
-			return nil
+		if owner, ok := ownership.Owner(o, ownership.KindBinding); ok {
+			return []reconcile.Request{{NamespacedName: owner}}
 		}
-		ns, name, ok := strings.Cut(o.GetAnnotations()[argocd.AnnotationOwnerName], "/")
-		if !ok || ns != l[argocd.LabelTenantNS] {
-			return nil
-		}
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+		return nil
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("snapshotenvironmentbinding").

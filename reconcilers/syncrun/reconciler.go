@@ -27,6 +27,7 @@ import (
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentsyncruns,verbs=get;list;watch;update;patch
@@ -127,7 +128,7 @@ func (r *Reconciler) step(ctx context.Context, run *v1.GitOpsDeploymentSyncRun) 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if !argocd.IsOwnedBy(app.Labels, argocd.OwnerKindGitOpsDeployment, string(gd.UID)) {
+	if !ownership.IsOwnedBy(app.Labels, ownership.KindGitOpsDeployment, string(gd.UID)) {
 		r.setError(run, fmt.Sprintf("the Argo CD Application %s is not the one of GitOpsDeployment '%s'", app.Name, gd.Name))
 		return ctrl.Result{}, nil
 	}
@@ -342,7 +343,7 @@ func (r *Reconciler) terminate(ctx context.Context, run *v1.GitOpsDeploymentSync
 		if err := r.Client.Get(ctx, key, app); err != nil {
 			return client.IgnoreNotFound(err)
 		}
-		if !argocd.IsOwnedBy(app.Labels, argocd.OwnerKindGitOpsDeployment, string(gd.UID)) {
+		if !ownership.IsOwnedBy(app.Labels, ownership.KindGitOpsDeployment, string(gd.UID)) {
 			return nil
 		}
 		st := app.Status.OperationState

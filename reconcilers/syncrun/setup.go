@@ -2,7 +2,6 @@ package syncrun
 
 import (
 	"context"
-	"strings"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -12,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
-	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 // SetupWithManager registers the reconciler and its watches: a run waits for
@@ -26,14 +25,10 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concu
 		})).
 		// Only our Applications are cached; each names its deployment.
 		Watches(&argov1alpha1.Application{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			if !argocd.IsOwnedBy(o.GetLabels(), argocd.OwnerKindGitOpsDeployment, o.GetLabels()[argocd.LabelOwnerUID]) {
-				return nil
+			if owner, ok := ownership.Owner(o, ownership.KindGitOpsDeployment); ok {
+				return r.runsOf(ctx, owner.Namespace, owner.Name)
 			}
-			ns, name, ok := strings.Cut(o.GetAnnotations()[argocd.AnnotationOwnerName], "/")
-			if !ok || ns != o.GetLabels()[argocd.LabelTenantNS] {
-				return nil
-			}
-			return r.runsOf(ctx, ns, name)
+			return nil
 		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)

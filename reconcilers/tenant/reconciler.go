@@ -20,6 +20,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 // Reconciler keeps the AppProject of each tenant namespace in line with the
@@ -64,9 +65,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) deleteUnused(ctx context.Context, tenantNS string) (ctrl.Result, error) {
 	c := r.Projects.Client
 	inArgo := client.InNamespace(r.Projects.ArgoNamespace)
-	ofTenant := client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue, argocd.LabelTenantNS: tenantNS}
+	ofTenant := client.MatchingLabels{ownership.LabelManagedBy: ownership.ManagedByValue, ownership.LabelTenantNS: tenantNS}
 	var projects argov1alpha1.AppProjectList
-	if err := c.List(ctx, &projects, inArgo, ofTenant, client.MatchingLabels{argocd.LabelOwnerKind: argocd.OwnerKindTenant}); err != nil {
+	if err := c.List(ctx, &projects, inArgo, ofTenant, client.MatchingLabels{ownership.LabelOwnerKind: ownership.KindTenant}); err != nil {
 		return ctrl.Result{}, err
 	}
 	grace := r.Projects.Grace
@@ -77,7 +78,7 @@ func (r *Reconciler) deleteUnused(ctx context.Context, tenantNS string) (ctrl.Re
 	var wait time.Duration
 	for i := range projects.Items {
 		p := &projects.Items[i]
-		if p.Name != argocd.ProjectName(p.Labels[argocd.LabelOwnerUID]) || !p.DeletionTimestamp.IsZero() {
+		if p.Name != argocd.ProjectName(p.Labels[ownership.LabelOwnerUID]) || !p.DeletionTimestamp.IsZero() {
 			continue
 		}
 		if left := grace - time.Since(p.CreationTimestamp.Time); left > 0 {
@@ -104,7 +105,7 @@ func (r *Reconciler) deleteUnused(ctx context.Context, tenantNS string) (ctrl.Re
 		used[a.Spec.Project] = true
 	}
 	for _, s := range sets.Items {
-		if argocd.IsOwnedBy(s.Labels, argocd.OwnerKindBinding, s.Labels[argocd.LabelOwnerUID]) {
+		if ownership.IsOwnedBy(s.Labels, ownership.KindBinding, s.Labels[ownership.LabelOwnerUID]) {
 			// Its Applications use the tenant's project (a template parameter).
 			return ctrl.Result{}, nil
 		}
@@ -126,15 +127,15 @@ const tenantIndex = "tenant.namespace"
 // SetupWithManager watches the objects that change what a tenant needs.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &argov1alpha1.Application{}, tenantIndex, func(o client.Object) []string {
-		if l := o.GetLabels(); l[argocd.LabelManagedBy] == argocd.ManagedByValue && l[argocd.LabelTenantNS] != "" {
-			return []string{l[argocd.LabelTenantNS]}
+		if l := o.GetLabels(); l[ownership.LabelManagedBy] == ownership.ManagedByValue && l[ownership.LabelTenantNS] != "" {
+			return []string{l[ownership.LabelTenantNS]}
 		}
 		return nil
 	}); err != nil {
 		return err
 	}
 	byTenantLabel := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		if ns := o.GetLabels()[argocd.LabelTenantNS]; ns != "" {
+		if ns := o.GetLabels()[ownership.LabelTenantNS]; ns != "" {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: ns}}}
 		}
 		return nil

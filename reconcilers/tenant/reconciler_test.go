@@ -95,7 +95,7 @@ func TestMappingDrivesRolesAndPolicy(t *testing.T) {
 
 	// A change applies at once; a bad entry is ignored and reported.
 	annotate(t, ns.Name, "jane,bob,role:admin")
-	p = projectOf(t, ns.Name, func(p *argov1alpha1.AppProject) bool { return strings.Join(groups(p), ",") == "bob,jane" })
+	projectOf(t, ns.Name, func(p *argov1alpha1.AppProject) bool { return strings.Join(groups(p), ",") == "bob,jane" })
 	require.Eventually(t, func() bool {
 		v, _, _ := rbacPolicy(t)
 		return strings.Contains(v, "g, bob, ") && !strings.Contains(v, "team-jane")

@@ -20,6 +20,7 @@ import (
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 // ErrNotOurs is returned by Ensure when the tenant's AppProject name is taken by
@@ -61,11 +62,11 @@ func (p *Projects) Ensure(ctx context.Context, namespace string, repos ...string
 		cur = nil
 	} else if err != nil {
 		return "", fmt.Errorf("reading AppProject %s: %w", desired.Name, err)
-	} else if !argocd.IsOwnedBy(current.Labels, argocd.OwnerKindTenant, string(ns.UID)) {
+	} else if !ownership.IsOwnedBy(current.Labels, ownership.KindTenant, string(ns.UID)) {
 		return "", p.notOurs(desired.Name, namespace)
 	}
 	owned := kernel.Owned{Client: p.Client, APIReader: p.APIReader, Ours: func(o client.Object) bool {
-		return argocd.IsOwnedBy(o.GetLabels(), argocd.OwnerKindTenant, string(ns.UID))
+		return ownership.IsOwnedBy(o.GetLabels(), ownership.KindTenant, string(ns.UID))
 	}}
 	// Ours but not cached yet: our own write, the cache catches up.
 	err = owned.Apply(ctx, cur, desired)
@@ -146,7 +147,7 @@ func (p *Projects) destinations(ctx context.Context, tenantNS string) ([]argocd.
 func (p *Projects) applicationSets(ctx context.Context, tenantNS string) ([]argov1alpha1.ApplicationSet, error) {
 	var sets argov1alpha1.ApplicationSetList
 	if err := p.Client.List(ctx, &sets, client.InNamespace(p.ArgoNamespace),
-		client.MatchingLabels{argocd.LabelManagedBy: argocd.ManagedByValue, argocd.LabelTenantNS: tenantNS}); err != nil {
+		client.MatchingLabels{ownership.LabelManagedBy: ownership.ManagedByValue, ownership.LabelTenantNS: tenantNS}); err != nil {
 		return nil, fmt.Errorf("listing ApplicationSets of tenant %s: %w", tenantNS, err)
 	}
 	return sets.Items, nil
@@ -168,8 +169,8 @@ func (p *Projects) applications(ctx context.Context, tenantNS string) ([]argov1a
 func made(apps []argov1alpha1.Application) []argov1alpha1.Application {
 	var out []argov1alpha1.Application
 	for _, a := range apps {
-		uid := a.Labels[argocd.LabelOwnerUID]
-		if argocd.IsOwnedBy(a.Labels, argocd.OwnerKindGitOpsDeployment, uid) || argocd.IsOwnedBy(a.Labels, argocd.OwnerKindBinding, uid) {
+		uid := a.Labels[ownership.LabelOwnerUID]
+		if ownership.IsOwnedBy(a.Labels, ownership.KindGitOpsDeployment, uid) || ownership.IsOwnedBy(a.Labels, ownership.KindBinding, uid) {
 			out = append(out, a)
 		}
 	}

@@ -20,7 +20,7 @@ import (
 // Watch adds to mgr a cache of the Secrets of type typ in all namespaces
 // (metadata only) and returns the source that maps each of their changes with
 // users (typically: the CRs of the Secret's namespace that name it).
-func Watch(mgr ctrl.Manager, typ corev1.SecretType, users func(context.Context, *corev1.Secret) []reconcile.Request) (source.Source, error) {
+func Watch(mgr ctrl.Manager, typ corev1.SecretType, users handler.MapFunc) (source.Source, error) {
 	secrets, err := cache.New(mgr.GetConfig(), cache.Options{
 		Scheme: mgr.GetScheme(),
 		Mapper: mgr.GetRESTMapper(),
@@ -35,7 +35,9 @@ func Watch(mgr ctrl.Manager, typ corev1.SecretType, users func(context.Context, 
 	if err := mgr.Add(secrets); err != nil {
 		return nil, err
 	}
-	return source.Kind(secrets, &corev1.Secret{}, handler.TypedEnqueueRequestsFromMapFunc(users)), nil
+	return source.Kind(secrets, &corev1.Secret{}, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, s *corev1.Secret) []reconcile.Request {
+		return users(ctx, s)
+	})), nil
 }
 
 // metadataOnly keeps a Secret's metadata in the cache, not its data.

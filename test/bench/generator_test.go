@@ -24,6 +24,7 @@ import (
 	generator "github.com/gitops-service/gitops-service/applicationset-generator"
 	"github.com/gitops-service/gitops-service/extension/sidecar"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
 
@@ -312,7 +313,7 @@ func runGenerator(b *testing.B) {
 	if err := argo.RegisterGenerator(ctx, argocd.GeneratorConfigMap, side.GeneratorURL, side.GeneratorToken); err != nil {
 		fail("%v", err)
 	}
-	owned := client.MatchingLabels{argocd.LabelOwnerUID: string(seb.UID)}
+	owned := client.MatchingLabels{ownership.LabelOwnerUID: string(seb.UID)}
 	appsWith := func(tag string) (int, error) {
 		var apps argov1alpha1.ApplicationList
 		if err := c.List(ctx, &apps, client.InNamespace(argoNS), owned); err != nil {

@@ -25,6 +25,7 @@ import (
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/extension/sidecar"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
 
@@ -210,14 +211,14 @@ func TestChaosRound(t *testing.T) {
 	var apps argov1alpha1.ApplicationList
 	owners := map[string]int{}
 	require.Eventually(t, func() bool {
-		require.NoError(t, k8s.List(context.Background(), &apps, client.InNamespace(argoNS), client.MatchingLabels{argocd.LabelTenantNS: ns}))
+		require.NoError(t, k8s.List(context.Background(), &apps, client.InNamespace(argoNS), client.MatchingLabels{ownership.LabelTenantNS: ns}))
 		owners = map[string]int{}
 		orphans := 0
 		for _, a := range apps.Items {
 			if foreign[a.Name] {
 				continue
 			}
-			uid := a.Labels[argocd.LabelOwnerUID]
+			uid := a.Labels[ownership.LabelOwnerUID]
 			owners[uid]++
 			if !live[uid] {
 				orphans++
@@ -267,8 +268,8 @@ func plantLookAlikes(t *testing.T, ns string) []*argov1alpha1.Application {
 	t.Helper()
 	var out []*argov1alpha1.Application
 	for i, labels := range []map[string]string{
-		{argocd.LabelManagedBy: argocd.ManagedByValue, argocd.LabelTenantNS: ns},
-		{argocd.LabelManagedBy: argocd.ManagedByValue, argocd.LabelTenantNS: ns, argocd.LabelOwnerKind: argocd.OwnerKindGitOpsDeployment, argocd.LabelOwnerUID: "nobody"},
+		{ownership.LabelManagedBy: ownership.ManagedByValue, ownership.LabelTenantNS: ns},
+		{ownership.LabelManagedBy: ownership.ManagedByValue, ownership.LabelTenantNS: ns, ownership.LabelOwnerKind: ownership.KindGitOpsDeployment, ownership.LabelOwnerUID: "nobody"},
 	} {
 		a := &argov1alpha1.Application{
 			ObjectMeta: metav1.ObjectMeta{Namespace: argoNS, Name: fmt.Sprintf("look-alike-%s-%d", ns, i), Labels: labels},
@@ -344,10 +345,10 @@ func TestLeaderKilledMidBurst(t *testing.T) {
 	t.Logf("%d deployments converged %s after the leader was killed", len(gds), time.Since(killedAt).Round(time.Second))
 	require.False(t, follower.Exited(), "the follower exited")
 	var apps argov1alpha1.ApplicationList
-	require.NoError(t, k8s.List(context.Background(), &apps, client.InNamespace(argoNS), client.MatchingLabels{argocd.LabelTenantNS: ns}))
+	require.NoError(t, k8s.List(context.Background(), &apps, client.InNamespace(argoNS), client.MatchingLabels{ownership.LabelTenantNS: ns}))
 	owners := map[string]int{}
 	for _, a := range apps.Items {
-		owners[a.Labels[argocd.LabelOwnerUID]]++
+		owners[a.Labels[ownership.LabelOwnerUID]]++
 	}
 	assert.Len(t, apps.Items, len(gds), "Applications of the tenant")
 	for _, gd := range gds {

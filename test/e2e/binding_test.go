@@ -20,7 +20,7 @@ import (
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	generator "github.com/gitops-service/gitops-service/applicationset-generator"
-	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
 
@@ -131,7 +131,7 @@ func TestBindingDeploysSnapshotWithConfiguration(t *testing.T) {
 	})
 	assert.Equal(t, "2 of 2 components deployed", meta.FindStatusCondition(got.Status.ComponentDeploymentConditions, as.ComponentDeploymentConditionAllComponentsDeployed).Message)
 	var apps argov1alpha1.ApplicationList
-	require.NoError(t, k8s.List(ctx, &apps, client.InNamespace(argo.Namespace), client.MatchingLabels{argocd.LabelOwnerUID: string(seb.UID)}))
+	require.NoError(t, k8s.List(ctx, &apps, client.InNamespace(argo.Namespace), client.MatchingLabels{ownership.LabelOwnerUID: string(seb.UID)}))
 	require.Len(t, apps.Items, 2)
 	for _, a := range apps.Items {
 		assert.Equal(t, "appa", a.Labels[as.LabelApplication])

@@ -22,7 +22,7 @@ import (
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
-	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
 
@@ -223,7 +223,7 @@ func removeBindingsAfter(t *testing.T, ns string) {
 		require.NoError(t, k8s.DeleteAllOf(ctx, &as.SnapshotEnvironmentBinding{}, client.InNamespace(ns)))
 		require.Eventually(t, func() bool {
 			var apps argov1alpha1.ApplicationList
-			err := k8s.List(ctx, &apps, client.InNamespace(argo.Namespace), client.MatchingLabels{argocd.LabelTenantNS: ns})
+			err := k8s.List(ctx, &apps, client.InNamespace(argo.Namespace), client.MatchingLabels{ownership.LabelTenantNS: ns})
 			return err == nil && len(apps.Items) == 0
 		}, deployWait, poll, "the bindings' Applications of %s were not removed", ns)
 	})

@@ -20,7 +20,7 @@ import (
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
-	"github.com/gitops-service/gitops-service/reconcilers/environment"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 func dtClass(t *testing.T, p as.Provisioner, policy as.ReclaimPolicy, params string) string {
@@ -75,7 +75,7 @@ func TestProvisionedNamespaceEndToEnd(t *testing.T) {
 
 	me := &v1.GitOpsDeploymentManagedEnvironment{}
 	require.Eventually(t, func() bool {
-		return k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: environment.ManagedEnvironmentName("staging")}, me) == nil
+		return k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: ownership.ManagedEnvironmentName("staging")}, me) == nil
 	}, deployWait, poll, "no ManagedEnvironment for the Environment")
 	assert.Equal(t, []string{provisioned}, me.Spec.Namespaces)
 	assert.Equal(t, dt.Spec.KubernetesClusterCredentials.APIURL, me.Spec.APIURL)

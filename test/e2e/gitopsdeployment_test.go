@@ -19,6 +19,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 const (
@@ -221,7 +222,7 @@ func TestRefusedDestinationsWriteNoApplication(t *testing.T) {
 			assert.Empty(t, got.Status.Sync.Status)
 			var apps argov1alpha1.ApplicationList
 			require.NoError(t, k8s.List(context.Background(), &apps, client.InNamespace(argo.Namespace),
-				client.MatchingLabels{argocd.LabelOwnerUID: string(gd.UID)}))
+				client.MatchingLabels{ownership.LabelOwnerUID: string(gd.UID)}))
 			assert.Empty(t, apps.Items, "an Application was written for a refused destination")
 		})
 	}

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
-	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
 
@@ -165,7 +165,7 @@ func TestTenantIsolationMatrix(t *testing.T) {
 // nothing valid.
 func assertNothingWrittenFor(t *testing.T, obj client.Object, tenant string) {
 	t.Helper()
-	owner := client.MatchingLabels{argocd.LabelOwnerUID: string(obj.GetUID())}
+	owner := client.MatchingLabels{ownership.LabelOwnerUID: string(obj.GetUID())}
 	inArgo := client.InNamespace(argo.Namespace)
 	var apps argov1alpha1.ApplicationList
 	require.NoError(t, k8s.List(context.Background(), &apps, inArgo, owner))
@@ -174,7 +174,7 @@ func assertNothingWrittenFor(t *testing.T, obj client.Object, tenant string) {
 	require.NoError(t, k8s.List(context.Background(), &secrets, inArgo, owner))
 	assert.Empty(t, secrets.Items, "a Secret was written")
 	var projects argov1alpha1.AppProjectList
-	require.NoError(t, k8s.List(context.Background(), &projects, inArgo, client.MatchingLabels{argocd.LabelTenantNS: tenant}))
+	require.NoError(t, k8s.List(context.Background(), &projects, inArgo, client.MatchingLabels{ownership.LabelTenantNS: tenant}))
 	assert.Empty(t, projects.Items, "an AppProject was written for a tenant with nothing valid")
 }
 

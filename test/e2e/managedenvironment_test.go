@@ -25,6 +25,7 @@ import (
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/extension/sidecar"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
 
@@ -139,7 +140,7 @@ func clusterSecrets(t *testing.T, env *v1.GitOpsDeploymentManagedEnvironment) []
 	t.Helper()
 	var list corev1.SecretList
 	require.NoError(t, k8s.List(context.Background(), &list, client.InNamespace(argo.Namespace),
-		client.MatchingLabels{argocd.LabelOwnerUID: string(env.UID)}))
+		client.MatchingLabels{ownership.LabelOwnerUID: string(env.UID)}))
 	return list.Items
 }
 
@@ -156,7 +157,7 @@ func clusterConfig(t *testing.T, s *corev1.Secret) argov1alpha1.ClusterConfig {
 func remoteOwned(t *testing.T, env *v1.GitOpsDeploymentManagedEnvironment) map[string]int {
 	t.Helper()
 	ctx := context.Background()
-	sel := client.MatchingLabels{argocd.LabelOwnerUID: string(env.UID)}
+	sel := client.MatchingLabels{ownership.LabelOwnerUID: string(env.UID)}
 	lists := map[string]client.ObjectList{
 		"ServiceAccount":     &corev1.ServiceAccountList{},
 		"Secret":             &corev1.SecretList{},
@@ -267,7 +268,7 @@ func TestManagedEnvironmentCreateNewServiceAccount(t *testing.T) {
 	require.NoError(t, remoteK8s.Get(ctx, types.NamespacedName{Namespace: saNS, Name: saName}, sa))
 	assert.Equal(t, map[string]int{"ServiceAccount": 1, "Secret": 1, "ClusterRole": 1, "ClusterRoleBinding": 1}, remoteOwned(t, env))
 	var crbs rbacv1.ClusterRoleBindingList
-	require.NoError(t, remoteK8s.List(ctx, &crbs, client.MatchingLabels{argocd.LabelOwnerUID: string(env.UID)}))
+	require.NoError(t, remoteK8s.List(ctx, &crbs, client.MatchingLabels{ownership.LabelOwnerUID: string(env.UID)}))
 	require.Len(t, crbs.Items, 1)
 	assert.Equal(t, []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: saName, Namespace: saNS}}, crbs.Items[0].Subjects)
 	token := &corev1.Secret{}
@@ -313,7 +314,7 @@ func TestManagedEnvironmentNamespacesRefuseClusterScoped(t *testing.T) {
 	env = waitEnvironment(t, env, "connected", connected)
 	assert.Equal(t, map[string]int{"ServiceAccount": 1, "Secret": 1, "Role": 1, "RoleBinding": 1}, remoteOwned(t, env))
 	var roles rbacv1.RoleList
-	require.NoError(t, remoteK8s.List(ctx, &roles, client.MatchingLabels{argocd.LabelOwnerUID: string(env.UID)}))
+	require.NoError(t, remoteK8s.List(ctx, &roles, client.MatchingLabels{ownership.LabelOwnerUID: string(env.UID)}))
 	require.Len(t, roles.Items, 1)
 	assert.Equal(t, allowed, roles.Items[0].Namespace)
 	secrets := clusterSecrets(t, env)
@@ -409,7 +410,7 @@ func TestManagedEnvironmentWrongCredentials(t *testing.T) {
 			waitStatus(t, gd, "ErrorOccurred", func(gd *v1.GitOpsDeployment) bool { return errorOccurred(v1.ErrMsgManagedEnvUnresolved)(gd) })
 			var apps argov1alpha1.ApplicationList
 			require.NoError(t, k8s.List(context.Background(), &apps, client.InNamespace(argo.Namespace),
-				client.MatchingLabels{argocd.LabelOwnerUID: string(gd.UID)}))
+				client.MatchingLabels{ownership.LabelOwnerUID: string(gd.UID)}))
 			assert.Empty(t, apps.Items, "an Application was written for a broken environment")
 			assert.Empty(t, clusterSecrets(t, env))
 			if tc.createSA {

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
-	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/reconcilers/syncrun"
 )
 
@@ -175,5 +175,5 @@ func TestSyncRunDeletedWhileRunningTerminatesTheSync(t *testing.T) {
 	}, deployWait, poll, "the sync was not terminated")
 	_, err := getConfigMap(ns, "after-wave")
 	require.Error(t, err, "the sync went on past the wave it was terminated in")
-	assert.True(t, argocd.IsOwnedBy(application(t, gd).Labels, argocd.OwnerKindGitOpsDeployment, application(t, gd).Labels[argocd.LabelOwnerUID]))
+	assert.True(t, ownership.IsOwnedBy(application(t, gd).Labels, ownership.KindGitOpsDeployment, application(t, gd).Labels[ownership.LabelOwnerUID]))
 }

@@ -20,6 +20,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
 
@@ -133,7 +134,7 @@ func TestTenantsInArgoCD(t *testing.T) {
 		// Readable: the Applications of a tenant namespace by label.
 		me.eventually(t, "lists only its own Applications", func(out string, err error) bool {
 			return err == nil && strings.Contains(out, me.app) && !strings.Contains(out, other.app)
-		}, "app", "list", "-o", "name", "-l", argocd.LabelTenantNS+"="+me.ns)
+		}, "app", "list", "-o", "name", "-l", ownership.LabelTenantNS+"="+me.ns)
 		out, err := me.run(t, "app", "list", "-o", "name")
 		require.NoError(t, err, out)
 		assert.NotContains(t, out, other.app, "%s sees another tenant's Application", me.user)

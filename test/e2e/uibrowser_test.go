@@ -23,7 +23,7 @@ import (
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
-	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/test/stack"
 	uiproxy "github.com/gitops-service/gitops-service/ui-proxy"
 )
@@ -287,7 +287,7 @@ func TestUIPanelInTheBrowser(t *testing.T) {
 	waitPromotion(t, toStaging, "Success", promotionSucceeded)
 	var devApps argov1alpha1.ApplicationList
 	require.Eventually(t, func() bool {
-		return k8s.List(ctx, &devApps, client.InNamespace(argo.Namespace), client.MatchingLabels{argocd.LabelOwnerUID: string(dev.UID),
+		return k8s.List(ctx, &devApps, client.InNamespace(argo.Namespace), client.MatchingLabels{ownership.LabelOwnerUID: string(dev.UID),
 			as.LabelComponent: "frontend"}) == nil && len(devApps.Items) == 1
 	}, deployWait, poll, "no Application for frontend in dev")
 	bindingApp := devApps.Items[0]
@@ -374,9 +374,9 @@ func TestUIPanelInTheBrowser(t *testing.T) {
 	}
 	// An owner of a kind no reconciler of ours handles (one of a known kind
 	// but another UID would be cleaned up as stale by its reconciler).
-	orphan.Labels[argocd.LabelOwnerKind] = "Retired"
-	orphan.Labels[argocd.LabelOwnerUID] = "not-" + string(gd.UID)
-	orphan.Annotations = map[string]string{argocd.AnnotationOwnerName: ns + "/retired"}
+	orphan.Labels[ownership.LabelOwnerKind] = "Retired"
+	orphan.Labels[ownership.LabelOwnerUID] = "not-" + string(gd.UID)
+	orphan.Annotations = map[string]string{ownership.AnnotationOwnerName: ns + "/retired"}
 	for _, a := range []*argov1alpha1.Application{foreign, orphan} {
 		require.NoError(t, k8s.Create(ctx, a))
 		t.Cleanup(func() { _ = k8s.Delete(context.Background(), a) })

@@ -341,7 +341,7 @@ func (a *ArgoCD) installConfig(ctx context.Context, o ArgoOptions) error {
 		Data:       map[string][]byte{"server.secretkey": []byte(randomHex(32))},
 	}
 	if _, err := cs.CoreV1().Secrets(a.Namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("Secret argocd-secret: %w", err)
+		return fmt.Errorf("creating Secret argocd-secret: %w", err)
 	}
 	if err := a.setPassword(ctx, AdminUser, a.AdminPassword); err != nil {
 		return err

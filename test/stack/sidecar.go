@@ -97,10 +97,6 @@ func StartSidecar(ctx context.Context, k *Kube, o SidecarOptions) (*Sidecar, err
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(4)
-	if err != nil {
-		return nil, err
-	}
 	token := randomHex(16)
 	tokenFile := filepath.Join(dir, "generator-token")
 	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
@@ -109,6 +105,25 @@ func StartSidecar(ctx context.Context, k *Kube, o SidecarOptions) (*Sidecar, err
 	proxyToken := randomHex(16)
 	proxyTokenFile := filepath.Join(dir, "ui-proxy-token")
 	if err := os.WriteFile(proxyTokenFile, []byte(proxyToken), 0o600); err != nil {
+		return nil, err
+	}
+	for attempt := 1; ; attempt++ {
+		s, err := newSidecar(k, o, bin, dir, tokenFile, token, proxyTokenFile, proxyToken)
+		if err != nil {
+			return nil, err
+		}
+		// Another process may take a free port before the sidecar binds it.
+		if err = s.Start(ctx); err == nil || !portInUse(err) || attempt == 3 {
+			return s, err
+		}
+		s.Stop()
+	}
+}
+
+// newSidecar is a Sidecar on free ports, not started.
+func newSidecar(k *Kube, o SidecarOptions, bin, dir, tokenFile, token, proxyTokenFile, proxyToken string) (*Sidecar, error) {
+	ports, err := freePorts(4)
+	if err != nil {
 		return nil, err
 	}
 	s := &Sidecar{
@@ -141,8 +156,11 @@ func StartSidecar(ctx context.Context, k *Kube, o SidecarOptions) (*Sidecar, err
 	if !o.RefuseFileRepositories {
 		s.args = append(s.args, "--allow-file-repositories")
 	}
-	return s, s.Start(ctx)
+	return s, nil
 }
+
+// Process is the running sidecar process.
+func (s *Sidecar) Process() *Process { return s.proc }
 
 // Start (re)starts the sidecar process and waits for /readyz.
 func (s *Sidecar) Start(ctx context.Context) error {

@@ -23,6 +23,7 @@ import (
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/test/stack"
 	uiproxy "github.com/gitops-service/gitops-service/ui-proxy"
 )
@@ -116,8 +117,8 @@ func TestRefusals(t *testing.T) {
 	for k, v := range app.Labels {
 		forged.Labels[k] = v
 	}
-	forged.Labels[argocd.LabelOwnerUID] = "forged-" + rand.String(5)
-	forged.Annotations = map[string]string{argocd.AnnotationOwnerName: other + "/victim"}
+	forged.Labels[ownership.LabelOwnerUID] = "forged-" + rand.String(5)
+	forged.Annotations = map[string]string{ownership.AnnotationOwnerName: other + "/victim"}
 	require.NoError(t, k8s.Create(ctx, forged))
 
 	cases := []struct {

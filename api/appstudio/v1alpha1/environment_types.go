@@ -229,3 +229,12 @@ type EnvironmentList struct {
 func init() {
 	SchemeBuilder.Register(&Environment{}, &EnvironmentList{})
 }
+
+// HasCredentials says whether the Environment sets
+// unstableConfigurationFields.kubernetesCredentials. One that does not (and
+// names no DeploymentTargetClaim) is the tenant's namespace on the local
+// cluster.
+func (e *Environment) HasCredentials() bool {
+	u := e.Spec.UnstableConfigurationFields
+	return u != nil && (u.APIURL != "" || u.ClusterCredentialsSecret != "")
+}

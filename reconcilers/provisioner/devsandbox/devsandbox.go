@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/provisioner"
 )
 
@@ -91,7 +92,7 @@ func (p *Provisioner) Provision(ctx context.Context, claim *as.DeploymentTargetC
 		return nil, nil
 	}
 	if len(reqs) > 1 {
-		return nil, provisioner.Refuse(as.DeploymentTargetReasonProvisioningFailed,
+		return nil, kernel.Refuse(as.DeploymentTargetReasonProvisioningFailed,
 			"%d SpaceRequests are labelled %s=%s; expected one", len(reqs), as.LabelDTC, claim.Name)
 	}
 	sr := &reqs[0]
@@ -100,7 +101,7 @@ func (p *Provisioner) Provision(ctx context.Context, claim *as.DeploymentTargetC
 	}
 	access, _, _ := unstructured.NestedSlice(sr.Object, "status", "namespaceAccess")
 	if len(access) != 1 {
-		return nil, provisioner.Refuse(as.DeploymentTargetReasonProvisioningFailed,
+		return nil, kernel.Refuse(as.DeploymentTargetReasonProvisioningFailed,
 			"SpaceRequest %s is Ready with %d namespaces; expected exactly one", sr.GetName(), len(access))
 	}
 	entry, _ := access[0].(map[string]any)
@@ -108,7 +109,7 @@ func (p *Provisioner) Provision(ctx context.Context, claim *as.DeploymentTargetC
 	secret, _ := entry["secretRef"].(string)
 	url, _, _ := unstructured.NestedString(sr.Object, "status", "targetClusterURL")
 	if ns == "" || secret == "" || url == "" {
-		return nil, provisioner.Refuse(as.DeploymentTargetReasonProvisioningFailed,
+		return nil, kernel.Refuse(as.DeploymentTargetReasonProvisioningFailed,
 			"SpaceRequest %s is Ready without a namespace name, secretRef or targetClusterURL", sr.GetName())
 	}
 	dt, err := provisioner.CreateTarget(ctx, p.Client, provisioner.NewTarget(as.ProvisionerDevSandbox, claim,

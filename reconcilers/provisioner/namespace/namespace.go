@@ -10,6 +10,7 @@ package namespace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -27,7 +28,8 @@ import (
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
-	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/reconcilers/provisioner"
 )
 
@@ -105,7 +107,7 @@ type cluster struct {
 }
 
 func refuse(format string, args ...any) error {
-	return provisioner.Refuse(as.DeploymentTargetReasonProvisioningFailed, format, args...)
+	return kernel.Refuse(as.DeploymentTargetReasonProvisioningFailed, format, args...)
 }
 
 // cluster connects to the local cluster or the one of the admin's Secret.
@@ -157,10 +159,10 @@ func namespaceName(pattern string, claim *as.DeploymentTargetClaim) (string, err
 
 func ownerLabels(claim *as.DeploymentTargetClaim) map[string]string {
 	return map[string]string{
-		argocd.LabelManagedBy: argocd.ManagedByValue,
-		argocd.LabelTenantNS:  claim.Namespace,
-		argocd.LabelOwnerKind: OwnerKindClaim,
-		argocd.LabelOwnerUID:  string(claim.UID),
+		ownership.LabelManagedBy: ownership.ManagedByValue,
+		ownership.LabelTenantNS:  claim.Namespace,
+		ownership.LabelOwnerKind: OwnerKindClaim,
+		ownership.LabelOwnerUID:  string(claim.UID),
 	}
 }
 
@@ -246,13 +248,13 @@ func (p *Provisioner) Provision(ctx context.Context, claim *as.DeploymentTargetC
 // this claim. Anyone else's is never used.
 func ensureNamespace(ctx context.Context, c client.Client, name string, claim *as.DeploymentTargetClaim) (*corev1.Namespace, error) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: ownerLabels(claim),
-		Annotations: map[string]string{argocd.AnnotationOwnerName: claim.Namespace + "/" + claim.Name}}}
+		Annotations: map[string]string{ownership.AnnotationOwnerName: claim.Namespace + "/" + claim.Name}}}
 	err := c.Create(ctx, ns)
 	if apierrors.IsAlreadyExists(err) {
 		if err := c.Get(ctx, types.NamespacedName{Name: name}, ns); err != nil {
 			return nil, err
 		}
-		if !argocd.IsOwnedBy(ns.Labels, OwnerKindClaim, string(claim.UID)) || !ns.DeletionTimestamp.IsZero() {
+		if !ownership.IsOwnedBy(ns.Labels, OwnerKindClaim, string(claim.UID)) || !ns.DeletionTimestamp.IsZero() {
 			return nil, refuse("the namespace %s exists and was not provisioned for this claim", name)
 		}
 		return ns, nil
@@ -276,25 +278,17 @@ func kubeconfigFor(cl *cluster, ns string, token []byte) ([]byte, error) {
 // writeKubeconfig writes the tenant's kubeconfig Secret, typed so the
 // Environment reconciler's Secret watch sees it change.
 func (p *Provisioner) writeKubeconfig(ctx context.Context, claim *as.DeploymentTargetClaim, name string, kubeconfig []byte) error {
-	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: claim.Namespace, Name: name, Labels: ownerLabels(claim)},
-		Type:       v1.ManagedEnvironmentSecretType,
-		Data:       map[string][]byte{kubeconfigKey: kubeconfig},
-	}
-	err := p.Client.Create(ctx, s)
-	if apierrors.IsAlreadyExists(err) {
-		existing := &corev1.Secret{}
-		if err := p.APIReader.Get(ctx, client.ObjectKeyFromObject(s), existing); err != nil {
-			return err
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: claim.Namespace, Name: name}}
+	err := kernel.Ensure(ctx, p.APIReader, p.Client, s, func(o client.Object) bool {
+		return ownership.IsOwnedBy(o.GetLabels(), OwnerKindClaim, string(claim.UID))
+	}, func() {
+		if s.ResourceVersion == "" { // new: ours from the start
+			s.Labels, s.Type = ownerLabels(claim), v1.ManagedEnvironmentSecretType
 		}
-		if !argocd.IsOwnedBy(existing.Labels, OwnerKindClaim, string(claim.UID)) {
-			return refuse("the Secret %s exists in namespace %s and was not made for this claim; it is left alone", name, claim.Namespace)
-		}
-		if string(existing.Data[kubeconfigKey]) == string(kubeconfig) {
-			return nil
-		}
-		existing.Data = s.Data
-		return p.Client.Update(ctx, existing)
+		s.Data = map[string][]byte{kubeconfigKey: kubeconfig}
+	})
+	if errors.As(err, new(*kernel.NotOursError)) {
+		return refuse("the Secret %s exists in namespace %s and was not made for this claim; it is left alone", name, claim.Namespace)
 	}
 	return err
 }
@@ -315,14 +309,14 @@ func (p *Provisioner) Release(ctx context.Context, dt *as.DeploymentTarget) (boo
 	// namespace ours. It must also carry our labels for a claim of the
 	// target's own namespace.
 	gone, err := deleteNamespace(ctx, cl.c, name, func(ns *corev1.Namespace) bool {
-		return string(ns.UID) == uid && ns.Labels[argocd.LabelOwnerKind] == OwnerKindClaim && ns.Labels[argocd.LabelTenantNS] == dt.Namespace
+		return string(ns.UID) == uid && ns.Labels[ownership.LabelOwnerKind] == OwnerKindClaim && ns.Labels[ownership.LabelTenantNS] == dt.Namespace
 	})
 	if err != nil || !gone {
 		return false, err
 	}
 	s := &corev1.Secret{}
 	err = p.APIReader.Get(ctx, types.NamespacedName{Namespace: dt.Namespace, Name: dt.Spec.KubernetesClusterCredentials.ClusterCredentialsSecret}, s)
-	if err == nil && s.Labels[argocd.LabelOwnerKind] == OwnerKindClaim && s.Labels[argocd.LabelManagedBy] == argocd.ManagedByValue {
+	if err == nil && s.Labels[ownership.LabelOwnerKind] == OwnerKindClaim && s.Labels[ownership.LabelManagedBy] == ownership.ManagedByValue {
 		suid := s.UID
 		if err := p.Client.Delete(ctx, s, client.Preconditions{UID: &suid}); err != nil && !apierrors.IsNotFound(err) {
 			return false, err
@@ -354,7 +348,7 @@ func (p *Provisioner) Abandon(ctx context.Context, claim *as.DeploymentTargetCla
 		return false, err
 	}
 	return deleteNamespace(ctx, cl.c, name, func(ns *corev1.Namespace) bool {
-		return argocd.IsOwnedBy(ns.Labels, OwnerKindClaim, string(claim.UID))
+		return ownership.IsOwnedBy(ns.Labels, OwnerKindClaim, string(claim.UID))
 	})
 }
 
@@ -368,7 +362,7 @@ func deleteNamespace(ctx context.Context, c client.Client, name string, ours fun
 		}
 		return false, err
 	}
-	if !ours(ns) || ns.Labels[argocd.LabelManagedBy] != argocd.ManagedByValue {
+	if !ours(ns) || ns.Labels[ownership.LabelManagedBy] != ownership.ManagedByValue {
 		return true, nil
 	}
 	if ns.DeletionTimestamp.IsZero() {

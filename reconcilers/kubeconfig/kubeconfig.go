@@ -1,4 +1,6 @@
-package managedenvironment
+// Package kubeconfig validates the cluster a user points us at (API URL,
+// namespaces) and takes from a user's kubeconfig only a bearer token and a CA.
+package kubeconfig
 
 import (
 	"fmt"

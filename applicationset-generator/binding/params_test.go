@@ -1,4 +1,4 @@
-package generator
+package binding
 
 import (
 	"errors"
@@ -15,13 +15,14 @@ import (
 	"sigs.k8s.io/yaml"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
-func inputs() BindingInputs {
+func inputs() Inputs {
 	meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: "jane", Name: name} }
-	return BindingInputs{
+	return Inputs{
 		Binding: &as.SnapshotEnvironmentBinding{
 			ObjectMeta: meta("appa-dev-binding"),
 			Spec: as.SnapshotEnvironmentBindingSpec{Application: "appa", Environment: "dev", Snapshot: "snap-2",
@@ -44,16 +45,16 @@ func inputs() BindingInputs {
 	}
 }
 
-func TestComponentParamsGolden(t *testing.T) {
-	params, err := ComponentParams(inputs())
+func TestParamsGolden(t *testing.T) {
+	params, err := Params(inputs())
 	require.NoError(t, err)
 	require.Len(t, params, 2)
-	assert.Equal(t, "backend", params[0]["component"], "sorted by component")
-	assert.Equal(t, "registry.local:5000/jane/backend", params[0]["imageName"], "a registry port is not a tag")
-	assert.Equal(t, "quay.io/jane/frontend", params[1]["imageName"], "the Component's image names what the manifests use")
-	assert.Equal(t, `[{"name":"LOG","value":"debug"},{"name":"ONLY_BACKEND","value":"1"},{"name":"REGION","value":"eu"}]`, params[0]["env"],
+	assert.Equal(t, "backend", params[0].Component, "sorted by component")
+	assert.Equal(t, "registry.local:5000/jane/backend", params[0].ImageName, "a registry port is not a tag")
+	assert.Equal(t, "quay.io/jane/frontend", params[1].ImageName, "the Component's image names what the manifests use")
+	assert.Equal(t, `[{"name":"LOG","value":"debug"},{"name":"ONLY_BACKEND","value":"1"},{"name":"REGION","value":"eu"}]`, params[0].Env,
 		"the binding's per-component env overrides the Environment's")
-	assert.Equal(t, "components/frontend/overlays/dev", params[1]["path"], "falls back to the Component's GitOps status")
+	assert.Equal(t, "components/frontend/overlays/dev", params[1].Path, "falls back to the Component's GitOps status")
 	out, err := yaml.Marshal(params)
 	require.NoError(t, err)
 	path := filepath.Join("testdata", "params.golden.yaml")
@@ -65,22 +66,22 @@ func TestComponentParamsGolden(t *testing.T) {
 	assert.Equal(t, string(want), string(out))
 }
 
-func TestComponentParamsErrors(t *testing.T) {
+func TestParamsErrors(t *testing.T) {
 	for name, tc := range map[string]struct {
-		mut    func(*BindingInputs)
+		mut    func(*Inputs)
 		reason string
 	}{
-		"snapshot of another application": {func(in *BindingInputs) { in.Snapshot.Spec.Application = "appb" }, as.BindingReasonErrorOccurred},
-		"duplicate component config": {func(in *BindingInputs) {
+		"snapshot of another application": {func(in *Inputs) { in.Snapshot.Spec.Application = "appb" }, as.BindingReasonErrorOccurred},
+		"duplicate component config": {func(in *Inputs) {
 			in.Binding.Spec.Components = append(in.Binding.Spec.Components, in.Binding.Spec.Components[0])
 		}, as.BindingReasonDuplicateComponents},
-		"no gitops repository": {func(in *BindingInputs) { delete(in.Components, "frontend") }, as.BindingReasonWaitingForComponentStatus},
+		"no gitops repository": {func(in *Inputs) { delete(in.Components, "frontend") }, as.BindingReasonWaitingForComponentStatus},
 	} {
 		t.Run(name, func(t *testing.T) {
 			in := inputs()
 			tc.mut(&in)
-			_, err := ComponentParams(in)
-			var ie *InputError
+			_, err := Params(in)
+			var ie *kernel.Refusal
 			require.True(t, errors.As(err, &ie), "got %v", err)
 			assert.Equal(t, tc.reason, ie.Reason)
 		})

@@ -1,4 +1,4 @@
-package managedenvironment
+package kubeconfig
 
 import (
 	"strings"

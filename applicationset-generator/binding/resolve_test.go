@@ -1,4 +1,4 @@
-package generator
+package binding
 
 import (
 	"errors"
@@ -12,6 +12,8 @@ import (
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	mg "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 func TestManagedDestination(t *testing.T) {
@@ -26,7 +28,7 @@ func TestManagedDestination(t *testing.T) {
 	// me is a connected ManagedEnvironment controlled by the Environment, changed by mutate.
 	me := func(mutate func(*mg.GitOpsDeploymentManagedEnvironment)) *mg.GitOpsDeploymentManagedEnvironment {
 		m := &mg.GitOpsDeploymentManagedEnvironment{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "jane", Name: ManagedEnvironmentName("prod"), UID: "me-uid", Generation: 2,
+			ObjectMeta: metav1.ObjectMeta{Namespace: "jane", Name: ownership.ManagedEnvironmentName("prod"), UID: "me-uid", Generation: 2,
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: as.GroupVersion.String(), Kind: "Environment", Name: "prod", UID: "env-uid", Controller: ptr.To(true)}}},
 			Spec: mg.GitOpsDeploymentManagedEnvironmentSpec{APIURL: apiURL, ClusterCredentialsSecret: "managed-environment-secret-prod"},
 			Status: mg.GitOpsDeploymentManagedEnvironmentStatus{Conditions: []metav1.Condition{{
@@ -60,8 +62,8 @@ func TestManagedDestination(t *testing.T) {
 			c := tc.env.Spec.UnstableConfigurationFields
 			server, ns, err := managedDestination(tc.env, tc.me, c.APIURL, c.TargetNamespace)
 			if tc.wantServer == "" {
-				var inputErr *InputError
-				require.True(t, errors.As(err, &inputErr), "want an InputError, got %v", err)
+				var inputErr *kernel.Refusal
+				require.True(t, errors.As(err, &inputErr), "want a refusal, got %v", err)
 				assert.Contains(t, inputErr.Message, `is not connected yet (GitOpsDeploymentManagedEnvironment "managed-environment-prod")`)
 				assert.Empty(t, server)
 				return

@@ -1,8 +1,7 @@
-package generator
+package binding
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,24 +13,21 @@ import (
 	appstudiov1alpha1 "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	managedgitopsv1alpha1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
-	"github.com/gitops-service/gitops-service/reconcilers/environment"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
-
-// ManagedEnvironmentName is the GitOpsDeploymentManagedEnvironment made for an
-// Environment with credentials, as in the original service.
-func ManagedEnvironmentName(environment string) string { return "managed-environment-" + environment }
 
 // Resolve reads everything a binding's parameters come from. Every reference is
 // looked up in the binding's own namespace only. Missing or unusable inputs are
-// *InputError (a condition for the user); anything else is a transient error.
-func Resolve(ctx context.Context, c client.Reader, seb *appstudiov1alpha1.SnapshotEnvironmentBinding) (BindingInputs, error) {
-	in := BindingInputs{Binding: seb, Components: map[string]*appstudiov1alpha1.Component{}}
+// a *kernel.Refusal (a condition for the user); anything else is transient.
+func Resolve(ctx context.Context, c client.Reader, seb *appstudiov1alpha1.SnapshotEnvironmentBinding) (Inputs, error) {
+	in := Inputs{Binding: seb, Components: map[string]*appstudiov1alpha1.Component{}}
 	ns := seb.Namespace
 	get := func(name string, obj client.Object, what string) error {
 		err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj)
 		if apierrors.IsNotFound(err) {
-			return &InputError{Reason: appstudiov1alpha1.BindingReasonErrorOccurred,
-				Message: fmt.Sprintf("%s %q not found in namespace %q", what, name, ns)}
+			return kernel.Refuse(appstudiov1alpha1.BindingReasonErrorOccurred,
+				"%s %q not found in namespace %q", what, name, ns)
 		}
 		return err
 	}
@@ -78,13 +74,13 @@ func destination(ctx context.Context, c client.Reader, env *appstudiov1alpha1.En
 			return "", "", err
 		}
 		apiURL, ns = dt.Spec.KubernetesClusterCredentials.APIURL, dt.Spec.KubernetesClusterCredentials.DefaultNamespace
-	case environment.HasCredentials(env):
+	case env.HasCredentials():
 		apiURL, ns = env.Spec.UnstableConfigurationFields.APIURL, env.Spec.UnstableConfigurationFields.TargetNamespace
 	default:
 		return argocd.LocalServer, env.Namespace, nil
 	}
 	me := &managedgitopsv1alpha1.GitOpsDeploymentManagedEnvironment{}
-	err := c.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: ManagedEnvironmentName(env.Name)}, me)
+	err := c.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: ownership.ManagedEnvironmentName(env.Name)}, me)
 	if apierrors.IsNotFound(err) {
 		me = nil
 	} else if err != nil {
@@ -101,20 +97,20 @@ func claimTarget(ctx context.Context, c client.Reader, env *appstudiov1alpha1.En
 	claim := &appstudiov1alpha1.DeploymentTargetClaim{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: name}, claim); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, &InputError{Reason: appstudiov1alpha1.BindingReasonErrorOccurred,
-				Message: fmt.Sprintf("DeploymentTargetClaim %q of Environment %q not found", name, env.Name)}
+			return nil, kernel.Refuse(appstudiov1alpha1.BindingReasonErrorOccurred,
+				"DeploymentTargetClaim %q of Environment %q not found", name, env.Name)
 		}
 		return nil, err
 	}
 	if claim.Status.Phase != appstudiov1alpha1.DeploymentTargetClaimPhaseBound {
-		return nil, &InputError{Reason: appstudiov1alpha1.BindingReasonErrorOccurred,
-			Message: fmt.Sprintf("DeploymentTargetClaim %q of Environment %q is %s, not Bound", name, env.Name, claim.Status.Phase)}
+		return nil, kernel.Refuse(appstudiov1alpha1.BindingReasonErrorOccurred,
+			"DeploymentTargetClaim %q of Environment %q is %s, not Bound", name, env.Name, claim.Status.Phase)
 	}
 	dt := &appstudiov1alpha1.DeploymentTarget{}
 	err := c.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: claim.Spec.TargetName}, dt)
 	if apierrors.IsNotFound(err) || (err == nil && dt.Spec.ClaimRef != claim.Name) {
-		return nil, &InputError{Reason: appstudiov1alpha1.BindingReasonErrorOccurred,
-			Message: fmt.Sprintf("DeploymentTarget %q of DeploymentTargetClaim %q not found", claim.Spec.TargetName, name)}
+		return nil, kernel.Refuse(appstudiov1alpha1.BindingReasonErrorOccurred,
+			"DeploymentTarget %q of DeploymentTargetClaim %q not found", claim.Spec.TargetName, name)
 	}
 	return dt, err
 }
@@ -126,8 +122,8 @@ func claimTarget(ctx context.Context, c client.Reader, env *appstudiov1alpha1.En
 // apiURL, or whose connection is not verified for its current spec is not used.
 func managedDestination(env *appstudiov1alpha1.Environment, me *managedgitopsv1alpha1.GitOpsDeploymentManagedEnvironment, apiURL, ns string) (string, string, error) {
 	if me == nil || !metav1.IsControlledBy(me, env) || !me.DeletionTimestamp.IsZero() || me.Spec.APIURL != apiURL || !connected(me) {
-		return "", "", &InputError{Reason: appstudiov1alpha1.BindingReasonErrorOccurred,
-			Message: fmt.Sprintf("the cluster of Environment %q is not connected yet (GitOpsDeploymentManagedEnvironment %q): see the status of both", env.Name, ManagedEnvironmentName(env.Name))}
+		return "", "", kernel.Refuse(appstudiov1alpha1.BindingReasonErrorOccurred,
+			"the cluster of Environment %q is not connected yet (GitOpsDeploymentManagedEnvironment %q): see the status of both", env.Name, ownership.ManagedEnvironmentName(env.Name))
 	}
 	if ns == "" {
 		ns = env.Namespace
@@ -140,32 +136,4 @@ func managedDestination(env *appstudiov1alpha1.Environment, me *managedgitopsv1a
 func connected(me *managedgitopsv1alpha1.GitOpsDeploymentManagedEnvironment) bool {
 	c := meta.FindStatusCondition(me.Status.Conditions, managedgitopsv1alpha1.ManagedEnvironmentConditionConnectionInitializationSucceeded)
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == me.Generation
-}
-
-// ServerParams answers the plugin protocol from the cache: the request names
-// the binding (namespace + name) and must come for that binding's own
-// ApplicationSet.
-func ServerParams(c client.Reader) ParamsFunc {
-	return func(ctx context.Context, req Request) ([]map[string]any, error) {
-		ns, _ := req.Input.Parameters["namespace"].(string)
-		name, _ := req.Input.Parameters["binding"].(string)
-		if ns == "" || name == "" {
-			return nil, fmt.Errorf("%w: input.parameters must name the binding (namespace, binding)", ErrBadRequest)
-		}
-		seb := &appstudiov1alpha1.SnapshotEnvironmentBinding{}
-		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, seb); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, fmt.Errorf("%w: SnapshotEnvironmentBinding %s/%s not found", ErrBadRequest, ns, name)
-			}
-			return nil, err
-		}
-		if req.ApplicationSetName != argocd.ApplicationSetName(string(seb.UID)) {
-			return nil, fmt.Errorf("%w: ApplicationSet %q is not the one of SnapshotEnvironmentBinding %s/%s", ErrBadRequest, req.ApplicationSetName, ns, name)
-		}
-		in, err := Resolve(ctx, c, seb)
-		if err != nil {
-			return nil, err
-		}
-		return ComponentParams(in)
-	}
 }
