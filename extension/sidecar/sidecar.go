@@ -41,6 +41,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/snapshotenvironmentbinding"
 	"github.com/gitops-service/gitops-service/reconcilers/syncrun"
 	"github.com/gitops-service/gitops-service/reconcilers/tenant"
+	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
 )
 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=argocd
@@ -86,7 +87,7 @@ type Options struct {
 	// repo-server's own disk): only for demos and tests on one machine.
 	AllowFileRepositories bool
 	// ProjectGrace is how long a new tenant AppProject is kept before it may be
-	// deleted as unused; tenant.DefaultGrace when 0.
+	// deleted as unused; tenantproject.DefaultGrace when 0.
 	ProjectGrace time.Duration
 	// ReleaseTimeout is how long freeing a deleted DeploymentTarget's
 	// resources may fail before the target is marked Failed.
@@ -153,7 +154,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
-	projects := &tenant.Projects{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace, Grace: o.ProjectGrace}
+	projects := &tenantproject.Projects{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace, Grace: o.ProjectGrace}
 	var trees argocd.ResourceTrees
 	if o.ArgoRedis.Addr != "" {
 		rt, err := argocd.NewRedisTrees(o.ArgoRedis)

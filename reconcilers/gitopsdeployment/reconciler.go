@@ -25,7 +25,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
-	"github.com/gitops-service/gitops-service/reconcilers/tenant"
+	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
 )
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeployments,verbs=get;list;watch;update;patch
@@ -60,7 +60,7 @@ type Reconciler struct {
 	// APIReader reads around the cache, which only holds Argo CD objects we own.
 	APIReader     client.Reader
 	ArgoNamespace string
-	Projects      *tenant.Projects
+	Projects      *tenantproject.Projects
 	Recorder      record.EventRecorder
 	// Trees reads per-resource health where Argo CD 3.x keeps it; nil leaves
 	// that health out.
@@ -102,7 +102,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// anyway in case the event came before this deployment was cached.
 		return ctrl.Result{RequeueAfter: waitingRetry}, nil
 	}
-	if refusal != nil && strings.HasPrefix(refusal.Message, tenant.ErrNotOurs.Error()) {
+	if refusal != nil && strings.HasPrefix(refusal.Message, tenantproject.ErrNotOurs.Error()) {
 		// A squatted AppProject is not watched (not ours): look again for the
 		// admin's removal of it.
 		return ctrl.Result{RequeueAfter: squatRetry}, nil
@@ -135,7 +135,7 @@ func (r *Reconciler) apply(ctx context.Context, gd *v1.GitOpsDeployment) (*argov
 		return current, refuse(msg), err
 	}
 	if target.Project, err = r.Projects.Ensure(ctx, gd.Namespace, gd.Spec.Source.RepoURL); err != nil {
-		if errors.Is(err, tenant.ErrNotOurs) {
+		if errors.Is(err, tenantproject.ErrNotOurs) {
 			return current, refuse(err.Error()), nil
 		}
 		return current, nil, err

@@ -31,7 +31,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
-	"github.com/gitops-service/gitops-service/reconcilers/tenant"
+	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
 )
 
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=snapshotenvironmentbindings,verbs=get;list;watch;update;patch
@@ -60,7 +60,7 @@ const (
 type Reconciler struct {
 	Client        client.Client
 	ArgoNamespace string
-	Projects      *tenant.Projects
+	Projects      *tenantproject.Projects
 	Recorder      record.EventRecorder
 	// APIReader reads past the cache, which holds only our Argo CD objects.
 	APIReader client.Reader
@@ -123,7 +123,7 @@ func (r *Reconciler) apply(ctx context.Context, seb *as.SnapshotEnvironmentBindi
 		repos = append(repos, p.RepoURL)
 	}
 	if _, err := r.Projects.Ensure(ctx, seb.Namespace, repos...); err != nil {
-		if errors.Is(err, tenant.ErrNotOurs) {
+		if errors.Is(err, tenantproject.ErrNotOurs) {
 			return kernel.Refuse(as.BindingReasonErrorOccurred, "%s", err.Error()), nil
 		}
 		return nil, err

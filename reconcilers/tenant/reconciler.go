@@ -1,3 +1,6 @@
+// Package tenant reconciles per tenant namespace: its AppProject is updated and
+// removed once unused, and its Argo CD RBAC policy follows the tenant mapping.
+// The projects themselves are written by reconcilers/tenantproject.
 package tenant
 
 import (
@@ -21,6 +24,7 @@ import (
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
 )
 
 // Reconciler keeps the AppProject of each tenant namespace in line with the
@@ -28,16 +32,16 @@ import (
 // project: the reconcilers do, through Projects.Ensure, once a CR is valid.
 // Requests are keyed by tenant namespace name.
 type Reconciler struct {
-	Projects *Projects
+	Projects *tenantproject.Projects
 }
 
 // Reconcile handles one tenant namespace.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	apps, err := r.Projects.applications(ctx, req.Name)
+	apps, err := r.Projects.Applications(ctx, req.Name)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	sets, err := r.Projects.applicationSets(ctx, req.Name)
+	sets, err := r.Projects.ApplicationSets(ctx, req.Name)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -50,7 +54,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	_, err = r.Projects.Ensure(ctx, req.Name)
-	if errors.Is(err, ErrNotOurs) {
+	if errors.Is(err, tenantproject.ErrNotOurs) {
 		// The CRs of the tenant carry the condition; retrying changes nothing.
 		return ctrl.Result{}, nil
 	}
@@ -72,7 +76,7 @@ func (r *Reconciler) deleteUnused(ctx context.Context, tenantNS string) (ctrl.Re
 	}
 	grace := r.Projects.Grace
 	if grace == 0 {
-		grace = DefaultGrace
+		grace = tenantproject.DefaultGrace
 	}
 	var unused []*argov1alpha1.AppProject
 	var wait time.Duration
@@ -101,7 +105,7 @@ func (r *Reconciler) deleteUnused(ctx context.Context, tenantNS string) (ctrl.Re
 		return ctrl.Result{}, fmt.Errorf("listing ApplicationSets of tenant %s: %w", tenantNS, err)
 	}
 	used := map[string]bool{}
-	for _, a := range made(apps.Items) {
+	for _, a := range tenantproject.Made(apps.Items) {
 		used[a.Spec.Project] = true
 	}
 	for _, s := range sets.Items {
@@ -121,17 +125,9 @@ func (r *Reconciler) deleteUnused(ctx context.Context, tenantNS string) (ctrl.Re
 	return ctrl.Result{RequeueAfter: wait}, nil
 }
 
-// tenantIndex indexes our Applications by tenant namespace.
-const tenantIndex = "tenant.namespace"
-
 // SetupWithManager watches the objects that change what a tenant needs.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &argov1alpha1.Application{}, tenantIndex, func(o client.Object) []string {
-		if l := o.GetLabels(); l[ownership.LabelManagedBy] == ownership.ManagedByValue && l[ownership.LabelTenantNS] != "" {
-			return []string{l[ownership.LabelTenantNS]}
-		}
-		return nil
-	}); err != nil {
+	if err := tenantproject.IndexApplications(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
 	byTenantLabel := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {

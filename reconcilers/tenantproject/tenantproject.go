@@ -1,6 +1,6 @@
-// Package tenant keeps one Argo CD AppProject per tenant namespace: the fence that
+// Package tenantproject keeps one Argo CD AppProject per tenant namespace: the fence that
 // keeps a tenant's Applications inside its own namespace and its own clusters.
-package tenant
+package tenantproject
 
 import (
 	"context"
@@ -89,11 +89,11 @@ func (p *Projects) notOurs(name, namespace string) error {
 // desired is the tenant's AppProject: the repositories of the tenant's existing
 // Applications plus extraRepos.
 func (p *Projects) desired(ctx context.Context, ns *corev1.Namespace, extraRepos []string) (*argov1alpha1.AppProject, error) {
-	apps, err := p.applications(ctx, ns.Name)
+	apps, err := p.Applications(ctx, ns.Name)
 	if err != nil {
 		return nil, err
 	}
-	sets, err := p.applicationSets(ctx, ns.Name)
+	sets, err := p.ApplicationSets(ctx, ns.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -142,9 +142,9 @@ func (p *Projects) destinations(ctx context.Context, tenantNS string) ([]argocd.
 	return out, nil
 }
 
-// applicationSets lists the ApplicationSets we made for the tenant's bindings
+// ApplicationSets lists the ApplicationSets we made for the tenant's bindings
 // (a handful per tenant, so a label selection is cheap).
-func (p *Projects) applicationSets(ctx context.Context, tenantNS string) ([]argov1alpha1.ApplicationSet, error) {
+func (p *Projects) ApplicationSets(ctx context.Context, tenantNS string) ([]argov1alpha1.ApplicationSet, error) {
 	var sets argov1alpha1.ApplicationSetList
 	if err := p.Client.List(ctx, &sets, client.InNamespace(p.ArgoNamespace),
 		client.MatchingLabels{ownership.LabelManagedBy: ownership.ManagedByValue, ownership.LabelTenantNS: tenantNS}); err != nil {
@@ -153,20 +153,20 @@ func (p *Projects) applicationSets(ctx context.Context, tenantNS string) ([]argo
 	return sets.Items, nil
 }
 
-// applications lists the Applications we made for the tenant's CRs.
-func (p *Projects) applications(ctx context.Context, tenantNS string) ([]argov1alpha1.Application, error) {
+// Applications lists the Applications we made for the tenant's CRs.
+func (p *Projects) Applications(ctx context.Context, tenantNS string) ([]argov1alpha1.Application, error) {
 	var apps argov1alpha1.ApplicationList
 	// An index, not a label selector: the cache would scan every Application.
 	if err := p.Client.List(ctx, &apps, client.InNamespace(p.ArgoNamespace), client.MatchingFields{tenantIndex: tenantNS}); err != nil {
 		return nil, fmt.Errorf("listing Applications of tenant %s: %w", tenantNS, err)
 	}
-	return made(apps.Items), nil
+	return Made(apps.Items), nil
 }
 
-// made keeps the Applications we made: a GitOpsDeployment's, or generated for a
+// Made keeps the Applications we made: a GitOpsDeployment's, or generated for a
 // binding. Look-alikes carrying only our managed-by label neither widen a
 // tenant's project nor keep it alive.
-func made(apps []argov1alpha1.Application) []argov1alpha1.Application {
+func Made(apps []argov1alpha1.Application) []argov1alpha1.Application {
 	var out []argov1alpha1.Application
 	for _, a := range apps {
 		uid := a.Labels[ownership.LabelOwnerUID]
@@ -175,4 +175,17 @@ func made(apps []argov1alpha1.Application) []argov1alpha1.Application {
 		}
 	}
 	return out
+}
+
+// tenantIndex indexes our Applications by tenant namespace.
+const tenantIndex = "tenant.namespace"
+
+// IndexApplications registers the index Applications reads (once per manager).
+func IndexApplications(ctx context.Context, indexer client.FieldIndexer) error {
+	return indexer.IndexField(ctx, &argov1alpha1.Application{}, tenantIndex, func(o client.Object) []string {
+		if l := o.GetLabels(); l[ownership.LabelManagedBy] == ownership.ManagedByValue && l[ownership.LabelTenantNS] != "" {
+			return []string{l[ownership.LabelTenantNS]}
+		}
+		return nil
+	})
 }
