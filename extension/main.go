@@ -24,6 +24,7 @@ func main() {
 	flag.StringVar(&o.ArgoNamespace, "argocd-namespace", envOr("ARGOCD_NAMESPACE", "argocd"), "Namespace of the Argo CD instance the sidecar serves (env ARGOCD_NAMESPACE).")
 	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
 	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	flag.StringVar(&o.PprofAddr, "pprof-bind-address", "0", "Address of net/http/pprof (/debug/pprof/) for profiling; \"0\" disables it (the default: it shows the process's internals).")
 	flag.BoolVar(&o.LeaderElect, "leader-elect", true, "Elect a leader (Lease) so only one replica reconciles.")
 	flag.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease; defaults to --argocd-namespace.")
 	flag.Float64Var(&o.QPS, "kube-api-qps", 1000, "Client-side rate limit (requests/s) to the Kubernetes API; sized for thousands of objects.")
