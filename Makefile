@@ -78,8 +78,8 @@ chaos: test-stack ## Run the chaos suite RUNS times (default 10, N deployments e
 	echo "chaos: $$pass/$$runs runs passed ($$((100*pass/runs))%), logs in $$logs"; [ $$pass -eq $$runs ]
 
 .PHONY: bench
-bench: test-stack ## Benchmark the reconcilers against a real API server (N, M tunable).
-	GITOPS_SERVICE_REQUIRE_STACK=1 go test -count=1 -timeout 30m -run '^$$' -bench . -benchtime 1x ./test/bench/... -args -n=$(or $(N),1000) -m=$(or $(M),100)
+bench: test-stack ## Benchmark the reconcilers against a real API server (N, M tunable; BENCH=Sidecar|Generator|Claims|Peer picks one).
+	GITOPS_SERVICE_REQUIRE_STACK=1 go test -count=1 -timeout 60m -run '^$$' -bench '$(or $(BENCH),.)' -benchtime 1x ./test/bench/... -args -n=$(or $(N),1000) -m=$(or $(M),100)
 
 .PHONY: demo
 demo: test-stack build ## Start a local Kubernetes + Argo CD, install everything, deploy the samples.

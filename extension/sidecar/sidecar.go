@@ -53,6 +53,8 @@ type Options struct {
 	// MetricsAddr and ProbeAddr are listen addresses; "0" disables.
 	MetricsAddr string
 	ProbeAddr   string
+	// PprofAddr serves net/http/pprof (CPU and heap profiles); "" or "0" disables.
+	PprofAddr string
 	// LeaderElect runs a Lease so only one replica reconciles.
 	LeaderElect             bool
 	LeaderElectionNamespace string
@@ -137,6 +139,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		Scheme:                        NewScheme(),
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:        o.ProbeAddr,
+		PprofBindAddress:              o.PprofAddr,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              "gitops-service.managed-gitops.redhat.com",
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,

@@ -144,8 +144,13 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Watches(&v1.GitOpsDeploymentManagedEnvironment{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}}}
 		})).
+		// Not on creates: the reconciler that writes an Application has put its
+		// repository into the project first (Projects.Ensure), and Argo CD's
+		// generated ones use their ApplicationSet's, watched above. At N=10,000
+		// the creates kept this one-worker reconciler recomputing projects
+		// from every Application of the tenant (issue 13).
 		Watches(&argov1alpha1.Application{}, byTenantLabel,
-			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletes()))).
+			builder.WithPredicates(predicate.Or(generationChanged(), deletes()))).
 		// The platform admin changing the tenant mapping changes the project's role.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
@@ -159,6 +164,18 @@ func mappingChanged() predicate.Funcs {
 		CreateFunc: func(event.CreateEvent) bool { return false },
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			return e.ObjectOld.GetAnnotations()[argocd.AnnotationArgoCDSubjects] != e.ObjectNew.GetAnnotations()[argocd.AnnotationArgoCDSubjects]
+		},
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// generationChanged passes updates that change the generation.
+func generationChanged() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration()
 		},
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },

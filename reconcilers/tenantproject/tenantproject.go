@@ -46,24 +46,40 @@ const DefaultGrace = 30 * time.Second
 // Ensure makes the tenant's AppProject match what the tenant's Applications need,
 // plus the repositories about to be used (repos), and returns its name. It writes
 // nothing when the project is already right. Only callers that have validated a
-// CR call it: a tenant with nothing valid gets no AppProject.
+// CR call it: a tenant with nothing valid gets no AppProject. With repos and an
+// existing project, repositories it allows are kept rather than recomputed from
+// every Application of the tenant (the tenant reconciler, which calls it without
+// repos, drops unused ones).
 func (p *Projects) Ensure(ctx context.Context, namespace string, repos ...string) (string, error) {
 	ns := &corev1.Namespace{}
 	if err := p.Client.Get(ctx, types.NamespacedName{Name: namespace}, ns); err != nil {
 		return "", fmt.Errorf("reading tenant namespace %s: %w", namespace, err)
 	}
-	desired, err := p.desired(ctx, ns, repos)
-	if err != nil {
-		return "", err
-	}
+	name := argocd.ProjectName(string(ns.UID))
 	current := &argov1alpha1.AppProject{}
 	var cur client.Object = current
-	if err := p.Client.Get(ctx, client.ObjectKeyFromObject(desired), current); apierrors.IsNotFound(err) {
+	if err := p.Client.Get(ctx, types.NamespacedName{Namespace: p.ArgoNamespace, Name: name}, current); apierrors.IsNotFound(err) {
 		cur = nil
 	} else if err != nil {
-		return "", fmt.Errorf("reading AppProject %s: %w", desired.Name, err)
+		return "", fmt.Errorf("reading AppProject %s: %w", name, err)
 	} else if !ownership.IsOwnedBy(current.Labels, ownership.KindTenant, string(ns.UID)) {
-		return "", p.notOurs(desired.Name, namespace)
+		return "", p.notOurs(name, namespace)
+	}
+	var desired *argov1alpha1.AppProject
+	var err error
+	if cur != nil && len(repos) > 0 && current.DeletionTimestamp.IsZero() {
+		// A reconciler adding its CR's repositories to the tenant's project:
+		// the repositories it already allows stay, and the tenant reconciler,
+		// which runs on every change of the tenant's Applications,
+		// ApplicationSets, ManagedEnvironments and namespace, drops those no
+		// longer used. Listing every Application of the tenant here made each
+		// reconcile cost O(the tenant's Applications) (issue 13, N=10,000).
+		desired, err = p.build(ctx, ns, append(append([]string(nil), current.Spec.SourceRepos...), repos...))
+	} else {
+		desired, err = p.desired(ctx, ns, repos)
+	}
+	if err != nil {
+		return "", err
 	}
 	owned := kernel.Owned{Client: p.Client, APIReader: p.APIReader, Ours: func(o client.Object) bool {
 		return ownership.IsOwnedBy(o.GetLabels(), ownership.KindTenant, string(ns.UID))
@@ -97,19 +113,27 @@ func (p *Projects) desired(ctx context.Context, ns *corev1.Namespace, extraRepos
 	if err != nil {
 		return nil, err
 	}
-	t := argocd.Tenant{Namespace: ns.Name, UID: string(ns.UID), Repos: extraRepos}
-	// Invalid entries are reported by the RBAC policy reconciler.
-	t.Subjects, _ = argocd.ParseSubjects(ns.Annotations[argocd.AnnotationArgoCDSubjects])
+	repos := append([]string(nil), extraRepos...)
 	for i := range apps {
 		if src := apps[i].Spec.Source; src != nil {
-			t.Repos = append(t.Repos, src.RepoURL)
+			repos = append(repos, src.RepoURL)
 		}
 	}
 	for i := range sets {
-		if repos := sets[i].Annotations[argocd.AnnotationRepositories]; repos != "" {
-			t.Repos = append(t.Repos, strings.Split(repos, ",")...)
+		if r := sets[i].Annotations[argocd.AnnotationRepositories]; r != "" {
+			repos = append(repos, strings.Split(r, ",")...)
 		}
 	}
+	return p.build(ctx, ns, repos)
+}
+
+// build is the tenant's AppProject allowing repos, with the destinations of
+// its connected ManagedEnvironments and the roles of its mapped subjects.
+func (p *Projects) build(ctx context.Context, ns *corev1.Namespace, repos []string) (*argov1alpha1.AppProject, error) {
+	t := argocd.Tenant{Namespace: ns.Name, UID: string(ns.UID), Repos: repos}
+	// Invalid entries are reported by the RBAC policy reconciler.
+	t.Subjects, _ = argocd.ParseSubjects(ns.Annotations[argocd.AnnotationArgoCDSubjects])
+	var err error
 	if t.Destinations, err = p.destinations(ctx, ns.Name); err != nil {
 		return nil, err
 	}

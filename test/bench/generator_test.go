@@ -115,6 +115,7 @@ func (t appStudioTenant) binding(env string) *as.SnapshotEnvironmentBinding {
 
 func runGenerator(b *testing.B) {
 	ctx := context.Background()
+	load := loadAvg()
 	kube, err := stack.StartKube(ctx, stack.KubeOptions{Name: "bench-generator", ControllerManager: true}) // GC: bindings delete their ApplicationSets in the foreground
 	if err != nil {
 		b.Fatal(err)
@@ -379,7 +380,7 @@ func runGenerator(b *testing.B) {
 	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "### Generator: %d SnapshotEnvironmentBindings cached, measured binding of %d components\n\n", *bindings, *components)
-	fmt.Fprintf(&sb, "%s, 2 cores; kube-apiserver %s + etcd and Argo CD %s on the same machine.\n\n", time.Now().UTC().Format("2006-01-02"), stack.KubeVersion, stack.ArgoCDVersion)
+	fmt.Fprintf(&sb, "%s Argo CD %s controllers in phase 3.\n\n", machineLine(load), stack.ArgoCDVersion)
 	sb.WriteString("| measure | value | target |\n|---|---|---|\n")
 	for _, row := range rows {
 		fmt.Fprintf(&sb, "| %s | %s | %s |\n", row[0], row[1], row[2])
@@ -389,9 +390,9 @@ func runGenerator(b *testing.B) {
 	b.ReportMetric(float64(pct(lat, 99).Microseconds())/1000, "generator-p99-ms")
 	b.ReportMetric(float64(toApps[len(toApps)-1].Microseconds())/1000, "change-max-ms")
 	if os.Getenv("BENCH_WRITE_RESULTS") == "1" {
-		if err := os.WriteFile("RESULTS-generator.md", []byte(sb.String()), 0o644); err != nil {
+		if err := os.WriteFile(resultsPath("generator"), []byte(sb.String()), 0o644); err != nil {
 			b.Fatal(err)
 		}
-		fmt.Println("bench: wrote test/bench/RESULTS-generator.md")
+		fmt.Println("bench: wrote test/bench/" + resultsPath("generator"))
 	}
 }

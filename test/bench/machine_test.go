@@ -1,0 +1,167 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/gitops-service/gitops-service/test/stack"
+)
+
+// The machine is shared: every figure is written with the load it was taken
+// under, and the CPU each process of the stack used, so a run on a busy
+// machine says so and where the time went.
+
+// loadAvg is the 1/5/15-minute load average.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// machineLine describes where and under which load a result was taken.
+func machineLine(loadBefore string) string {
+	return fmt.Sprintf("%s UTC, %d cores; kube-apiserver %s + etcd on the same machine; Argo CD %s CRDs; load average (1/5/15 min) %s before, %s after.",
+		time.Now().UTC().Format("2006-01-02 15:04"), runtime.NumCPU(), stack.KubeVersion, stack.ArgoCDVersion, loadBefore, loadAvg())
+}
+
+// resultsPath is a results file of this Argo CD version.
+func resultsPath(name string) string {
+	return fmt.Sprintf("RESULTS-%s-argocd%s.md", name, stack.ArgoCDVersion)
+}
+
+// cpuTime is the user+system CPU a process has used.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	// Fields after the command name, which is in parentheses and may hold spaces.
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+}
+
+// cpuMeter measures the CPU used by named processes over a phase.
+type cpuMeter struct {
+	names []string
+	pids  []int
+	start []time.Duration
+	t0    time.Time
+}
+
+func newCPUMeter(procs map[string]int) *cpuMeter {
+	m := &cpuMeter{t0: time.Now()}
+	for _, name := range []string{"etcd", "kube-apiserver", "sidecar", "bench clients", "argo cd"} {
+		if pid, ok := procs[name]; ok {
+			m.names, m.pids = append(m.names, name), append(m.pids, pid)
+			m.start = append(m.start, cpuTime(pid))
+		}
+	}
+	return m
+}
+
+// String is each process's CPU seconds and share of the wall time.
+func (m *cpuMeter) String() string {
+	wall := time.Since(m.t0)
+	var parts []string
+	var total time.Duration
+	for i, pid := range m.pids {
+		used := cpuTime(pid) - m.start[i]
+		total += used
+		parts = append(parts, fmt.Sprintf("%s %.1fs", m.names[i], used.Seconds()))
+	}
+	return fmt.Sprintf("%s (total %.1f CPU-s in %.1fs wall = %.2f of %d cores)", strings.Join(parts, ", "),
+		total.Seconds(), wall.Seconds(), total.Seconds()/wall.Seconds(), runtime.NumCPU())
+}
+
+// stackPids names the processes of a Kube plus the sidecar and this process.
+func stackPids(kube *stack.Kube, sidecarPid int) map[string]int {
+	procs := map[string]int{"sidecar": sidecarPid, "bench clients": os.Getpid()}
+	ps := kube.Processes()
+	if len(ps) > 0 {
+		procs["etcd"] = ps[0].Pid()
+	}
+	if len(ps) > 1 {
+		procs["kube-apiserver"] = ps[1].Pid()
+	}
+	return procs
+}
+
+// profileDir is BENCH_PPROF: where CPU profiles of the sidecar and the API
+// server are written during the throughput phase ("" = none).
+func profileDir() string { return os.Getenv("BENCH_PPROF") }
+
+// profile fetches a CPU profile of d from url into dir/name.
+func profile(ctx context.Context, hc *http.Client, url, dir, name string, d time.Duration) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s?seconds=%d", url, int(d.Seconds())), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	return err
+}
+
+// profiler captures CPU profiles of the sidecar and kube-apiserver over d
+// in the background; wait returns when both are written.
+type profiler struct{ done chan error }
+
+func startProfiles(ctx context.Context, kube *stack.Kube, sidecarPprof, dir string, d time.Duration) *profiler {
+	p := &profiler{done: make(chan error, 2)}
+	go func() {
+		p.done <- profile(ctx, &http.Client{Timeout: d + time.Minute}, sidecarPprof+"/debug/pprof/profile", dir, "sidecar.cpu.pprof", d)
+	}()
+	go func() {
+		hc, err := rest.HTTPClientFor(kube.Config)
+		if err != nil {
+			p.done <- err
+			return
+		}
+		hc.Timeout = d + time.Minute
+		p.done <- profile(ctx, hc, kube.URL+"/debug/pprof/profile", dir, "kube-apiserver.cpu.pprof", d)
+	}()
+	return p
+}
+
+func (p *profiler) wait() error {
+	var first error
+	for i := 0; i < 2; i++ {
+		if err := <-p.done; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
