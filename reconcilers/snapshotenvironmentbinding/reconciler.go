@@ -126,6 +126,14 @@ func (r *Reconciler) apply(ctx context.Context, seb *as.SnapshotEnvironmentBindi
 		if msg := argocd.CheckRepoURL(repo, r.AllowFileRepositories); msg != "" {
 			return kernel.Refuse(as.BindingReasonGitOpsRepoNotReady, "component %v: GitOps repository: %s", p["component"], msg), nil
 		}
+		// The path and branch go to the repo-server as they are: refused like a
+		// GitOpsDeployment's (a path leaving the repository, an option-like branch).
+		if msg := argocd.CheckPath(p["path"].(string)); msg != "" {
+			return kernel.Refuse(as.BindingReasonGitOpsRepoNotReady, "component %v: GitOps repository: %s", p["component"], msg), nil
+		}
+		if msg := argocd.CheckRevision(p["targetRevision"].(string)); msg != "" {
+			return kernel.Refuse(as.BindingReasonGitOpsRepoNotReady, "component %v: GitOps repository branch: %s", p["component"], msg), nil
+		}
 		repos = append(repos, repo)
 	}
 	if _, err := r.Projects.Ensure(ctx, seb.Namespace, repos...); err != nil {
