@@ -101,7 +101,9 @@ func environmentCases() []hostileCase {
 		return env
 	}
 	kubeconfigSecret := func(typ corev1.SecretType, data map[string]string) func(*testing.T, tenantEnv) {
-		return func(t *testing.T, e tenantEnv) { create(t, &corev1.Secret{ObjectMeta: om(e.NS, "creds"), Type: typ, StringData: data}) }
+		return func(t *testing.T, e tenantEnv) {
+			create(t, &corev1.Secret{ObjectMeta: om(e.NS, "creds"), Type: typ, StringData: data})
+		}
 	}
 	goodKubeconfig := map[string]string{"kubeconfig": kubeconfigYAML("https://127.0.0.1:1", "    token: "+canary("env"), "")}
 	add := func(name string, w want, setup func(*testing.T, tenantEnv), mut func(*as.Environment)) {
@@ -335,7 +337,7 @@ func deploymentTargetCases() []hostileCase {
 	}
 	target := func(t *testing.T, e tenantEnv, name, class, claimRef string) {
 		create(t, &as.DeploymentTarget{ObjectMeta: om(e.NS, name), Spec: as.DeploymentTargetSpec{DeploymentTargetClassName: as.DeploymentTargetClassName(class),
-			ClaimRef: claimRef,
+			ClaimRef:                     claimRef,
 			KubernetesClusterCredentials: as.DeploymentTargetKubernetesClusterCredentials{DefaultNamespace: e.NS, APIURL: kube.Config.Host, ClusterCredentialsSecret: "creds"}}})
 	}
 	waiting := want{Type: as.DeploymentTargetConditionErrorOccurred, Status: metav1.ConditionFalse, Reason: as.DeploymentTargetReasonWaitingForTarget}

@@ -212,8 +212,10 @@ func syncRunCases() []hostileCase {
 			Object: func(e tenantEnv) client.Object { return run(e, "sync", "app", rev) }, Want: errorOccurred("", "spec.revisionId")})
 	}
 	out = append(out, hostileCase{Kind: "SyncRun", Name: "253-character name with revisionId --upload-pack", Setup: manual,
-		Object: func(e tenantEnv) client.Object { return run(e, longName("sync-", 253), "app", "--upload-pack=touch /tmp/p") },
-		Want:   errorOccurred("", "spec.revisionId")})
+		Object: func(e tenantEnv) client.Object {
+			return run(e, longName("sync-", 253), "app", "--upload-pack=touch /tmp/p")
+		},
+		Want: errorOccurred("", "spec.revisionId")})
 	for _, target := range []string{"theirs", "../" + neighbourNS + "/theirs", neighbourNS + "/theirs"} {
 		target := target
 		out = append(out, hostileCase{Kind: "SyncRun", Name: "deployment " + target,
@@ -243,7 +245,9 @@ func repositoryCredentialsCases() []hostileCase {
 		"ftp://git.example.com/a.git", "ssh://", "https:///a.git", "git@github.com:org/repo.git"} {
 		url := url
 		out = append(out, hostileCase{Kind: "RepositoryCredentials", Name: fmt.Sprintf("url %02d %q", i, url),
-			Setup:  func(t *testing.T, e tenantEnv) { create(t, repoSecret(e.NS, "creds", v1.RepositoryCredentialSecretType, valid(url))) },
+			Setup: func(t *testing.T, e tenantEnv) {
+				create(t, repoSecret(e.NS, "creds", v1.RepositoryCredentialSecretType, valid(url)))
+			},
 			Object: func(e tenantEnv) client.Object { return rc(e, url, "creds") },
 			Want:   errorOccurred(v1.RepositoryCredentialReasonInvalidRepositoryURL, "")})
 	}
@@ -284,7 +288,9 @@ func repositoryCredentialsCases() []hostileCase {
 	} {
 		c := c
 		out = append(out, hostileCase{Kind: "RepositoryCredentials", Name: name,
-			Setup:  func(t *testing.T, e tenantEnv) { create(t, repoSecret(e.NS, "creds", v1.RepositoryCredentialSecretType, c.data)) },
+			Setup: func(t *testing.T, e tenantEnv) {
+				create(t, repoSecret(e.NS, "creds", v1.RepositoryCredentialSecretType, c.data))
+			},
 			Object: func(e tenantEnv) client.Object { return rc(e, c.url, "creds") },
 			Want:   errorOccurred(c.reason, "")})
 	}
@@ -375,7 +381,9 @@ func managedEnvironmentCases() []hostileCase {
 		kubeconfig(func() string { return kubeconfigYAML("http://127.0.0.1:6443", token("http"), "") }),
 		func(me *v1.GitOpsDeploymentManagedEnvironment) { me.Spec.APIURL = "http://127.0.0.1:6443" })
 	add("apiURL with a query smuggling a second server", refused(v1.ManagedEnvironmentReasonUnsupportedAPIURL, ""), nil,
-		func(me *v1.GitOpsDeploymentManagedEnvironment) { me.Spec.APIURL = kube.Config.Host + "?server=https://10.0.0.1" })
+		func(me *v1.GitOpsDeploymentManagedEnvironment) {
+			me.Spec.APIURL = kube.Config.Host + "?server=https://10.0.0.1"
+		})
 	add("apiURL with credentials", refused(v1.ManagedEnvironmentReasonUnsupportedAPIURL, ""), nil,
 		func(me *v1.GitOpsDeploymentManagedEnvironment) {
 			me.Spec.APIURL = strings.Replace(kube.Config.Host, "https://", "https://admin:"+canary("api-password")+"@", 1)
