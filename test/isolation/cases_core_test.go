@@ -57,7 +57,8 @@ func deployment(e tenantEnv, name string, mut func(*v1.GitOpsDeployment)) *v1.Gi
 }
 
 // neverTenantCases: every kind the sidecar reconciles, in every namespace that
-// is never a tenant (issue 13 defect 1).
+// is never a tenant (issue 13 defect 1). DeploymentTargetClaims and
+// DeploymentTargets there were bound and provisioned until this matrix.
 func neverTenantCases() []hostileCase {
 	var out []hostileCase
 	for _, ns := range neverTenants {
@@ -92,6 +93,13 @@ func neverTenantCases() []hostileCase {
 			{"PromotionRun", func() client.Object {
 				return &as.PromotionRun{ObjectMeta: om(ns, "promote"), Spec: as.PromotionRunSpec{Application: "shop", Snapshot: "s1",
 					ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "prod"}}}
+			}, refused},
+			{"DeploymentTargetClaim", func() client.Object {
+				return &as.DeploymentTargetClaim{ObjectMeta: om(ns, "claim"), Spec: as.DeploymentTargetClaimSpec{DeploymentTargetClassName: class}}
+			}, refused},
+			{"DeploymentTarget", func() client.Object {
+				return &as.DeploymentTarget{ObjectMeta: om(ns, "target"), Spec: as.DeploymentTargetSpec{DeploymentTargetClassName: class,
+					KubernetesClusterCredentials: as.DeploymentTargetKubernetesClusterCredentials{DefaultNamespace: "default", APIURL: "https://api.example.test:6443", ClusterCredentialsSecret: "creds"}}}
 			}, refused},
 		}
 		for _, o := range objs {
