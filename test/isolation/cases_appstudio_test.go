@@ -42,6 +42,14 @@ func plantNeighbour(t *testing.T) {
 	create(t, &corev1.Secret{ObjectMeta: om(ns, "theirs-kubeconfig"), Type: v1.ManagedEnvironmentSecretType, StringData: map[string]string{"kubeconfig": string(kc)}})
 	create(t, &v1.GitOpsDeploymentManagedEnvironment{ObjectMeta: om(ns, "theirs"), Spec: v1.GitOpsDeploymentManagedEnvironmentSpec{
 		APIURL: kube.Config.Host, ClusterCredentialsSecret: "theirs-kubeconfig"}})
+	// A connected one too, so that a cluster Secret and a remote destination are fenced.
+	create(t, &corev1.Secret{ObjectMeta: om(ns, "theirs-namespaced"), Type: v1.ManagedEnvironmentSecretType,
+		StringData: map[string]string{"kubeconfig": namespacedKubeconfig(t, ns)}})
+	create(t, &v1.GitOpsDeploymentManagedEnvironment{ObjectMeta: om(ns, "theirs-connected"), Spec: v1.GitOpsDeploymentManagedEnvironmentSpec{
+		APIURL: kube.Config.Host, ClusterCredentialsSecret: "theirs-namespaced", Namespaces: []string{ns}}})
+	create(t, deployment(tenantEnv{NS: ns}, "theirs-remote", func(gd *v1.GitOpsDeployment) {
+		gd.Spec.Destination = v1.ApplicationDestination{Environment: "theirs-connected", Namespace: ns}
+	}))
 	create(t, deployment(tenantEnv{NS: ns}, "theirs", func(gd *v1.GitOpsDeployment) { gd.Spec.Type = v1.GitOpsDeploymentSpecTypeManual }))
 	create(t, &corev1.Secret{ObjectMeta: om(ns, "theirs-repo"), Type: v1.RepositoryCredentialSecretType, StringData: map[string]string{
 		repositorycredentials.KeyURL: tenantRepo, repositorycredentials.KeyUsername: "them", repositorycredentials.KeyPassword: canary("neighbour-repo")}})
@@ -327,6 +335,21 @@ func promotionRunCases() []hostileCase {
 					pr.Spec.Application, pr.Spec.Snapshot, pr.Spec.ManualPromotion.TargetEnvironment = name, name, "theirs"
 				})
 			}, Want: errorOccurred(as.PromotionRunReasonErrorOccurred, `Environment "theirs" not found`)})
+	}
+	// The same names to an Environment that exists: the binding the run
+	// creates is named "<app>-<env>-generated-binding" and labelled with both.
+	// Found by this matrix: the create failed on every retry, the run showed
+	// nothing and stayed Active, blocking the application's next promotion.
+	for _, n := range []int{64, 253} {
+		n := n
+		name := longName("shop-", n)
+		out = append(out, hostileCase{Kind: "PromotionRun", Name: fmt.Sprintf("%d-character Application to its own Environment", n),
+			Setup: func(t *testing.T, e tenantEnv) { appStudioTenant(t, e, name, nil) },
+			Object: func(e tenantEnv) client.Object {
+				return run(e, func(pr *as.PromotionRun) {
+					pr.Spec.Application, pr.Spec.Snapshot, pr.Spec.ManualPromotion.TargetEnvironment = name, name, "env"
+				})
+			}, Want: errorOccurred(as.PromotionRunReasonErrorOccurred, "cannot create SnapshotEnvironmentBinding")})
 	}
 	return out
 }

@@ -362,6 +362,7 @@ func assertFence(t *testing.T) {
 	// The neighbour's valid objects are there, so the checks above ran on something.
 	assert.NotZero(t, checked["AppProject"])
 	assert.NotZero(t, checked["Application"])
+	assert.NotZero(t, checked["Secret cluster"])
 }
 
 // answer is what the plugin generator tells Argo CD for seb (nothing when its
