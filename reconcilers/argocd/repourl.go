@@ -70,3 +70,19 @@ func CheckRevision(rev string) string {
 	}
 	return ""
 }
+
+// CheckPath says why a tenant's path inside a repository is refused, or ""
+// when it is acceptable: it must be relative and have no ".." segment, so it
+// stays inside the repository. Argo CD's repo-server refuses such paths too;
+// we say so before anything is written.
+func CheckPath(p string) string {
+	if strings.HasPrefix(p, "/") {
+		return fmt.Sprintf("path %q must stay inside the repository: it must be relative (no leading '/')", p)
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == ".." {
+			return fmt.Sprintf("path %q must stay inside the repository (no '..' segments)", p)
+		}
+	}
+	return ""
+}

@@ -67,3 +67,12 @@ func TestCheckRevision(t *testing.T) {
 		assert.NotEmpty(t, CheckRevision(bad), bad)
 	}
 }
+
+func TestCheckPath(t *testing.T) {
+	for _, ok := range []string{"", ".", "apps", "apps/web/base", "a..b", "..hidden/x", "x/"} {
+		assert.Empty(t, CheckPath(ok), ok)
+	}
+	for _, bad := range []string{"/", "/etc", "//x", "..", "../x", "a/../../b", "x/..", "/var/lib/argocd/../x"} {
+		assert.NotEmpty(t, CheckPath(bad), bad)
+	}
+}

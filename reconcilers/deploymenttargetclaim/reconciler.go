@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -147,6 +148,12 @@ func (r *Reconciler) reconcileNamed(ctx context.Context, claim *as.DeploymentTar
 	name := claim.Spec.TargetName
 	wasBound := claim.Status.Phase == as.DeploymentTargetClaimPhaseBound || claim.Status.Phase == as.DeploymentTargetClaimPhaseLost ||
 		claim.Annotations[as.AnnBindCompleted] == as.AnnBinderValueTrue
+	// A path-like name ("../other/target") is no object name: the client would
+	// refuse the read on every retry and the claim would show nothing.
+	if len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return refused(as.DeploymentTargetClaimPhasePending, as.DeploymentTargetReasonMismatch,
+			"spec.targetName %q is not the name of a DeploymentTarget in this namespace", name), nil
+	}
 	dt := &as.DeploymentTarget{}
 	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: name}, dt)
 	if err != nil && !apierrors.IsNotFound(err) {

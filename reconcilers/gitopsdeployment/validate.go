@@ -2,9 +2,9 @@ package gitopsdeployment
 
 import (
 	"fmt"
-	"strings"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 )
 
 // validate returns the message of the first problem in a GitOpsDeployment's spec
@@ -16,8 +16,8 @@ func validate(gd *v1.GitOpsDeployment) string {
 		return v1.ErrMsgPathEmpty
 	case gd.Spec.Source.Path == "/":
 		return v1.ErrMsgPathRoot
-	case escapesRepository(gd.Spec.Source.Path):
-		return fmt.Sprintf("spec.source.path %q must stay inside the repository (no '..' segments)", gd.Spec.Source.Path)
+	case argocd.CheckPath(gd.Spec.Source.Path) != "":
+		return "spec.source." + argocd.CheckPath(gd.Spec.Source.Path)
 	case gd.Spec.Type != v1.GitOpsDeploymentSpecTypeAutomated && gd.Spec.Type != v1.GitOpsDeploymentSpecTypeManual:
 		return v1.ErrMsgTypeInvalid
 	}
@@ -36,15 +36,4 @@ func validate(gd *v1.GitOpsDeployment) string {
 			v1.ErrMsgEnvironmentNeeded, dest.Namespace, gd.Namespace)
 	}
 	return ""
-}
-
-// escapesRepository says whether a path has a ".." segment. Argo CD's repo-server
-// refuses them too; we say so before anything is written.
-func escapesRepository(p string) bool {
-	for _, seg := range strings.Split(p, "/") {
-		if seg == ".." {
-			return true
-		}
-	}
-	return false
 }

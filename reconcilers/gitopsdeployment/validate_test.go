@@ -37,6 +37,7 @@ func TestValidate(t *testing.T) {
 		{"empty path", func(s *v1.GitOpsDeploymentSpec) { s.Source.Path = "" }, v1.ErrMsgPathEmpty},
 		{"root path", func(s *v1.GitOpsDeploymentSpec) { s.Source.Path = "/" }, v1.ErrMsgPathRoot},
 		{"parent segment", func(s *v1.GitOpsDeploymentSpec) { s.Source.Path = "apps/../../etc" }, "must stay inside the repository"},
+		{"absolute path", func(s *v1.GitOpsDeploymentSpec) { s.Source.Path = "/etc/kubernetes" }, "must stay inside the repository"},
 		{"dotted names are fine", func(s *v1.GitOpsDeploymentSpec) { s.Source.Path = "apps/..hidden/v1.2" }, ""},
 		{"bad type", func(s *v1.GitOpsDeploymentSpec) { s.Type = "Automatic" }, v1.ErrMsgTypeInvalid},
 		{"foreign namespace without environment", func(s *v1.GitOpsDeploymentSpec) { s.Destination.Namespace = "kube-system" }, v1.ErrMsgEnvironmentNeeded},

@@ -90,6 +90,7 @@ func Kinds() []client.Object {
 		&v1.GitOpsDeployment{}, &v1.GitOpsDeploymentSyncRun{},
 		&v1.GitOpsDeploymentManagedEnvironment{}, &v1.GitOpsDeploymentRepositoryCredentials{},
 		&appstudio.Environment{}, &appstudio.SnapshotEnvironmentBinding{}, &appstudio.PromotionRun{},
+		&appstudio.DeploymentTargetClaim{}, &appstudio.DeploymentTarget{},
 	}
 }
 
@@ -97,6 +98,7 @@ func Kinds() []client.Object {
 // there is nothing to clean up, so they only hold deletion.
 var ourFinalizers = []string{
 	v1.FinalizerResourcesFinalizer, v1.FinalizerManagedEnvironment, v1.FinalizerRepositoryCredentials,
+	appstudio.FinalizerBinder, appstudio.FinalizerDT,
 }
 
 // Reconciler sets the refusal condition on one kind of CR.
@@ -167,6 +169,10 @@ func refuse(obj client.Object, msg string, now metav1.Time) bool {
 		return set(&o.Status.BindingConditions, appstudio.BindingConditionErrorOccurred)
 	case *appstudio.PromotionRun:
 		return set(&o.Status.Conditions, appstudio.PromotionRunConditionErrorOccurred)
+	case *appstudio.DeploymentTargetClaim:
+		return set(&o.Status.Conditions, appstudio.DeploymentTargetConditionErrorOccurred)
+	case *appstudio.DeploymentTarget:
+		return set(&o.Status.Conditions, appstudio.DeploymentTargetConditionErrorOccurred)
 	}
 	return false
 }

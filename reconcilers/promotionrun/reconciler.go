@@ -335,6 +335,11 @@ func (r *Reconciler) bind(ctx context.Context, run *as.PromotionRun, env string)
 			}
 			return nil, "", fmt.Errorf("binding %s not in the cache yet", seb.Name)
 		}
+		if apierrors.IsInvalid(err) {
+			// Application and Environment names too long for a binding's name or
+			// labels: no retry can help, and the run would block the application's next.
+			return nil, fmt.Sprintf("cannot create SnapshotEnvironmentBinding %s: %v", seb.Name, err), nil
+		}
 		if err != nil {
 			return nil, "", fmt.Errorf("creating SnapshotEnvironmentBinding %s: %w", seb.Name, err)
 		}

@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,10 +13,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
@@ -193,4 +199,47 @@ func assertEvent(t *testing.T, obj client.Object, typ, reason string) {
 func isolationCases() []isolationCase {
 	cases := append(gitopsDeploymentIsolationCases(), managedEnvironmentIsolationCases()...)
 	return append(cases, repositoryCredentialsIsolationCases()...)
+}
+
+// Symlinks that leave the repository (issue 13's isolation matrix: the cases
+// only Argo CD's repo-server can refuse, since the sidecar never reads a
+// repository). Each repository has a harmless ConfigMap beside the symlink;
+// the deployment must show Argo CD's refusal as a ComparisonError and deploy
+// nothing, and its Application stays in the tenant's project and namespace.
+func TestSymlinksOutOfTheRepositoryAreRefused(t *testing.T) {
+	ns := tenantNamespace(t)
+	for i, c := range []struct {
+		name, path, link, target string
+	}{
+		{"file to /etc/passwd", "apps", "apps/passwd.yaml", "/etc/passwd"},
+		{"directory to /var/run/secrets", "apps", "apps/secrets", "/var/run/secrets"},
+		{"relative link climbing out", "apps", "apps/up", "../../../.."},
+		{"the path itself a link to /etc", "leak", "leak", "/etc"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cm := fmt.Sprintf("symlink-%d", i)
+			repo, _ := gitRepo(t, map[string]string{"apps/cm.yaml": configMap(cm, "x")})
+			require.NoError(t, os.Symlink(c.target, filepath.Join(repo.Work, c.link)))
+			_, err := repo.Commit(map[string]string{}, "add a symlink out of the repository")
+			require.NoError(t, err)
+			gd := deploy(t, ns, cm, repo.URL, c.path, v1.GitOpsDeploymentSpecTypeAutomated, nil)
+			waitStatus(t, gd, "ComparisonError naming the symlink", func(gd *v1.GitOpsDeployment) bool {
+				for _, cond := range gd.Status.Conditions {
+					if cond.Type == v1.GitOpsDeploymentConditionComparisonError && cond.Status == v1.GitOpsConditionStatusTrue &&
+						strings.Contains(cond.Message, "symlink") {
+						return true
+					}
+				}
+				return false
+			})
+			_, err = getConfigMap(ns, cm)
+			assert.True(t, apierrors.IsNotFound(err), "a repository with a symlink out of it was deployed: %v", err)
+			app := &argov1alpha1.Application{}
+			require.NoError(t, k8s.Get(context.Background(), types.NamespacedName{Namespace: argo.Namespace, Name: argocd.ApplicationName(string(gd.UID))}, app))
+			tenant := &corev1.Namespace{}
+			require.NoError(t, k8s.Get(context.Background(), types.NamespacedName{Name: ns}, tenant))
+			assert.Equal(t, argocd.ProjectName(string(tenant.UID)), app.Spec.Project)
+			assert.Equal(t, ns, app.Spec.Destination.Namespace)
+		})
+	}
 }

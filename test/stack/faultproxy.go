@@ -3,6 +3,8 @@ package stack
 import (
 	"context"
 	"fmt"
+	"io"
+	"log"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -54,7 +56,9 @@ func StartFaultProxy(k *Kube, dir string) (*FaultProxy, error) {
 	rp := httputil.NewSingleHostReverseProxy(upstream)
 	rp.Transport = transport
 	rp.FlushInterval = -1 // watches stream
-	rp.ErrorLog = nil
+	// Every cut watch is a "read error during body copy": expected here, and
+	// thousands of lines in the test output otherwise.
+	rp.ErrorLog = log.New(io.Discard, "", 0)
 	p.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if rand.Float64() < math.Float64frombits(p.failRate.Load()) {
 			p.Failed.Add(1)
