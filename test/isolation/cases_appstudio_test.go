@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -61,7 +62,16 @@ func plantNeighbour(t *testing.T) {
 	create(t, &as.DeploymentTarget{ObjectMeta: om(ns, "theirs-target"), Spec: as.DeploymentTargetSpec{DeploymentTargetClassName: class,
 		KubernetesClusterCredentials: as.DeploymentTargetKubernetesClusterCredentials{DefaultNamespace: ns, APIURL: kube.Config.Host, ClusterCredentialsSecret: "theirs-kubeconfig"}}})
 	create(t, &as.DeploymentTargetClaim{ObjectMeta: om(ns, "theirs-claim"), Spec: as.DeploymentTargetClaimSpec{DeploymentTargetClassName: class, TargetName: "theirs-target"}})
-	// The neighbour's binding has its ApplicationSet before the hostile cases come.
+	// The neighbour's connected environment has its cluster Secret, and its
+	// binding its ApplicationSet, before the hostile cases come.
+	require.Eventually(t, func() bool {
+		me := &v1.GitOpsDeploymentManagedEnvironment{}
+		if k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "theirs-connected"}, me) != nil {
+			return false
+		}
+		c := meta.FindStatusCondition(me.Status.Conditions, v1.ManagedEnvironmentConditionConnectionInitializationSucceeded)
+		return c != nil && c.Status == metav1.ConditionTrue
+	}, wait, tick, "the neighbour's ManagedEnvironment never connected")
 	require.Eventually(t, func() bool {
 		var sets argov1alpha1.ApplicationSetList
 		return k8s.List(context.Background(), &sets, client.InNamespace(argoNS), client.MatchingLabels{"managed-gitops.redhat.com/tenant-namespace": ns}) == nil && len(sets.Items) == 1
