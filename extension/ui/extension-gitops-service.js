@@ -149,7 +149,7 @@
   function SyncAction({act, action, run}) {
     const busy = !!action && (action.pending || (!action.error && !runDone(action, run)));
     return h('div', {'data-gs': 'sync-action', style: {marginTop: '0.8em'}},
-      button('sync', 'fa-sync', 'Sync', () => act('Sync', 'sync'), busy),
+      button('sync-button', 'fa-sync', 'Sync', () => act('Sync', 'sync'), busy),
       h('span', {style: {color: '#6d7f8b'}}, 'creates a GitOpsDeploymentSyncRun for this deployment'),
       h(ActionStatus, {action, run}));
   }
@@ -163,7 +163,7 @@
     const busy = !!action && (action.pending || (!action.error && !runDone(action, run)));
     if (!envs.length) return null;
     return h('div', {'data-gs': 'promote-action', style: {marginTop: '0.8em'}},
-      button('promote', 'fa-arrow-right', 'Promote', () => act('Promote', 'promote', {environment: chosen}), busy || !chosen),
+      button('promote-button', 'fa-arrow-right', 'Promote', () => act('Promote', 'promote', {environment: chosen}), busy || !chosen),
       'Snapshot ', mono(d.snapshot), ' to ',
       h('select', {'data-gs': 'promote-target', value: chosen, onChange: (e) => setTarget(e.target.value), style: {marginLeft: 4}},
         envs.map((e) => h('option', {key: e.name, value: e.name}, e.displayName ? e.displayName + ' (' + e.name + ')' : e.name))),

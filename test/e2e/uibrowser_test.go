@@ -396,7 +396,7 @@ func TestUIPanelInTheBrowser(t *testing.T) {
 	// Actions: alice, named by the tenant mapping, syncs the deployment and
 	// promotes dev's Snapshot to the next Environment; the panel follows each
 	// run until it is done.
-	alice.click(`[data-gs="sync"]`)
+	alice.click(`[data-gs="sync-button"]`)
 	alice.waitText(`[data-gs="action"]`, "Succeeded")
 	alice.waitText(`[data-gs="action"][data-gs-done="true"]`, "GitOpsDeploymentSyncRun guestbook-panel-")
 	alice.screenshotOf(`[data-gs="sync-action"]`, "action-sync")
@@ -418,7 +418,7 @@ func TestUIPanelInTheBrowser(t *testing.T) {
 	var target string
 	require.NoError(t, chromedp.Run(alice.ctx, chromedp.Value(`[data-gs="promote-target"]`, &target, chromedp.ByQuery)))
 	assert.Equal(t, "staging", target, "Promote offers the next Environment first")
-	alice.click(`[data-gs="promote"]`)
+	alice.click(`[data-gs="promote-button"]`)
 	alice.waitText(`[data-gs="action"]`, "PromotionRun snap-2-to-staging-panel-")
 	alice.waitText(`[data-gs="action"][data-gs-done="true"]`, "Completed")
 	alice.waitText(`[data-gs="action"]`, "Success")
@@ -442,7 +442,7 @@ func TestUIPanelInTheBrowser(t *testing.T) {
 	admin := loginWithToken(t, server, stack.AdminUser, argo.AdminPassword, shots)
 	admin.openPanel(gdApp.Name)
 	admin.waitText(`[data-gs="summary"]`, ns+"/guestbook")
-	admin.click(`[data-gs="sync"]`)
+	admin.click(`[data-gs="sync-button"]`)
 	admin.waitText(`[data-gs="action-error"]`, "user admin may not act here")
 	admin.waitText(`[data-gs="action-error"]`, "group entries are not trusted")
 	admin.screenshotOf(`[data-gs="sync-action"]`, "action-refused")
