@@ -165,7 +165,7 @@
     return h('div', {'data-gs': 'promote-action', style: {marginTop: '0.8em'}},
       button('promote-button', 'fa-arrow-right', 'Promote', () => act('Promote', 'promote', {environment: chosen}), busy || !chosen),
       'Snapshot ', mono(d.snapshot), ' to ',
-      h('select', {'data-gs': 'promote-target', value: chosen, onChange: (e) => setTarget(e.target.value), style: {marginLeft: 4}},
+      h('select', {'data-gs': 'promote-target', value: chosen, onChange: (e) => setTarget(e.target.value), style: {marginLeft: 4, width: 'auto', display: 'inline-block'}},
         envs.map((e) => h('option', {key: e.name, value: e.name}, e.displayName ? e.displayName + ' (' + e.name + ')' : e.name))),
       h(ActionStatus, {action, run}));
   }
