@@ -48,6 +48,9 @@ const (
 type Server struct {
 	// Client reads the manager's cache: our Applications, the tenants' CRs.
 	Client client.Reader
+	// Writer creates the runs of panel actions (PromotionRuns, SyncRuns);
+	// nil refuses every action.
+	Writer client.Writer
 	// ArgoNamespace is the namespace of our Applications.
 	ArgoNamespace string
 	// Token returns the secret argocd-server adds to each request; nil or
@@ -181,8 +184,14 @@ type Step struct {
 func (s *Server) Handler() http.Handler {
 	r := mux.NewRouter()
 	r.HandleFunc("/api/v1/deployment", s.deployment).Methods(http.MethodGet)
+	// Actions change things: POST only.
+	r.HandleFunc("/api/v1/sync", s.sync).Methods(http.MethodPost)
+	r.HandleFunc("/api/v1/promote", s.promote).Methods(http.MethodPost)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		writeError(w, http.StatusNotFound, "no such endpoint: the panel calls GET /api/v1/deployment")
+		writeError(w, http.StatusNotFound, "no such endpoint: the panel calls GET /api/v1/deployment, POST /api/v1/sync and POST /api/v1/promote")
+	})
+	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusMethodNotAllowed, r.Method+" is not allowed here: GET /api/v1/deployment reads, POST /api/v1/sync and /api/v1/promote act")
 	})
 	return s.authenticated(r)
 }
@@ -260,11 +269,11 @@ func (e *ownerGone) Error() string { return e.what + " is gone" }
 func (s *Server) owner(r *http.Request, app *argov1alpha1.Application) (*Deployment, error) {
 	ctx := r.Context()
 	l := app.Labels
-	ns, name, ok := strings.Cut(app.Annotations[ownership.AnnotationOwnerName], "/")
-	if !ok || ns != l[ownership.LabelTenantNS] {
+	owner, ok := ownership.Owner(app, l[ownership.LabelOwnerKind])
+	if !ok {
 		return nil, &ownerGone{what: "the owner of Application " + app.Name}
 	}
-	key := client.ObjectKey{Namespace: ns, Name: name}
+	key, ns, name := owner, owner.Namespace, owner.Name
 	switch l[ownership.LabelOwnerKind] {
 	case ownership.KindGitOpsDeployment:
 		gd := &v1.GitOpsDeployment{}

@@ -85,9 +85,13 @@ func generatorServer(o Options, c client.Reader) *httpRunnable {
 	return &httpRunnable{name: "generator", what: "ApplicationSet plugin generator", addr: o.GeneratorAddr, handler: s.Handler()}
 }
 
-func uiProxyServer(o Options, c client.Reader) *httpRunnable {
+// The panel's actions (ui-proxy checks the tenant mapping names the user):
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionruns,verbs=create
+// +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentsyncruns,verbs=create
+
+func uiProxyServer(o Options, c client.Client) *httpRunnable {
 	s := &uiproxy.Server{
-		Client: c, ArgoNamespace: o.ArgoNamespace,
+		Client: c, Writer: c, ArgoNamespace: o.ArgoNamespace,
 		Token: tokenFrom(ctrl.Log.WithName("ui-proxy"), o.UIProxyTokenFile,
 			"mount the Secret whose key argocd-secret's extension header refers to at this file (see README)"),
 	}

@@ -6,7 +6,10 @@
 //    Environment) and the last PromotionRun with its steps; for a
 //    GitOpsDeployment's Application its type, source, destination, sync/health,
 //    conditions and SyncRuns;
-//  - an item in the Application's status panel with the environment and Snapshot.
+//  - an item in the Application's status panel with the environment and Snapshot;
+//  - Sync (a GitOpsDeploymentSyncRun) and Promote (a PromotionRun to a chosen
+//    Environment), which the proxy does only for a user the tenant mapping
+//    names; the panel shows the run live until done, or why it was refused.
 // argocd-server serves this file from /tmp/extensions/<folder>/ and proxies the
 // panel's request to the sidecar's ui-proxy (extension "gitops-service" in
 // argocd-cm's extension.config) after checking that the user may get this
@@ -17,41 +20,54 @@
 ((window) => {
   const React = window.React;
   const h = React.createElement;
-  const API = '/extensions/gitops-service/api/v1/deployment';
-  // How often an open panel refreshes: a promotion in flight moves on its own.
+  const API = '/extensions/gitops-service/api/v1/';
+  // How often an open panel refreshes: a promotion in flight moves on its own;
+  // faster while an action started here runs.
   const REFRESH_MS = 5000;
+  const FAST_MS = 1000;
 
   const ours = (app) => ((app && app.metadata && app.metadata.labels) || {})['app.kubernetes.io/managed-by'] === 'gitops-service';
 
-  // useDeployment loads (and keeps refreshing) the GitOps Service object behind app.
-  function useDeployment(app) {
+  // useDeployment loads (and keeps refreshing) the GitOps Service object behind
+  // app; every second while fast (an action of the panel in flight).
+  function useDeployment(app, fast) {
     const [state, setState] = React.useState({data: null, error: null});
     const name = app.metadata.namespace + ':' + app.metadata.name;
     const project = app.spec.project;
     React.useEffect(() => {
       let live = true;
       const load = () =>
-        fetch(API, {headers: {'Argocd-Application-Name': name, 'Argocd-Project-Name': project}})
-          .then((r) =>
-            r.text().then((text) => {
-              let body = {};
-              try {
-                body = JSON.parse(text);
-              } catch (e) {
-                body = {error: text.trim() || r.statusText};
-              }
-              if (!live) return;
-              setState(r.ok ? {data: body, error: null} : {data: null, error: {status: r.status, message: body.error || body.message || r.statusText}});
-            }))
+        call(app, 'GET', 'deployment')
+          .then(({ok, status, body}) => {
+            if (!live) return;
+            setState(ok ? {data: body, error: null} : {data: null, error: {status, message: body.error || body.message || 'HTTP ' + status}});
+          })
           .catch((e) => live && setState((s) => ({data: s.data, error: {status: 0, message: String(e)}})));
       load();
-      const timer = setInterval(load, REFRESH_MS);
+      const timer = setInterval(load, fast ? FAST_MS : REFRESH_MS);
       return () => {
         live = false;
         clearInterval(timer);
       };
-    }, [name, project]);
+    }, [name, project, fast]);
     return state;
+  }
+
+  // call asks the proxy extension about app (argocd-server checks the user may
+  // get it and adds who they are); the answer's JSON, or its text as an error.
+  function call(app, method, path, body) {
+    const headers = {'Argocd-Application-Name': app.metadata.namespace + ':' + app.metadata.name, 'Argocd-Project-Name': app.spec.project};
+    if (body) headers['Content-Type'] = 'application/json';
+    return fetch(API + path, {method, headers, body: body ? JSON.stringify(body) : undefined}).then((r) =>
+      r.text().then((text) => {
+        let parsed = {};
+        try {
+          parsed = JSON.parse(text);
+        } catch (e) {
+          parsed = {error: text.trim() || r.statusText};
+        }
+        return {ok: r.ok, status: r.status, body: parsed};
+      }));
   }
 
   // --- small building blocks -------------------------------------------------
@@ -96,9 +112,67 @@
 
   const describe = (d, kind) => h('span', null, 'check ', mono('kubectl -n ' + d.namespace + ' describe ' + kind + ' ' + d.name));
 
+  // --- actions: Sync and Promote ---------------------------------------------
+  // The proxy creates the run only for a user the tenant mapping names and
+  // otherwise says why; the panel shows that, or the run until it is done.
+
+  // runOf is the run an action started as the latest data shows it.
+  function runOf(data, action) {
+    if (!data || !action || !action.name) return null;
+    const list = action.kind === 'PromotionRun' ? data.promotionRuns || [] : data.syncRuns || [];
+    return list.filter((r) => r.name === action.name)[0] || null;
+  }
+  const runDone = (action, run) => !!run && (action.kind === 'PromotionRun' ? run.state === 'Completed'
+    : ['Succeeded', 'Failed', 'Error'].indexOf(run.phase) >= 0 || !!run.message);
+
+  function ActionStatus({action, run}) {
+    if (!action) return null;
+    if (action.pending) {
+      return h('div', {'data-gs': 'action-pending', style: {marginTop: '0.6em'}}, h('i', {className: 'fa fa-circle-notch fa-spin', style: {marginRight: 6}}), action.what + '…');
+    }
+    if (action.error) {
+      return h('div', {'data-gs': 'action-error', style: {borderLeft: '4px solid #e96d76', background: '#fdf0f1', padding: '0.6em 1em', marginTop: '0.6em'}},
+        h('b', null, action.what + ' refused: '), action.error);
+    }
+    const done = runDone(action, run);
+    const state = !run ? 'Waiting' : action.kind === 'PromotionRun' ? run.state || 'Waiting' : run.phase || 'Waiting';
+    return h('div', {'data-gs': 'action', 'data-gs-done': done ? 'true' : 'false', style: {marginTop: '0.6em'}},
+      action.kind + ' ', mono(action.name), ' ', badge(state, 'action-state'), run && run.result ? badge(run.result, 'action-result') : null,
+      run && run.message ? h('span', {style: {color: '#e96d76'}}, run.message) : null,
+      done ? null : h('i', {className: 'fa fa-circle-notch fa-spin', style: {marginLeft: 6}}));
+  }
+
+  const button = (testid, icon, text, onClick, disabled) =>
+    h('button', {className: 'argo-button argo-button--base', 'data-gs': testid, disabled, onClick, style: {marginRight: 8}},
+      h('i', {className: 'fa ' + icon, style: {marginRight: 4}}), text);
+
+  function SyncAction({act, action, run}) {
+    const busy = !!action && (action.pending || (!action.error && !runDone(action, run)));
+    return h('div', {'data-gs': 'sync-action', style: {marginTop: '0.8em'}},
+      button('sync-button', 'fa-sync', 'Sync', () => act('Sync', 'sync'), busy),
+      h('span', {style: {color: '#6d7f8b'}}, 'creates a GitOpsDeploymentSyncRun for this deployment'),
+      h(ActionStatus, {action, run}));
+  }
+
+  function PromoteAction({d, act, action, run}) {
+    const [target, setTarget] = React.useState('');
+    const envs = (d.path || []).filter((e) => !e.current);
+    // The next Environment after this one, else the first other one.
+    const next = envs.filter((e) => e.parent === d.environment)[0] || envs[0];
+    const chosen = target || (next ? next.name : '');
+    const busy = !!action && (action.pending || (!action.error && !runDone(action, run)));
+    if (!envs.length) return null;
+    return h('div', {'data-gs': 'promote-action', style: {marginTop: '0.8em'}},
+      button('promote-button', 'fa-arrow-right', 'Promote', () => act('Promote', 'promote', {environment: chosen}), busy || !chosen),
+      'Snapshot ', mono(d.snapshot), ' to ',
+      h('select', {'data-gs': 'promote-target', value: chosen, onChange: (e) => setTarget(e.target.value), style: {marginLeft: 4, width: 'auto', display: 'inline-block'}},
+        envs.map((e) => h('option', {key: e.name, value: e.name}, e.displayName ? e.displayName + ' (' + e.name + ')' : e.name))),
+      h(ActionStatus, {action, run}));
+  }
+
   // --- GitOpsDeployment -------------------------------------------------------
 
-  function GitOpsDeploymentView({d}) {
+  function GitOpsDeploymentView({d, actions}) {
     const src = d.source || {};
     const dst = d.destination || {};
     const rows = [
@@ -115,7 +189,8 @@
       box(null,
         h('table', {'data-gs': 'summary'}, h('tbody', null, rows.map(([k, v]) =>
           h('tr', {key: k}, h('td', {style: {fontWeight: 'bold', padding: '2px 1em 2px 0'}}, k), td(v, 'v'))))),
-        h(Conditions, {conditions: d.conditions, fix: describe(d, 'gitopsdeployment')})),
+        h(Conditions, {conditions: d.conditions, fix: describe(d, 'gitopsdeployment')}),
+        h(SyncAction, actions)),
       box(null, label('SyncRuns'),
         runs.length
           ? table('syncruns', ['SyncRun', 'Phase', 'Revision', 'Sync / health', 'Message', 'Created'],
@@ -187,7 +262,7 @@
       h(Conditions, {conditions: run.conditions, fix: h('span', null, 'check ', mono('kubectl describe promotionrun ' + run.name))}));
   }
 
-  function BindingView({d}) {
+  function BindingView({d, actions}) {
     const runs = d.promotionRuns || [];
     return h('div', {'data-gs': 'binding'},
       box(null,
@@ -195,7 +270,7 @@
           ' · this Application deploys component ', h('b', {'data-gs': 'component'}, d.component), ' to ',
           h('b', {'data-gs': 'environment'}, d.environment), ' (SnapshotEnvironmentBinding ', mono(d.name), ')'),
         h(Conditions, {conditions: d.conditions, fix: describe(d, 'snapshotenvironmentbinding')})),
-      box(null, label('Promotion path'), h(PromotionPath, {path: d.path})),
+      box(null, label('Promotion path'), h(PromotionPath, {path: d.path}), h(PromoteAction, Object.assign({d}, actions))),
       box(null, label('Last PromotionRun'), h(PromotionRunView, {run: runs[0]}),
         runs.length > 1
           ? h('div', null, label('Earlier PromotionRuns'),
@@ -207,7 +282,20 @@
   // --- the tab and the status-panel item -------------------------------------
 
   function Panel({application}) {
-    const {data, error} = useDeployment(application);
+    const [action, setAction] = React.useState(null);
+    const inFlight = !!action && !action.error && !action.done;
+    const {data, error} = useDeployment(application, inFlight);
+    const run = runOf(data, action);
+    React.useEffect(() => {
+      if (action && action.name && !action.done && runDone(action, run)) setAction(Object.assign({}, action, {done: true}));
+    }, [action, run]);
+    const act = (what, path, body) => {
+      setAction({what, pending: true});
+      call(application, 'POST', path, body || {})
+        .then(({ok, status, body: res}) => setAction(ok ? {what, kind: res.kind, name: res.name} : {what, error: res.error || 'HTTP ' + status}))
+        .catch((e) => setAction({what, error: String(e)}));
+    };
+    const actions = {act, action, run};
     if (error && !data) {
       const hint = error.status === 401 || error.status === 403
         ? 'argocd-server did not forward the request: ask an admin for "extensions, invoke, gitops-service" in argocd-rbac-cm.'
@@ -219,18 +307,20 @@
       return box({'data-gs': 'loading'}, h('i', {className: 'fa fa-circle-notch fa-spin', style: {marginRight: 6}}), 'Loading the GitOps Service view…');
     }
     return h('div', {'data-gs': 'panel', style: {padding: '0.5em 0'}},
-      data.kind === 'SnapshotEnvironmentBinding' ? h(BindingView, {d: data}) : h(GitOpsDeploymentView, {d: data}));
+      data.kind === 'SnapshotEnvironmentBinding' ? h(BindingView, {d: data, actions}) : h(GitOpsDeploymentView, {d: data, actions}));
   }
 
   const Tab = (props) => {
     if (!ours(props.application)) {
       return box({'data-gs': 'not-ours'}, 'This Application was not made by the GitOps Service.');
     }
-    return h(Panel, {application: props.application});
+    // Keyed: another Application gets a panel (and action state) of its own.
+    const app = props.application;
+    return h(Panel, {key: app.metadata.namespace + '/' + app.metadata.name, application: app});
   };
 
   function StatusItem({application}) {
-    const {data} = useDeployment(application);
+    const {data} = useDeployment(application, false);
     let value = '…';
     if (data && data.kind === 'SnapshotEnvironmentBinding') {
       value = h('span', null, h('b', {'data-gs': 'status-environment'}, data.environment), ' · ', mono(data.snapshot));

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -183,6 +184,36 @@ func (b *browserUser) waitText(sel, want string) string {
 	return ""
 }
 
+// click clicks the first visible element matching sel.
+func (b *browserUser) click(sel string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, deployWait)
+	defer cancel()
+	if err := chromedp.Run(ctx, chromedp.Click(sel, chromedp.ByQuery, chromedp.NodeVisible)); err != nil {
+		b.failure("click-" + strings.NewReplacer("[", "", "]", "", "=", "-", "\"", "").Replace(sel))
+		b.t.Fatalf("clicking %s: %v", sel, err)
+	}
+}
+
+// post calls a panel action with the browser's session and extra headers
+// (which argocd-server may overwrite) and says the HTTP status.
+func (b *browserUser) post(app *argov1alpha1.Application, action string, headers map[string]string) int {
+	b.t.Helper()
+	h := map[string]string{uiproxy.HeaderApplication: app.Namespace + ":" + app.Name, uiproxy.HeaderProject: app.Spec.Project,
+		"Content-Type": "application/json"}
+	for k, v := range headers {
+		h[k] = v
+	}
+	hj, err := json.Marshal(h)
+	require.NoError(b.t, err)
+	var status int
+	js := fmt.Sprintf(`fetch('/extensions/%s/api/v1/%s', {method: 'POST', headers: %s, body: '{}'}).then(r => r.status)`, uiproxy.ExtensionName, action, hj)
+	require.NoError(b.t, chromedp.Run(b.ctx, chromedp.Evaluate(js, &status, func(p *runtime.EvaluateParams) *runtime.EvaluateParams {
+		return p.WithAwaitPromise(true)
+	})))
+	return status
+}
+
 func (b *browserUser) screenshot(name string) {
 	var png []byte
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
@@ -244,7 +275,9 @@ func (b *browserUser) extensionStatus(app *argov1alpha1.Application) int {
 // TestUIPanelInTheBrowser opens the panel in headless Chromium on a real
 // argocd-server with authentication: a tenant's user sees the promotion path
 // of a binding's Application and a GitOpsDeployment's Application with its
-// SyncRuns; another tenant's user sees nothing of them.
+// SyncRuns; alice, whom the tenant mapping names, syncs and promotes from the
+// panel and sees each run to its end; admin (not in the mapping) is refused
+// with the reason; another tenant's user sees nothing of them.
 func TestUIPanelInTheBrowser(t *testing.T) {
 	if _, err := stack.Chromium(); err != nil {
 		if stack.Required() {
@@ -319,6 +352,7 @@ func TestUIPanelInTheBrowser(t *testing.T) {
 	waitAccess(t, "alice", "alice-password", bindingApp.Name, gdApp.Name)
 	waitAccess(t, "bob", "bob-password", otherApp.Name)
 	alice := loginWithForm(t, server, "alice", "alice-password", shots)
+	bob := loginWithToken(t, server, "bob", "bob-password", shots)
 
 	// The binding's Application: the promotion path.
 	alice.openPanel(bindingApp.Name)
@@ -359,6 +393,64 @@ func TestUIPanelInTheBrowser(t *testing.T) {
 	assert.Equal(t, http.StatusOK, alice.extensionStatus(gdApp))
 	assert.NotEqual(t, http.StatusOK, alice.extensionStatus(otherApp), "alice reached tenant B's deployment")
 
+	// Actions: alice, named by the tenant mapping, syncs the deployment and
+	// promotes dev's Snapshot to the next Environment; the panel follows each
+	// run until it is done.
+	alice.click(`[data-gs="sync-button"]`)
+	alice.waitText(`[data-gs="action"]`, "Succeeded")
+	alice.waitText(`[data-gs="action"][data-gs-done="true"]`, "GitOpsDeploymentSyncRun guestbook-panel-")
+	alice.screenshotOf(`[data-gs="sync-action"]`, "action-sync")
+	panelSyncRuns := func() (names []string) {
+		var list v1.GitOpsDeploymentSyncRunList
+		require.NoError(t, k8s.List(ctx, &list, client.InNamespace(ns)))
+		for _, r := range list.Items {
+			if strings.HasPrefix(r.Name, "guestbook-panel-") && r.Spec.GitopsDeploymentName == "guestbook" {
+				names = append(names, r.Name)
+			}
+		}
+		return names
+	}
+	require.Len(t, panelSyncRuns(), 1, "alice's Sync made one SyncRun in %s", ns)
+	alice.waitText(`[data-gs="syncruns"]`, panelSyncRuns()[0])
+
+	alice.openPanel(bindingApp.Name)
+	alice.waitText(`[data-gs="promote-action"]`, "snap-2")
+	var target string
+	require.NoError(t, chromedp.Run(alice.ctx, chromedp.Value(`[data-gs="promote-target"]`, &target, chromedp.ByQuery)))
+	assert.Equal(t, "staging", target, "Promote offers the next Environment first")
+	alice.click(`[data-gs="promote-button"]`)
+	alice.waitText(`[data-gs="action"]`, "PromotionRun snap-2-to-staging-panel-")
+	alice.waitText(`[data-gs="action"][data-gs-done="true"]`, "Completed")
+	alice.waitText(`[data-gs="action"]`, "Success")
+	alice.waitText(`[data-gs-env="staging"]`, "snap-2")
+	alice.screenshotOf(`[data-gs="panel"]`, "action-promote")
+	var promotions as.PromotionRunList
+	require.NoError(t, k8s.List(ctx, &promotions, client.InNamespace(ns)))
+	var fromPanel []as.PromotionRun
+	for _, p := range promotions.Items {
+		if strings.HasPrefix(p.Name, "snap-2-to-staging-panel-") {
+			fromPanel = append(fromPanel, p)
+		}
+	}
+	require.Len(t, fromPanel, 1)
+	assert.Equal(t, as.PromotionRunSpec{Snapshot: "snap-2", Application: "appa",
+		ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "staging"}}, fromPanel[0].Spec)
+
+	// Argo CD's admin may open tenant A's panel, but the tenant mapping does
+	// not name admin: Sync is refused with the reason, even when the browser
+	// claims to be alice (argocd-server sets the username it authenticated).
+	admin := loginWithToken(t, server, stack.AdminUser, argo.AdminPassword, shots)
+	admin.openPanel(gdApp.Name)
+	admin.waitText(`[data-gs="summary"]`, ns+"/guestbook")
+	admin.click(`[data-gs="sync-button"]`)
+	admin.waitText(`[data-gs="action-error"]`, "user admin may not act here")
+	admin.waitText(`[data-gs="action-error"]`, "group entries are not trusted")
+	admin.screenshotOf(`[data-gs="sync-action"]`, "action-refused")
+	assert.Equal(t, http.StatusForbidden, admin.post(gdApp, "sync", map[string]string{uiproxy.HeaderUsername: "alice", "Argocd-User-Groups": "alice"}))
+	assert.NotEqual(t, http.StatusCreated, bob.post(gdApp, "sync", nil), "bob synced tenant A's deployment")
+	time.Sleep(2 * time.Second) // a run created by mistake would be in the cache by now
+	assert.Len(t, panelSyncRuns(), 1, "a refused Sync created a SyncRun")
+
 	// Two Applications in alice's project the sidecar did not make: one without
 	// our labels (the tab says so and asks nothing), one with our labels but an
 	// owner the proxy does not know (the proxy refuses; the tab shows its error).
@@ -391,7 +483,6 @@ func TestUIPanelInTheBrowser(t *testing.T) {
 	alice.screenshot("error-owner-gone")
 
 	// Bob, of tenant B, opens tenant A's Applications: no data, and the API refuses him.
-	bob := loginWithToken(t, server, "bob", "bob-password", shots)
 	for _, app := range []*argov1alpha1.Application{&bindingApp, gdApp} {
 		bob.openPanel(app.Name)
 		time.Sleep(3 * time.Second) // the page has loaded what it will show

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,7 +43,7 @@ var (
 func TestMain(m *testing.M) {
 	os.Exit(stack.RunSuite(m, "uiproxy", func(s *stack.Suite) error {
 		k8s = s.Client
-		proxy = httptest.NewServer((&uiproxy.Server{Client: s.Client, ArgoNamespace: argoNS,
+		proxy = httptest.NewServer((&uiproxy.Server{Client: s.Client, Writer: s.Client, ArgoNamespace: argoNS,
 			Token: func() []byte { return []byte(token) }}).Handler())
 		s.Cleanup(func(bool) { proxy.Close() })
 		return nil
@@ -295,4 +297,66 @@ func bindingApplication(t *testing.T, seb *as.SnapshotEnvironmentBinding, compon
 			Destination: argov1alpha1.ApplicationDestination{Server: "https://kubernetes.default.svc", Namespace: seb.Namespace}}}
 	require.NoError(t, k8s.Create(context.Background(), app))
 	return app
+}
+
+// post calls an action as argocd-server would for user (with groups).
+func post(t *testing.T, action string, app *argov1alpha1.Application, user, groups, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, proxy.URL+"/api/v1/"+action, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set(uiproxy.HeaderToken, token)
+	req.Header.Set(uiproxy.HeaderApplication, argoNS+":"+app.Name)
+	req.Header.Set(uiproxy.HeaderProject, app.Spec.Project)
+	req.Header.Set(uiproxy.HeaderUsername, user)
+	if groups != "" {
+		req.Header.Set("Argocd-User-Groups", groups)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	out := map[string]any{}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	return resp.StatusCode, out
+}
+
+// Panel actions on a real API server: the runs the proxy makes pass the CRDs'
+// validation, in the tenant's namespace, only for a user the mapping names.
+func TestPanelActions(t *testing.T) {
+	ctx := context.Background()
+	ns := tenant(t)
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+argocd.AnnotationArgoCDSubjects+`":"alice,devs"}}}`))
+	require.NoError(t, k8s.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, patch))
+	app := deployed(t, ns, "guestbook")
+
+	status, body := post(t, "sync", app, "carol", "devs", "{}")
+	assert.Equal(t, http.StatusForbidden, status, "%v", body)
+	assert.Contains(t, body["error"], "group entries are not trusted")
+	status, body = post(t, "sync", app, "alice", "", "{}")
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	sr := &v1.GitOpsDeploymentSyncRun{}
+	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: body["name"].(string)}, sr))
+	assert.Equal(t, "guestbook", sr.Spec.GitopsDeploymentName)
+	var syncRuns v1.GitOpsDeploymentSyncRunList
+	require.NoError(t, k8s.List(ctx, &syncRuns, client.InNamespace(ns)))
+	assert.Len(t, syncRuns.Items, 1, "the refused Sync made a run")
+
+	for _, e := range []as.Environment{{ObjectMeta: metav1.ObjectMeta{Name: "dev"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "staging"}, Spec: as.EnvironmentSpec{ParentEnvironment: "dev"}}} {
+		e.Namespace = ns
+		require.NoError(t, k8s.Create(ctx, &e))
+	}
+	require.NoError(t, k8s.Create(ctx, &as.Snapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "snap-1"},
+		Spec: as.SnapshotSpec{Application: "shop", Components: []as.SnapshotComponent{{Name: "web", ContainerImage: "quay.io/x/web:v1"}}}}))
+	seb := &as.SnapshotEnvironmentBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop-dev"},
+		Spec: as.SnapshotEnvironmentBindingSpec{Application: "shop", Environment: "dev", Snapshot: "snap-1"}}
+	require.NoError(t, k8s.Create(ctx, seb))
+	bapp := bindingApplication(t, seb, "web")
+	status, body = post(t, "promote", bapp, "mallory", "", `{"environment":"staging"}`)
+	assert.Equal(t, http.StatusForbidden, status, "%v", body)
+	status, body = post(t, "promote", bapp, "alice", "", `{"environment":"staging"}`)
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	pr := &as.PromotionRun{}
+	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: body["name"].(string)}, pr))
+	assert.Equal(t, as.PromotionRunSpec{Snapshot: "snap-1", Application: "shop",
+		ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "staging"}}, pr.Spec)
 }

@@ -1,0 +1,203 @@
+package uiproxy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+)
+
+// Headers argocd-server sets to the user it authenticated, each only when
+// not empty: otherwise the browser's own header passes through unchanged.
+const (
+	HeaderUsername = "Argocd-Username"
+	HeaderUserID   = "Argocd-User-Id"
+)
+
+// Refusals the panel shows as they are.
+const (
+	msgNotNamed = "panel actions need a user named in the tenant mapping (annotation " + argocd.AnnotationArgoCDSubjects +
+		" of namespace %s); group entries are not trusted because argocd-server forwards a client's own groups header when the user has none"
+	msgNoUser = "argocd-server did not say who you are (header " + HeaderUsername + "): panel actions need a user named in the tenant mapping"
+)
+
+// Action is what the panel gets back from an action: the run it created, to
+// follow in the deployment's syncRuns or promotionRuns.
+type Action struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// promoteRequest is the body of POST /api/v1/promote.
+type promoteRequest struct {
+	// Environment is the manual promotion's target Environment.
+	Environment string `json:"environment"`
+}
+
+// refusal is an action refused with a message that says why.
+type refusal struct {
+	status int
+	msg    string
+}
+
+func (e *refusal) Error() string { return e.msg }
+
+// sync creates a GitOpsDeploymentSyncRun for the GitOpsDeployment behind the
+// Application, in its namespace.
+func (s *Server) sync(w http.ResponseWriter, r *http.Request) {
+	s.act(w, r, ownership.KindGitOpsDeployment, func(ns, name, uid string) (client.Object, error) {
+		gd := &v1.GitOpsDeployment{}
+		if err := s.get(r, client.ObjectKey{Namespace: ns, Name: name}, gd, uid); err != nil {
+			return nil, err
+		}
+		return &v1.GitOpsDeploymentSyncRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: runName(name)},
+			Spec: v1.GitOpsDeploymentSyncRunSpec{GitopsDeploymentName: name}}, nil
+	})
+}
+
+// promote creates a PromotionRun of the binding's Snapshot to the Environment
+// the request names, in the binding's namespace.
+func (s *Server) promote(w http.ResponseWriter, r *http.Request) {
+	var req promoteRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil || req.Environment == "" {
+		writeError(w, http.StatusBadRequest, `the body must be {"environment": "<Environment to promote to>"}`)
+		return
+	}
+	s.act(w, r, ownership.KindBinding, func(ns, name, uid string) (client.Object, error) {
+		seb := &as.SnapshotEnvironmentBinding{}
+		if err := s.get(r, client.ObjectKey{Namespace: ns, Name: name}, seb, uid); err != nil {
+			return nil, err
+		}
+		env := &as.Environment{}
+		err := s.Client.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: req.Environment}, env)
+		if apierrors.IsNotFound(err) {
+			return nil, &refusal{http.StatusBadRequest, "there is no Environment " + req.Environment + " in namespace " + ns}
+		} else if err != nil {
+			return nil, err
+		}
+		if req.Environment == seb.Spec.Environment {
+			return nil, &refusal{http.StatusBadRequest, "Snapshot " + seb.Spec.Snapshot + " already runs in " + req.Environment + "; choose another Environment"}
+		}
+		snap := &as.Snapshot{}
+		err = s.Client.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: seb.Spec.Snapshot}, snap)
+		if apierrors.IsNotFound(err) || (err == nil && snap.Spec.Application != seb.Spec.Application) {
+			return nil, &refusal{http.StatusConflict, "Snapshot " + seb.Spec.Snapshot + " is not a Snapshot of application " + seb.Spec.Application}
+		} else if err != nil {
+			return nil, err
+		}
+		return &as.PromotionRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: runName(snap.Name + "-to-" + env.Name)},
+			Spec: as.PromotionRunSpec{Snapshot: snap.Name, Application: seb.Spec.Application,
+				ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: env.Name}}}, nil
+	})
+}
+
+// act checks the Application as reads do, that its owner is of kind, and that
+// the tenant mapping of the owner's namespace names the user; then creates the
+// run that build makes, in that namespace and nowhere else.
+func (s *Server) act(w http.ResponseWriter, r *http.Request, kind string, build func(ns, name, uid string) (client.Object, error)) {
+	app, status, msg := s.application(r)
+	if app == nil {
+		writeError(w, status, msg)
+		return
+	}
+	if s.Writer == nil {
+		writeError(w, http.StatusServiceUnavailable, "this gitops-service does not take panel actions")
+		return
+	}
+	if app.Labels[ownership.LabelOwnerKind] != kind {
+		writeError(w, http.StatusBadRequest, "Application "+app.Name+" is not made for a "+kind)
+		return
+	}
+	key, ok := ownership.Owner(app, kind)
+	if !ok {
+		writeError(w, http.StatusNotFound, (&ownerGone{what: "the owner of Application " + app.Name}).Error())
+		return
+	}
+	ns, name := key.Namespace, key.Name
+	if err := s.authorize(r, ns); err != nil {
+		s.fail(w, r, app, err)
+		return
+	}
+	run, err := build(ns, name, app.Labels[ownership.LabelOwnerUID])
+	if err != nil {
+		s.fail(w, r, app, err)
+		return
+	}
+	if err := s.Writer.Create(r.Context(), run); err != nil {
+		ctrl.LoggerFrom(r.Context()).Error(err, "ui-proxy: creating a run", "namespace", ns)
+		writeError(w, http.StatusInternalServerError, "cannot create the run; see the gitops-service log")
+		return
+	}
+	kindOf := "GitOpsDeploymentSyncRun"
+	if _, ok := run.(*as.PromotionRun); ok {
+		kindOf = "PromotionRun"
+	}
+	ctrl.LoggerFrom(r.Context()).Info("ui-proxy: panel action", "user", r.Header.Get(HeaderUsername), "kind", kindOf,
+		"namespace", ns, "name", run.GetName(), "application", app.Name)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	_ = json.NewEncoder(w).Encode(Action{Kind: kindOf, Namespace: ns, Name: run.GetName()})
+}
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, app *argov1alpha1.Application, err error) {
+	var ref *refusal
+	var gone *ownerGone
+	switch {
+	case errors.As(err, &ref):
+		writeError(w, ref.status, ref.msg)
+	case errors.As(err, &gone):
+		writeError(w, http.StatusNotFound, gone.Error())
+	default:
+		ctrl.LoggerFrom(r.Context()).Error(err, "ui-proxy: a panel action", "application", app.Name)
+		writeError(w, http.StatusInternalServerError, "cannot check this action; see the gitops-service log")
+	}
+}
+
+// authorize allows the user argocd-server authenticated if the tenant mapping
+// of ns names them. Never by groups: Argocd-User-Groups is the client's own
+// header for a user without groups. Argo CD 3.x always sets Argocd-User-Id,
+// and its Argocd-Username is that id for local accounts (an SSO user's is
+// their email): a username that is neither is not the one argocd-server set.
+func (s *Server) authorize(r *http.Request, ns string) error {
+	user := strings.TrimSpace(r.Header.Get(HeaderUsername))
+	if user == "" {
+		return &refusal{http.StatusForbidden, msgNoUser}
+	}
+	if id := r.Header.Get(HeaderUserID); id != "" && id != user && !strings.Contains(user, "@") {
+		return &refusal{http.StatusForbidden, "headers " + HeaderUsername + " and " + HeaderUserID + " disagree: the username did not come from argocd-server"}
+	}
+	nsObj := &corev1.Namespace{}
+	if err := s.Client.Get(r.Context(), client.ObjectKey{Name: ns}, nsObj); err != nil {
+		return err
+	}
+	subjects, _ := argocd.ParseSubjects(nsObj.Annotations[argocd.AnnotationArgoCDSubjects])
+	for _, sub := range subjects {
+		if sub == user {
+			return nil
+		}
+	}
+	return &refusal{http.StatusForbidden, "user " + user + " may not act here: " + fmt.Sprintf(msgNotNamed, ns)}
+}
+
+// runName is the generateName prefix of a run made from the panel (names are
+// at most 253 characters; generateName adds 5).
+func runName(base string) string {
+	if len(base) > 200 {
+		base = base[:200]
+	}
+	return strings.TrimSuffix(base, "-") + "-panel-"
+}
