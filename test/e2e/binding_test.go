@@ -62,6 +62,8 @@ func appWithComponents(t *testing.T, ns, dir string) string {
 		files[k] = v
 	}
 	repo, sha := gitRepo(t, files)
+	// Every test of appa leaves the Application names free for the next one.
+	removeBindingsAfter(t, ns)
 	require.NoError(t, k8s.Create(ctx, &as.Application{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "appa"}, Spec: as.ApplicationSpec{DisplayName: "App A"}}))
 	for _, c := range []string{"frontend", "backend"} {
 		comp := &as.Component{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c},

@@ -172,7 +172,6 @@ func TestPluginPromoteAndEnvs(t *testing.T) {
 	applyTenantRoles(t)
 	kc := userKubeconfig(t, user, ns)
 	appWithComponents(t, ns, "base")
-	removeBindingsAfter(t, ns)
 	for _, e := range []*as.Environment{
 		{ObjectMeta: metav1.ObjectMeta{Name: "dev"}, Spec: as.EnvironmentSpec{DeploymentStrategy: as.DeploymentStrategyAppStudioAutomated}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "prod"}, Spec: as.EnvironmentSpec{ParentEnvironment: "dev", DeploymentStrategy: as.DeploymentStrategyManual}},
@@ -223,7 +222,8 @@ func removeBindingsAfter(t *testing.T, ns string) {
 		require.NoError(t, k8s.DeleteAllOf(ctx, &as.SnapshotEnvironmentBinding{}, client.InNamespace(ns)))
 		require.Eventually(t, func() bool {
 			var apps argov1alpha1.ApplicationList
-			err := k8s.List(ctx, &apps, client.InNamespace(argo.Namespace), client.MatchingLabels{ownership.LabelTenantNS: ns})
+			err := k8s.List(ctx, &apps, client.InNamespace(argo.Namespace),
+				client.MatchingLabels{ownership.LabelTenantNS: ns, ownership.LabelOwnerKind: ownership.KindBinding})
 			return err == nil && len(apps.Items) == 0
 		}, deployWait, poll, "the bindings' Applications of %s were not removed", ns)
 	})

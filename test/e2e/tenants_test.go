@@ -54,8 +54,14 @@ func TestTenantCannotSetItsOwnMapping(t *testing.T) {
 	cfg.Impersonate.UserName = user
 	as, err := kubernetes.NewForConfig(&cfg)
 	require.NoError(t, err)
-	// It is the namespace's admin...
-	_, err = as.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "mine"}}, metav1.CreateOptions{})
+	// It is the namespace's admin (once the API server's RBAC cache has the
+	// new RoleBinding: it is not there the instant the create returns)...
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(poll) {
+		_, err = as.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "mine"}}, metav1.CreateOptions{})
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
 	require.NoError(t, err, "the tenant's admin can write in its namespace")
 	// ...but cannot annotate the namespace.
 	patch := []byte(`{"metadata":{"annotations":{"` + argocd.AnnotationArgoCDSubjects + `":"` + user + `"}}}`)
