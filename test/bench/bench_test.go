@@ -55,12 +55,7 @@ const (
 )
 
 func BenchmarkSidecar(b *testing.B) {
-	if _, err := stack.Binaries(); err != nil {
-		if stack.Required() {
-			b.Fatal(err)
-		}
-		b.Skip(err)
-	}
+	requireStack(b)
 	for i := 0; i < b.N; i++ {
 		r := runOnce(b)
 		r.report(b)
@@ -96,34 +91,8 @@ func runOnce(b *testing.B) *results {
 		// Only serves /debug/pprof; the API server's limits stay as they are.
 		kopts.ExtraAPIServerArgs = []string{"--profiling=true"}
 	}
-	kube, err := stack.StartKube(ctx, kopts)
-	if err != nil {
-		b.Fatal(err)
-	}
+	kube, c, namespaces := apiServer(ctx, b, kopts, m)
 	defer kube.Stop()
-	root, _ := stack.RepoRoot()
-	argoMod, err := stack.ArgoCDModuleDir()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := kube.InstallCRDs(ctx, filepath.Join(argoMod, "manifests", "crds"), filepath.Join(root, "manifests", "crd")); err != nil {
-		b.Fatal(err)
-	}
-	cfg := rest.CopyConfig(kube.Config)
-	cfg.QPS, cfg.Burst = 5000, 10000
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: sidecar.NewScheme()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	namespaces := []string{argoNS}
-	for i := 0; i < m; i++ {
-		namespaces = append(namespaces, fmt.Sprintf("tenant-%03d", i))
-	}
-	for _, ns := range namespaces {
-		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			b.Fatal(err)
-		}
-	}
 	args := strings.Fields(*sidecarArgs)
 	pprofURL := ""
 	if profileDir() != "" {
@@ -516,4 +485,56 @@ func mark(ok bool) string {
 		return "met"
 	}
 	return "MISSED"
+}
+
+// requireStack skips a benchmark without the stack's binaries, or fails it
+// when the stack is required (make bench).
+func requireStack(b *testing.B) {
+	b.Helper()
+	if _, err := stack.Binaries(); err != nil {
+		if stack.Required() {
+			b.Fatal(err)
+		}
+		b.Skip(err)
+	}
+}
+
+// apiServer starts a kube-apiserver with Argo CD's CRDs and ours, a client
+// that the benchmark's own writes never throttle, and the Argo CD namespace
+// followed by m tenant namespaces (tenant i is namespaces[1+i]). The caller
+// stops it.
+func apiServer(ctx context.Context, b *testing.B, opts stack.KubeOptions, m int) (*stack.Kube, client.WithWatch, []string) {
+	b.Helper()
+	kube, err := stack.StartKube(ctx, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fail := func(err error) {
+		kube.Stop()
+		b.Fatal(err)
+	}
+	root, _ := stack.RepoRoot()
+	argoMod, err := stack.ArgoCDModuleDir()
+	if err != nil {
+		fail(err)
+	}
+	if err := kube.InstallCRDs(ctx, filepath.Join(argoMod, "manifests", "crds"), filepath.Join(root, "manifests", "crd")); err != nil {
+		fail(err)
+	}
+	cfg := rest.CopyConfig(kube.Config)
+	cfg.QPS, cfg.Burst = 5000, 10000
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: sidecar.NewScheme()})
+	if err != nil {
+		fail(err)
+	}
+	namespaces := []string{argoNS}
+	for i := 0; i < m; i++ {
+		namespaces = append(namespaces, fmt.Sprintf("tenant-%03d", i))
+	}
+	for _, ns := range namespaces {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			fail(err)
+		}
+	}
+	return kube, c, namespaces
 }

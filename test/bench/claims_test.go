@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -16,13 +15,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	toolswatch "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	"github.com/gitops-service/gitops-service/extension/sidecar"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
 
@@ -34,12 +31,7 @@ const benchClass = "bench-static"
 // then as many DeploymentTargetClaims of their class created as fast as 32
 // clients can, each claim until it is Bound.
 func BenchmarkClaims(b *testing.B) {
-	if _, err := stack.Binaries(); err != nil {
-		if stack.Required() {
-			b.Fatal(err)
-		}
-		b.Skip(err)
-	}
+	requireStack(b)
 	for i := 0; i < b.N; i++ {
 		runClaims(b)
 	}
@@ -49,34 +41,8 @@ func runClaims(b *testing.B) {
 	ctx := context.Background()
 	n, m := *claims, *spaces
 	load := loadAvg()
-	kube, err := stack.StartKube(ctx, stack.KubeOptions{Name: "bench-claims"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	kube, c, namespaces := apiServer(ctx, b, stack.KubeOptions{Name: "bench-claims"}, m)
 	defer kube.Stop()
-	root, _ := stack.RepoRoot()
-	argoMod, err := stack.ArgoCDModuleDir()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := kube.InstallCRDs(ctx, filepath.Join(argoMod, "manifests", "crds"), filepath.Join(root, "manifests", "crd")); err != nil {
-		b.Fatal(err)
-	}
-	cfg := rest.CopyConfig(kube.Config)
-	cfg.QPS, cfg.Burst = 5000, 10000
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: sidecar.NewScheme()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	namespaces := []string{argoNS}
-	for i := 0; i < m; i++ {
-		namespaces = append(namespaces, fmt.Sprintf("tenant-%03d", i))
-	}
-	for _, ns := range namespaces {
-		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			b.Fatal(err)
-		}
-	}
 	if err := c.Create(ctx, &as.DeploymentTargetClass{ObjectMeta: metav1.ObjectMeta{Name: benchClass},
 		Spec: as.DeploymentTargetClassSpec{Provisioner: "bench.example.com/none", ReclaimPolicy: as.ReclaimPolicyRetain}}); err != nil {
 		b.Fatal(err)

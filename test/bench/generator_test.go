@@ -44,12 +44,7 @@ const (
 // BenchmarkGenerator measures the ApplicationSet plugin generator with many
 // bindings cached, and how fast a binding change reaches Argo CD.
 func BenchmarkGenerator(b *testing.B) {
-	if _, err := stack.Binaries(); err != nil {
-		if stack.Required() {
-			b.Fatal(err)
-		}
-		b.Skip(err)
-	}
+	requireStack(b)
 	for i := 0; i < b.N; i++ {
 		runGenerator(b)
 	}

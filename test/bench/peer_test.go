@@ -46,12 +46,7 @@ const (
 // the repository (a ConfigMap per deployment), so neither finds the
 // repo-server's cache warmed by the other.
 func BenchmarkPeer(b *testing.B) {
-	if _, err := stack.Binaries(); err != nil {
-		if stack.Required() {
-			b.Fatal(err)
-		}
-		b.Skip(err)
-	}
+	requireStack(b)
 	for i := 0; i < b.N; i++ {
 		runPeer(b)
 	}
