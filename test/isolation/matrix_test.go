@@ -301,14 +301,7 @@ func assertFence(t *testing.T) {
 			continue
 		}
 		what := "Application " + a.Name
-		assert.Equal(t, factsOf(t, ns).project, a.Spec.Project, what)
-		assert.True(t, usable[a.Spec.Project], "%s names an AppProject the sidecar did not make", what)
-		checkDestination(t, what, ns, a.Spec.Destination.Server, a.Spec.Destination.Namespace)
-		if src := a.Spec.Source; src != nil {
-			assert.Empty(t, argocd.CheckRepoURL(src.RepoURL, false), what)
-			assert.Empty(t, argocd.CheckPath(src.Path), what)
-			assert.Empty(t, argocd.CheckRevision(src.TargetRevision), what)
-		}
+		checkFenced(t, what, ns, usable, a.Spec.Project, a.Spec.Destination.Server, a.Spec.Destination.Namespace, a.Spec.Source)
 		checked["Application"]++
 	}
 	// An ApplicationSet's project and destination come from our generator: ask
@@ -333,12 +326,8 @@ func assertFence(t *testing.T) {
 		params, err := answer(ctx, &sebs.Items[i])
 		require.NoError(t, err, what)
 		for _, p := range params {
-			assert.Equal(t, factsOf(t, ns).project, p.Project, what)
-			assert.True(t, usable[p.Project], "%s names an AppProject the sidecar did not make", what)
-			checkDestination(t, what, ns, p.DestinationServer, p.DestinationNamespace)
-			assert.Empty(t, argocd.CheckRepoURL(p.RepoURL, false), what)
-			assert.Empty(t, argocd.CheckPath(p.Path), what)
-			assert.Empty(t, argocd.CheckRevision(p.TargetRevision), what)
+			checkFenced(t, what, ns, usable, p.Project, p.DestinationServer, p.DestinationNamespace,
+				&argov1alpha1.ApplicationSource{RepoURL: p.RepoURL, Path: p.Path, TargetRevision: p.TargetRevision})
 		}
 		checked["ApplicationSet"]++
 	}
@@ -410,3 +399,18 @@ const canaryMark = "CANARY"
 func canary(purpose string) string { return canaryMark + "-" + purpose + "-0123456789abcdef" }
 
 func om(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
+
+// checkFenced asserts what an Application (or the generator's answer for one)
+// gives tenant ns: its own project, a destination of its own, and a source the
+// sidecar would accept (src nil: the Application has no single source).
+func checkFenced(t *testing.T, what, ns string, usable map[string]bool, project, server, namespace string, src *argov1alpha1.ApplicationSource) {
+	t.Helper()
+	assert.Equal(t, factsOf(t, ns).project, project, what)
+	assert.True(t, usable[project], "%s names an AppProject the sidecar did not make", what)
+	checkDestination(t, what, ns, server, namespace)
+	if src != nil {
+		assert.Empty(t, argocd.CheckRepoURL(src.RepoURL, false), what)
+		assert.Empty(t, argocd.CheckPath(src.Path), what)
+		assert.Empty(t, argocd.CheckRevision(src.TargetRevision), what)
+	}
+}
