@@ -72,8 +72,10 @@ chaos: test-stack ## Run the chaos suite RUNS times (default 10, N deployments e
 	@runs=$(or $(RUNS),10); pass=0; logs=$$(mktemp -d /tmp/gitops-chaos-XXXXXX); \
 	go test -c -o $$logs/chaos.test ./test/chaos/ || exit 1; \
 	for i in $$(seq 1 $$runs); do \
+	  start=$$(date +%s); \
 	  if (cd test/chaos && GITOPS_SERVICE_REQUIRE_STACK=1 $$logs/chaos.test -test.count=1 -test.timeout=20m -chaos-n=$(or $(N),100)) > $$logs/run-$$i.log 2>&1; \
-	  then pass=$$((pass+1)); else echo "chaos run $$i failed: $$logs/run-$$i.log"; fi; \
+	  then pass=$$((pass+1)); verdict=passed; else verdict="FAILED (log: $$logs/run-$$i.log)"; fi; \
+	  echo "chaos run $$i/$$runs $$verdict in $$(( $$(date +%s) - start ))s; $$pass/$$i passed so far"; \
 	done; \
 	echo "chaos: $$pass/$$runs runs passed ($$((100*pass/runs))%), logs in $$logs"; [ $$pass -eq $$runs ]
 

@@ -5,8 +5,6 @@
 package binding
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"sort"
 	"strconv"
@@ -30,6 +28,9 @@ type Inputs struct {
 	DestinationNamespace string
 	// Project is the tenant's AppProject.
 	Project string
+	// Holders says who has an Application of the names the components'
+	// Applications may take (absent: nobody).
+	Holders map[string]Holder
 }
 
 // maxAppName keeps generated Application names usable as Argo CD's tracking
@@ -86,8 +87,9 @@ func Params(in Inputs) ([]argocd.GeneratorParams, error) {
 		if comp != nil && comp.Spec.ContainerImage != "" {
 			imageName = imageRepository(comp.Spec.ContainerImage)
 		}
+		readable, own := appNames(seb, sc.Name)
 		out = append(out, argocd.GeneratorParams{
-			Name:                 appName(seb.Name, seb.Spec.Application, seb.Spec.Environment, sc.Name),
+			Name:                 pickName(readable, own, in.Holders),
 			Namespace:            seb.Namespace,
 			Binding:              seb.Name,
 			Application:          seb.Spec.Application,
@@ -136,16 +138,4 @@ func imageRepository(image string) string {
 		image = image[:i]
 	}
 	return image
-}
-
-// appName is the original service's child name, <binding>-<app>-<env>-<component>,
-// cut and suffixed with a hash when too long.
-func appName(binding, app, env, component string) string {
-	name := strings.Join([]string{binding, app, env, component}, "-")
-	if len(name) <= maxAppName {
-		return name
-	}
-	sum := sha256.Sum256([]byte(name))
-	suffix := hex.EncodeToString(sum[:])[:10]
-	return strings.TrimRight(name[:maxAppName-len(suffix)-1], "-.") + "-" + suffix
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -93,4 +94,37 @@ func TestAppName(t *testing.T) {
 	long := appName(strings.Repeat("b", 40), strings.Repeat("a", 30), "staging", "component")
 	assert.LessOrEqual(t, len(long), maxAppName)
 	assert.NotEqual(t, long, appName(strings.Repeat("b", 40), strings.Repeat("a", 30), "staging", "component2"), "hash keeps long names apart")
+}
+
+func TestAppNameAvoidsOtherTenants(t *testing.T) {
+	seb := func(uid string) *as.SnapshotEnvironmentBinding {
+		return &as.SnapshotEnvironmentBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "jane", Name: "b", UID: types.UID(uid)},
+			Spec: as.SnapshotEnvironmentBindingSpec{Application: "app", Environment: "dev"}}
+	}
+	readable, own := appNames(seb("uid-1"), "comp")
+	assert.Equal(t, "b-app-dev-comp", readable)
+	assert.Regexp(t, `^b-app-dev-comp-[0-9a-f]{10}$`, own)
+	_, other := appNames(seb("uid-2"), "comp")
+	assert.NotEqual(t, own, other, "another binding of the same names gets another name of its own")
+	_, own2 := appNames(seb("uid-1"), "comp2")
+	assert.NotEqual(t, own, own2)
+	_, long := appNames(&as.SnapshotEnvironmentBinding{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("b", 60), UID: "u"}}, "c")
+	assert.LessOrEqual(t, len(long), maxAppName)
+
+	for _, tc := range []struct {
+		name    string
+		holders map[string]Holder
+		want    string
+	}{
+		{"both free: the original service's name", nil, readable},
+		{"ours under the readable name", map[string]Holder{readable: ThisBinding}, readable},
+		{"another tenant holds the readable name", map[string]Holder{readable: Other}, own},
+		{"ours under its own name stays there when the readable one frees", map[string]Holder{own: ThisBinding}, own},
+		{"ours under its own name, the readable one still held", map[string]Holder{readable: Other, own: ThisBinding}, own},
+		{"both held by others: its own name, which Argo CD refuses (a condition)", map[string]Holder{readable: Other, own: Other}, own},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, pickName(readable, own, tc.holders))
+		})
+	}
 }

@@ -18,9 +18,11 @@ import (
 )
 
 // Resolve reads everything a binding's parameters come from. Every reference is
-// looked up in the binding's own namespace only. Missing or unusable inputs are
-// a *kernel.Refusal (a condition for the user); anything else is transient.
-func Resolve(ctx context.Context, c client.Reader, seb *appstudiov1alpha1.SnapshotEnvironmentBinding) (Inputs, error) {
+// looked up in the binding's own namespace only, and the Applications holding
+// the names its Applications may take in argoNamespace. Missing or unusable
+// inputs are a *kernel.Refusal (a condition for the user); anything else is
+// transient.
+func Resolve(ctx context.Context, c client.Reader, argoNamespace string, seb *appstudiov1alpha1.SnapshotEnvironmentBinding) (Inputs, error) {
 	in := Inputs{Binding: seb, Components: map[string]*appstudiov1alpha1.Component{}}
 	ns := seb.Namespace
 	get := func(name string, obj client.Object, what string) error {
@@ -58,6 +60,9 @@ func Resolve(ctx context.Context, c client.Reader, seb *appstudiov1alpha1.Snapsh
 	}
 	in.Project = argocd.ProjectName(string(tenant.UID))
 	var err error
+	if in.Holders, err = holders(ctx, c, argoNamespace, seb, in.Snapshot.Spec.Components); err != nil {
+		return in, err
+	}
 	in.DestinationServer, in.DestinationNamespace, err = destination(ctx, c, in.Environment)
 	return in, err
 }

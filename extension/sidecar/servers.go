@@ -80,7 +80,7 @@ func generatorServer(o Options, c client.Reader) *httpRunnable {
 	s := &generator.Server{
 		Token: tokenFrom(ctrl.Log.WithName("generator"), o.GeneratorTokenFile,
 			`create the Secret named by the plugin ConfigMap (key "token") and mount it at this file`),
-		Params: generator.ServerParams(c),
+		Params: generator.ServerParams(c, o.ArgoNamespace),
 	}
 	return &httpRunnable{name: "generator", what: "ApplicationSet plugin generator", addr: o.GeneratorAddr, handler: s.Handler()}
 }

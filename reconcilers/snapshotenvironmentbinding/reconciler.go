@@ -150,7 +150,7 @@ func (r *Reconciler) apply(ctx context.Context, seb *as.SnapshotEnvironmentBindi
 // params are what the generator will answer for seb (a refusal when the
 // user's objects do not allow an answer).
 func (r *Reconciler) params(ctx context.Context, seb *as.SnapshotEnvironmentBinding) ([]argocd.GeneratorParams, error) {
-	in, err := binding.Resolve(ctx, r.Client, seb)
+	in, err := binding.Resolve(ctx, r.Client, r.ArgoNamespace, seb)
 	if err != nil {
 		return nil, err
 	}

@@ -180,6 +180,76 @@ func TestBindingDeploysSnapshotWithConfiguration(t *testing.T) {
 	}, deployWait, poll, "the binding's Deployments outlived it")
 }
 
+// TestBindingsOfTwoTenantsWithTheSameNames: two tenants whose binding,
+// application, environment and components have the same names both deploy
+// (their Applications share Argo CD's namespace: the second binding's get
+// names of their own), and the second keeps its Applications, not renamed,
+// when the first goes away.
+func TestBindingsOfTwoTenantsWithTheSameNames(t *testing.T) {
+	ctx := context.Background()
+	bind := func(ns, snapshot string) *as.SnapshotEnvironmentBinding {
+		appWithComponents(t, ns, "overlays/dev")
+		require.NoError(t, k8s.Create(ctx, &as.Environment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev"}, Spec: as.EnvironmentSpec{DisplayName: "Dev"}}))
+		require.NoError(t, k8s.Create(ctx, snapshotOf(ns, "snap-1", "v1")))
+		seb := &as.SnapshotEnvironmentBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "appa-dev"},
+			Spec: as.SnapshotEnvironmentBindingSpec{Application: "appa", Environment: "dev", Snapshot: snapshot}}
+		require.NoError(t, k8s.Create(ctx, seb))
+		return seb
+	}
+	deployed := func(seb *as.SnapshotEnvironmentBinding, tag string) *as.SnapshotEnvironmentBinding {
+		require.Eventually(t, func() bool {
+			for _, c := range []string{"frontend", "backend"} {
+				d, err := deployment(seb.Namespace, c)
+				if err != nil || d.Spec.Template.Spec.Containers[0].Image != "quay.io/example/"+c+":"+tag {
+					return false
+				}
+			}
+			return true
+		}, deployWait, poll, "tenant %s does not run its Snapshot's images %s", seb.Namespace, tag)
+		return waitBinding(t, seb, "all components deployed", func(b *as.SnapshotEnvironmentBinding) bool {
+			return meta.IsStatusConditionTrue(b.Status.ComponentDeploymentConditions, as.ComponentDeploymentConditionAllComponentsDeployed) &&
+				len(b.Status.GitOpsDeployments) == 2
+		})
+	}
+	appsOf := func(seb *as.SnapshotEnvironmentBinding) map[string]types.UID {
+		var apps argov1alpha1.ApplicationList
+		require.NoError(t, k8s.List(ctx, &apps, client.InNamespace(argo.Namespace), client.MatchingLabels{ownership.LabelOwnerUID: string(seb.UID)}))
+		out := map[string]types.UID{}
+		for _, a := range apps.Items {
+			assert.Equal(t, seb.Namespace, a.Spec.Destination.Namespace, "Application %s", a.Name)
+			out[a.Name] = a.UID
+		}
+		return out
+	}
+
+	first := bind(tenantNamespace(t), "snap-1")
+	got1 := deployed(first, "v1")
+	assert.Equal(t, "appa-dev-appa-dev-backend", got1.Status.GitOpsDeployments[0].GitOpsDeployment, "the original service's name when it is free")
+	second := bind(tenantNamespace(t), "snap-1")
+	got2 := deployed(second, "v1")
+	if c := meta.FindStatusCondition(got2.Status.BindingConditions, as.BindingConditionErrorOccurred); c != nil {
+		assert.Equal(t, metav1.ConditionFalse, c.Status, "the second binding: %s", c.Message)
+	}
+	for i, d := range got2.Status.GitOpsDeployments {
+		assert.NotEqual(t, got1.Status.GitOpsDeployments[i].GitOpsDeployment, d.GitOpsDeployment)
+		assert.True(t, strings.HasPrefix(d.GitOpsDeployment, "appa-dev-appa-dev-"+d.ComponentName+"-"), d.GitOpsDeployment)
+	}
+	before := appsOf(second)
+	require.Len(t, before, 2)
+
+	// The first goes; a new Snapshot of the second is deployed by the same
+	// Applications (Argo CD regenerated them under the names they have).
+	require.NoError(t, k8s.Delete(ctx, first))
+	waitDeleted(t, first)
+	require.NoError(t, k8s.Create(ctx, snapshotOf(second.Namespace, "snap-2", "v2")))
+	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(second), second))
+	patch := client.MergeFrom(second.DeepCopy())
+	second.Spec.Snapshot = "snap-2"
+	require.NoError(t, k8s.Patch(ctx, second, patch))
+	deployed(second, "v2")
+	assert.Equal(t, before, appsOf(second), "the second tenant's Applications were renamed or recreated")
+}
+
 func waitBinding(t *testing.T, seb *as.SnapshotEnvironmentBinding, what string, ok func(*as.SnapshotEnvironmentBinding) bool) *as.SnapshotEnvironmentBinding {
 	t.Helper()
 	got := &as.SnapshotEnvironmentBinding{}

@@ -213,9 +213,9 @@ func TestPluginPromoteAndEnvs(t *testing.T) {
 }
 
 // removeBindingsAfter deletes the tenant's bindings when the test ends and
-// waits until Argo CD has removed their Applications: a binding's Applications
-// are named <binding>-<app>-<env>-<component> in the shared Argo CD namespace,
-// so a later test (another tenant) using the same names would find them taken.
+// waits until Argo CD has removed their Applications, so that later tests
+// start from an Argo CD namespace without them (and get the original service's
+// names, which some assert).
 func removeBindingsAfter(t *testing.T, ns string) {
 	t.Cleanup(func() {
 		ctx := context.Background()
