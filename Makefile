@@ -68,16 +68,8 @@ test: test-stack verify ## Everything: unit, real API server, real Argo CD (3.5.
 	GITOPS_SERVICE_REQUIRE_STACK=1 ARGOCD_VERSION=2.14.21 go test -count=1 -timeout 30m $(if $(E2E_RUN_2_14),-run '$(E2E_RUN_2_14)') ./test/e2e/...
 
 .PHONY: chaos
-chaos: test-stack ## Run the chaos suite RUNS times (default 10, N deployments each, default 100) and print the pass rate.
-	@runs=$(or $(RUNS),10); pass=0; logs=$$(mktemp -d /tmp/gitops-chaos-XXXXXX); \
-	go test -c -o $$logs/chaos.test ./test/chaos/ || exit 1; \
-	for i in $$(seq 1 $$runs); do \
-	  start=$$(date +%s); \
-	  if (cd test/chaos && GITOPS_SERVICE_REQUIRE_STACK=1 $$logs/chaos.test -test.count=1 -test.timeout=20m -chaos-n=$(or $(N),100)) > $$logs/run-$$i.log 2>&1; \
-	  then pass=$$((pass+1)); verdict=passed; else verdict="FAILED (log: $$logs/run-$$i.log)"; fi; \
-	  echo "chaos run $$i/$$runs $$verdict in $$(( $$(date +%s) - start ))s; $$pass/$$i passed so far"; \
-	done; \
-	echo "chaos: $$pass/$$runs runs passed ($$((100*pass/runs))%), logs in $$logs"; [ $$pass -eq $$runs ]
+chaos: test-stack ## Run the chaos suite RUNS times (default 10), PARALLEL at a time (default 1), N deployments each (default 100); print the pass rate.
+	RUNS=$(or $(RUNS),10) PARALLEL=$(or $(PARALLEL),1) N=$(or $(N),100) hack/chaos.sh
 
 .PHONY: bench
 bench: test-stack ## Benchmark the reconcilers against a real API server (N, M tunable; BENCH=Sidecar|Generator|Claims|Peer picks one).
