@@ -85,10 +85,7 @@ func claim(t *testing.T, ns, name, cls, targetName string) *as.DeploymentTargetC
 // waitFor re-reads obj until cond holds.
 func waitFor[T client.Object](t *testing.T, obj T, cond func(T) bool, what string) T {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		return k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj) == nil && cond(obj)
-	}, wait, tick, "%s/%s never %s; last: %+v", obj.GetNamespace(), obj.GetName(), what, obj)
-	return obj
+	return stack.WaitFor(t, k8s, obj, wait, what, cond)
 }
 
 func waitGone(t *testing.T, obj client.Object) { stack.WaitGone(t, k8s, obj, wait) }

@@ -61,13 +61,7 @@ func manual(ns, name, app, snapshot, env string) *as.PromotionRun {
 
 func waitRun(t *testing.T, run *as.PromotionRun, what string, ok func(*as.PromotionRun) bool) *as.PromotionRun {
 	t.Helper()
-	got := &as.PromotionRun{}
-	if !assert.Eventually(t, func() bool {
-		return k8s.Get(context.Background(), client.ObjectKeyFromObject(run), got) == nil && ok(got)
-	}, wait, tick) {
-		t.Fatalf("PromotionRun %s never was %s; status: %+v", run.Name, what, got.Status)
-	}
-	return got
+	return stack.WaitFor(t, k8s, run, wait, "was "+what, ok)
 }
 
 func failedWith(msg string) func(*as.PromotionRun) bool {

@@ -252,11 +252,7 @@ func TestBindingsOfTwoTenantsWithTheSameNames(t *testing.T) {
 
 func waitBinding(t *testing.T, seb *as.SnapshotEnvironmentBinding, what string, ok func(*as.SnapshotEnvironmentBinding) bool) *as.SnapshotEnvironmentBinding {
 	t.Helper()
-	got := &as.SnapshotEnvironmentBinding{}
-	require.Eventually(t, func() bool {
-		return k8s.Get(context.Background(), client.ObjectKeyFromObject(seb), got) == nil && ok(got)
-	}, deployWait, poll, "binding %s never had %s; status: %+v", seb.Name, what, got.Status)
-	return got
+	return stack.WaitFor(t, k8s, seb, deployWait, "had "+what, ok)
 }
 
 func TestBindingErrorsWriteNothing(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/test/stack"
 )
 
 const (
@@ -62,11 +63,7 @@ func deploy(t *testing.T, ns, name, repoURL, path string, typ v1.GitOpsDeploymen
 // waitStatus polls the GitOpsDeployment until ok holds, and returns it.
 func waitStatus(t *testing.T, gd *v1.GitOpsDeployment, what string, ok func(*v1.GitOpsDeployment) bool) *v1.GitOpsDeployment {
 	t.Helper()
-	got := &v1.GitOpsDeployment{}
-	require.Eventually(t, func() bool {
-		return k8s.Get(context.Background(), client.ObjectKeyFromObject(gd), got) == nil && ok(got)
-	}, deployWait, poll, "GitOpsDeployment %s/%s never became %s; last status: %+v", gd.Namespace, gd.Name, what, got.Status)
-	return got
+	return stack.WaitFor(t, k8s, gd, deployWait, "became "+what, ok)
 }
 
 func syncedHealthyAt(rev string) func(*v1.GitOpsDeployment) bool {

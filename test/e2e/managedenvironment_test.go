@@ -122,11 +122,7 @@ func remoteEnvironment(t *testing.T, tenant, name, secret, token string, mut fun
 // waitEnvironment polls the ManagedEnvironment until ok holds, and returns it.
 func waitEnvironment(t *testing.T, env *v1.GitOpsDeploymentManagedEnvironment, what string, ok func(client.Object) bool) *v1.GitOpsDeploymentManagedEnvironment {
 	t.Helper()
-	got := &v1.GitOpsDeploymentManagedEnvironment{}
-	require.Eventually(t, func() bool {
-		return k8s.Get(context.Background(), client.ObjectKeyFromObject(env), got) == nil && ok(got)
-	}, deployWait, poll, "ManagedEnvironment %s/%s never became %s; last status: %+v", env.Namespace, env.Name, what, got.Status)
-	return got
+	return stack.WaitFor(t, k8s, env, deployWait, "became "+what, func(me *v1.GitOpsDeploymentManagedEnvironment) bool { return ok(me) })
 }
 
 func connected(obj client.Object) bool {

@@ -16,17 +16,12 @@ import (
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/promotionrun"
+	"github.com/gitops-service/gitops-service/test/stack"
 )
 
 func waitPromotion(t *testing.T, run *as.PromotionRun, what string, ok func(*as.PromotionRun) bool) *as.PromotionRun {
 	t.Helper()
-	got := &as.PromotionRun{}
-	if !assert.Eventually(t, func() bool {
-		return k8s.Get(context.Background(), client.ObjectKeyFromObject(run), got) == nil && ok(got)
-	}, deployWait, poll) {
-		t.Fatalf("PromotionRun %s never was %s; status: %+v", run.Name, what, got.Status)
-	}
-	return got
+	return stack.WaitFor(t, k8s, run, deployWait, "was "+what, ok)
 }
 
 func promotionSucceeded(r *as.PromotionRun) bool {

@@ -99,10 +99,7 @@ func repositoryCondition(typ string, status metav1.ConditionStatus, reason strin
 
 func waitObject(t *testing.T, obj client.Object, what string, ok func(client.Object) bool) {
 	t.Helper()
-	got := obj.DeepCopyObject().(client.Object)
-	require.Eventually(t, func() bool {
-		return k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), got) == nil && ok(got)
-	}, deployWait, poll, "%s/%s never became %s; last seen: %+v", obj.GetNamespace(), obj.GetName(), what, got)
+	stack.WaitFor(t, k8s, obj, deployWait, "became "+what, ok)
 }
 
 // hasCondition matches a GitOpsDeployment with a True condition of type typ.

@@ -15,6 +15,7 @@ import (
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/reconcilers/syncrun"
+	"github.com/gitops-service/gitops-service/test/stack"
 )
 
 func syncRun(t *testing.T, ns, name, deployment, revision string) *v1.GitOpsDeploymentSyncRun {
@@ -29,13 +30,7 @@ func syncRun(t *testing.T, ns, name, deployment, revision string) *v1.GitOpsDepl
 
 func waitRun(t *testing.T, run *v1.GitOpsDeploymentSyncRun, what string, ok func(*v1.GitOpsDeploymentSyncRun) bool) *v1.GitOpsDeploymentSyncRun {
 	t.Helper()
-	got := &v1.GitOpsDeploymentSyncRun{}
-	if !assert.Eventually(t, func() bool {
-		return k8s.Get(context.Background(), client.ObjectKeyFromObject(run), got) == nil && ok(got)
-	}, deployWait, poll) {
-		t.Fatalf("SyncRun %s/%s never became %s; last status: %+v", run.Namespace, run.Name, what, got.Status)
-	}
-	return got
+	return stack.WaitFor(t, k8s, run, deployWait, "became "+what, ok)
 }
 
 // succeededAt: the run synced rev and recorded the sync status of Argo CD's

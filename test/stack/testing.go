@@ -31,3 +31,14 @@ func WaitGone(t testing.TB, c client.Reader, obj client.Object, within time.Dura
 		return apierrors.IsNotFound(c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj))
 	}, within, Tick, "%T %s was not deleted", obj, client.ObjectKeyFromObject(obj))
 }
+
+// WaitFor re-reads obj up to within until ok holds of what it read, and
+// returns that (obj itself is not changed).
+func WaitFor[T client.Object](t testing.TB, c client.Reader, obj T, within time.Duration, what string, ok func(T) bool) T {
+	t.Helper()
+	got := obj.DeepCopyObject().(T)
+	require.Eventually(t, func() bool {
+		return c.Get(context.Background(), client.ObjectKeyFromObject(obj), got) == nil && ok(got)
+	}, within, Tick, "%T %s never %s; last seen: %+v", obj, client.ObjectKeyFromObject(obj), what, got)
+	return got
+}
