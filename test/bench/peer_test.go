@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"sort"
 	"strings"
@@ -85,7 +86,20 @@ func runPeer(b *testing.B) {
 	ctx := context.Background()
 	n, m := *peerN, *peerM
 	load := loadAvg()
-	kube, err := stack.StartKube(ctx, stack.KubeOptions{Name: "bench-peer", ControllerManager: true})
+	kopts := stack.KubeOptions{Name: "bench-peer", ControllerManager: true}
+	args := strings.Fields(*sidecarArgs)
+	pprofURL := ""
+	if profileDir() != "" {
+		// Only serves /debug/pprof; the API server's limits stay as they are.
+		kopts.ExtraAPIServerArgs = []string{"--profiling=true"}
+		port, err := stack.FreePort()
+		if err != nil {
+			b.Fatal(err)
+		}
+		pprofURL = fmt.Sprintf("http://127.0.0.1:%d", port)
+		args = append(args, "--pprof-bind-address="+strings.TrimPrefix(pprofURL, "http://"))
+	}
+	kube, err := stack.StartKube(ctx, kopts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -99,7 +113,7 @@ func runPeer(b *testing.B) {
 	if err := kube.InstallCRDs(ctx, root+"/manifests/crd"); err != nil {
 		b.Fatal(err)
 	}
-	side, err := stack.StartSidecar(ctx, kube, stack.SidecarOptions{ArgoRedisAddr: argo.RedisAddr, Args: strings.Fields(*sidecarArgs)})
+	side, err := stack.StartSidecar(ctx, kube, stack.SidecarOptions{ArgoRedisAddr: argo.RedisAddr, Args: args})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -231,15 +245,40 @@ func runPeer(b *testing.B) {
 		}
 	}
 	delete(procs, "bench clients")
-	metered := func(run func(int) peerSide, round int) peerSide {
+	metered := func(run func(int) peerSide, name string, round int) peerSide {
+		var prof sync.WaitGroup
+		if dir := profileDir(); dir != "" {
+			// The first 20 s of the side: its burst and Argo CD's work.
+			hc, err := rest.HTTPClientFor(kube.Config)
+			if err != nil {
+				b.Fatal(err)
+			}
+			hc.Timeout = time.Minute
+			for _, p := range []struct {
+				hc        *http.Client
+				url, file string
+			}{
+				{&http.Client{Timeout: time.Minute}, pprofURL + "/debug/pprof/profile", fmt.Sprintf("sidecar-%s-r%d.cpu.pprof", name, round)},
+				{hc, kube.URL + "/debug/pprof/profile", fmt.Sprintf("kube-apiserver-%s-r%d.cpu.pprof", name, round)},
+			} {
+				prof.Add(1)
+				go func() {
+					defer prof.Done()
+					if err := profile(ctx, p.hc, p.url, dir, p.file, 20*time.Second); err != nil {
+						fmt.Println("bench: profile:", err)
+					}
+				}()
+			}
+		}
 		m := newCPUMeter(procs)
 		s := run(round)
 		s.cpu = m.String()
+		prof.Wait()
 		return s
 	}
 	ours0, direct0 := ours, direct
-	ours = func(round int) peerSide { return metered(ours0, round) }
-	direct = func(round int) peerSide { return metered(direct0, round) }
+	ours = func(round int) peerSide { return metered(ours0, "ours", round) }
+	direct = func(round int) peerSide { return metered(direct0, "direct", round) }
 	var oursAll, directAll []peerSide
 	runOurs := func(round int) {
 		oursAll = append(oursAll, withToApp(ours(round)))
