@@ -80,6 +80,8 @@ type peerSide struct {
 	// updates per object (GitOpsDeployment or Application) until all were
 	// Synced/Healthy.
 	updates float64
+	// sidecarWork is the sidecar's reconciles and API calls during the side.
+	sidecarWork string
 }
 
 func runPeer(b *testing.B) {
@@ -271,8 +273,18 @@ func runPeer(b *testing.B) {
 			}
 		}
 		m := newCPUMeter(procs)
+		before, _ := scrape(side.MetricsURL)
 		s := run(round)
 		s.cpu = m.String()
+		if after, err := scrape(side.MetricsURL); err == nil && before != nil {
+			per := func(name, label string) float64 {
+				return (after.sum(name, label) - before.sum(name, label)) / float64(*peerN)
+			}
+			s.sidecarWork = fmt.Sprintf("sidecar per deployment: %.1f GitOpsDeployment reconciles, %.1f tenant reconciles, %.1f writes, %.1f reads",
+				per("controller_runtime_reconcile_total", `controller="gitopsdeployment"`), per("controller_runtime_reconcile_total", `controller="tenant"`),
+				(sumMethods(after, writeMethodsRE)-sumMethods(before, writeMethodsRE))/float64(*peerN),
+				(sumMethods(after, "GET LIST")-sumMethods(before, "GET LIST"))/float64(*peerN))
+		}
 		prof.Wait()
 		return s
 	}
@@ -340,7 +352,7 @@ func runPeer(b *testing.B) {
 	fmt.Fprintf(&sb, "| all | %s | | %s | %+.1f%% (ratio %.3f; target <= +5%%: %s) | |\n", ms(sumOurs), ms(sumDirect), 100*overhead, 1+overhead, mark(overhead <= targetPeerOverhead))
 	sb.WriteString("\nWhere the time went, from a watch on the Applications:\n\n")
 	for i := range oursAll {
-		fmt.Fprintf(&sb, "- round %d, through the sidecar: %s; GitOpsDeployment updates each until all Synced/Healthy %.1f; CPU: %s\n", i+1, oursAll[i].trace, oursAll[i].updates, oursAll[i].cpu)
+		fmt.Fprintf(&sb, "- round %d, through the sidecar: %s; GitOpsDeployment updates each until all Synced/Healthy %.1f; %s; CPU: %s\n", i+1, oursAll[i].trace, oursAll[i].updates, oursAll[i].sidecarWork, oursAll[i].cpu)
 		fmt.Fprintf(&sb, "- round %d, directly: %s; CPU: %s\n", i+1, directAll[i].trace, directAll[i].cpu)
 	}
 	fmt.Println()
