@@ -82,6 +82,8 @@ type peerSide struct {
 	updates float64
 	// sidecarWork is the sidecar's reconciles and API calls during the side.
 	sidecarWork string
+	// gdChanges is what the GitOpsDeployments' updates changed.
+	gdChanges string
 }
 
 func runPeer(b *testing.B) {
@@ -244,6 +246,8 @@ func runPeer(b *testing.B) {
 			procs["argo cd controller"] = p.Pid()
 		case strings.HasSuffix(p.Name, "/repo-server"):
 			procs["argo cd repo-server"] = p.Pid()
+		case strings.HasSuffix(p.Name, "/redis"):
+			procs["argo cd redis"] = p.Pid()
 		}
 	}
 	delete(procs, "bench clients")
@@ -280,9 +284,10 @@ func runPeer(b *testing.B) {
 			per := func(name, label string) float64 {
 				return (after.sum(name, label) - before.sum(name, label)) / float64(*peerN)
 			}
-			s.sidecarWork = fmt.Sprintf("sidecar per deployment: %.1f GitOpsDeployment reconciles, %.1f tenant reconciles, %.1f writes, %.1f reads",
+			s.sidecarWork = fmt.Sprintf("sidecar per deployment: %.1f GitOpsDeployment reconciles, %.1f tenant reconciles, %.1f writes (%.1f POST, %.1f PATCH), %.1f reads",
 				per("controller_runtime_reconcile_total", `controller="gitopsdeployment"`), per("controller_runtime_reconcile_total", `controller="tenant"`),
 				(sumMethods(after, writeMethodsRE)-sumMethods(before, writeMethodsRE))/float64(*peerN),
+				(sumMethods(after, "POST")-sumMethods(before, "POST"))/float64(*peerN), (sumMethods(after, "PATCH")-sumMethods(before, "PATCH"))/float64(*peerN),
 				(sumMethods(after, "GET LIST")-sumMethods(before, "GET LIST"))/float64(*peerN))
 		}
 		prof.Wait()
@@ -352,7 +357,7 @@ func runPeer(b *testing.B) {
 	fmt.Fprintf(&sb, "| all | %s | | %s | %+.1f%% (ratio %.3f; target <= +5%%: %s) | |\n", ms(sumOurs), ms(sumDirect), 100*overhead, 1+overhead, mark(overhead <= targetPeerOverhead))
 	sb.WriteString("\nWhere the time went, from a watch on the Applications:\n\n")
 	for i := range oursAll {
-		fmt.Fprintf(&sb, "- round %d, through the sidecar: %s; GitOpsDeployment updates each until all Synced/Healthy %.1f; %s; CPU: %s\n", i+1, oursAll[i].trace, oursAll[i].updates, oursAll[i].sidecarWork, oursAll[i].cpu)
+		fmt.Fprintf(&sb, "- round %d, through the sidecar: %s; GitOpsDeployment updates each until all Synced/Healthy %.1f (%s); %s; CPU: %s\n", i+1, oursAll[i].trace, oursAll[i].updates, oursAll[i].gdChanges, oursAll[i].sidecarWork, oursAll[i].cpu)
 		fmt.Fprintf(&sb, "- round %d, directly: %s; CPU: %s\n", i+1, directAll[i].trace, directAll[i].cpu)
 	}
 	fmt.Println()
@@ -393,10 +398,39 @@ func measurePeerSide(b *testing.B, ctx context.Context, c client.WithWatch, fail
 	var mu sync.Mutex
 	doneAt := map[string]time.Time{}
 	var count, updates atomic.Int64
+	// What each update of a GitOpsDeployment changed in its status, and how
+	// soon after the one before: what coalescing the mirror would save.
+	prevGD := map[string]*v1.GitOpsDeployment{}
+	lastGD := map[string]time.Time{}
+	changed := map[string]int{}
+	var within100ms int
 	go func() {
 		for ev := range w.ResultChan() {
 			if ev.Type == watch.Modified {
 				updates.Add(1)
+			}
+			if gd, ok := ev.Object.(*v1.GitOpsDeployment); ok {
+				k := gd.Namespace + "/" + gd.Name
+				mu.Lock()
+				if p := prevGD[k]; p != nil && ev.Type == watch.Modified {
+					var parts []string
+					for _, f := range []struct {
+						name string
+						a, b any
+					}{{"sync", p.Status.Sync, gd.Status.Sync}, {"health", p.Status.Health, gd.Status.Health}, {"resources", p.Status.Resources, gd.Status.Resources},
+						{"reconciledState", p.Status.ReconciledState, gd.Status.ReconciledState}, {"operationState", p.Status.OperationState, gd.Status.OperationState},
+						{"conditions", p.Status.Conditions, gd.Status.Conditions}, {"observedGeneration", p.Status.ObservedGeneration, gd.Status.ObservedGeneration}} {
+						if !argocd.Equal(f.a, f.b) {
+							parts = append(parts, f.name)
+						}
+					}
+					changed[strings.Join(parts, "+")]++
+					if time.Since(lastGD[k]) < 100*time.Millisecond {
+						within100ms++
+					}
+				}
+				prevGD[k], lastGD[k] = gd, time.Now()
+				mu.Unlock()
 			}
 			key, ok := done(ev.Object)
 			if !ok {
@@ -453,6 +487,16 @@ func measurePeerSide(b *testing.B, ctx context.Context, c client.WithWatch, fail
 	mu.Unlock()
 	sort.Slice(s.lat, func(i, j int) bool { return s.lat[i] < s.lat[j] })
 	s.load = loadAvg()
+	if len(changed) > 0 {
+		mu.Lock()
+		var parts []string
+		for k, v := range changed {
+			parts = append(parts, fmt.Sprintf("%s %.2f", k, float64(v)/float64(n)))
+		}
+		sort.Strings(parts)
+		s.gdChanges = fmt.Sprintf("status changes per GitOpsDeployment: %s; %.2f within 100 ms of the one before", strings.Join(parts, ", "), float64(within100ms)/float64(n))
+		mu.Unlock()
+	}
 	s.updates = float64(updates.Load()) / float64(n)
 	fmt.Printf("bench: peer %s: all Synced/Healthy after %s (load %s)\n", prefix, s.total.Round(time.Millisecond), s.load)
 	// Let Argo CD finish what follows (status writes, refreshes) before the other side.
