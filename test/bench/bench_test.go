@@ -336,8 +336,11 @@ func pct(sorted []time.Duration, p int) time.Duration {
 // metrics is one scrape: "name{labels}" -> value.
 type metrics map[string]float64
 
-func scrape(url string) (metrics, error) {
-	resp, err := http.Get(url)
+func scrape(url string) (metrics, error) { return scrapeWith(http.DefaultClient, url) }
+
+// scrapeWith scrapes with hc (e.g. the API server's, with credentials).
+func scrapeWith(hc *http.Client, url string) (metrics, error) {
+	resp, err := hc.Get(url)
 	if err != nil {
 		return nil, err
 	}

@@ -84,6 +84,8 @@ type peerSide struct {
 	sidecarWork string
 	// gdChanges is what the GitOpsDeployments' updates changed.
 	gdChanges string
+	// apiWrites are the writes the API server served during the side.
+	apiWrites string
 }
 
 func runPeer(b *testing.B) {
@@ -251,6 +253,10 @@ func runPeer(b *testing.B) {
 		}
 	}
 	delete(procs, "bench clients")
+	apiHC, err := rest.HTTPClientFor(kube.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
 	metered := func(run func(int) peerSide, name string, round int) peerSide {
 		var prof sync.WaitGroup
 		if dir := profileDir(); dir != "" {
@@ -278,8 +284,28 @@ func runPeer(b *testing.B) {
 		}
 		m := newCPUMeter(procs)
 		before, _ := scrape(side.MetricsURL)
+		apiBefore, _ := scrapeWith(apiHC, kube.URL+"/metrics")
 		s := run(round)
 		s.cpu = m.String()
+		if after, err := scrapeWith(apiHC, kube.URL+"/metrics"); err == nil && apiBefore != nil {
+			// Every client's writes, by resource, as the API server counted them.
+			var parts []string
+			for _, r := range []struct{ resource, subresource, verb string }{
+				{"gitopsdeployments", "", "POST"}, {"gitopsdeployments", "status", "PATCH"},
+				{"applications", "", "POST"}, {"applications", "", "APPLY"}, {"applications", "", "PATCH"}, {"applications", "", "PUT"},
+				{"appprojects", "", "APPLY"}, {"events", "", "POST"}, {"events", "", "PATCH"},
+			} {
+				label := fmt.Sprintf(`resource="%s",scope="namespace",subresource="%s",verb="%s"`, r.resource, r.subresource, r.verb)
+				if v := (after.sum("apiserver_request_total", label) - apiBefore.sum("apiserver_request_total", label)) / float64(*peerN); v > 0 {
+					name := r.resource
+					if r.subresource != "" {
+						name += "/" + r.subresource
+					}
+					parts = append(parts, fmt.Sprintf("%s %s %.2f", r.verb, name, v))
+				}
+			}
+			s.apiWrites = "API server writes per deployment: " + strings.Join(parts, ", ")
+		}
 		if after, err := scrape(side.MetricsURL); err == nil && before != nil {
 			per := func(name, label string) float64 {
 				return (after.sum(name, label) - before.sum(name, label)) / float64(*peerN)
@@ -357,8 +383,8 @@ func runPeer(b *testing.B) {
 	fmt.Fprintf(&sb, "| all | %s | | %s | %+.1f%% (ratio %.3f; target <= +5%%: %s) | |\n", ms(sumOurs), ms(sumDirect), 100*overhead, 1+overhead, mark(overhead <= targetPeerOverhead))
 	sb.WriteString("\nWhere the time went, from a watch on the Applications:\n\n")
 	for i := range oursAll {
-		fmt.Fprintf(&sb, "- round %d, through the sidecar: %s; GitOpsDeployment updates each until all Synced/Healthy %.1f (%s); %s; CPU: %s\n", i+1, oursAll[i].trace, oursAll[i].updates, oursAll[i].gdChanges, oursAll[i].sidecarWork, oursAll[i].cpu)
-		fmt.Fprintf(&sb, "- round %d, directly: %s; CPU: %s\n", i+1, directAll[i].trace, directAll[i].cpu)
+		fmt.Fprintf(&sb, "- round %d, through the sidecar: %s; GitOpsDeployment updates each until all Synced/Healthy %.1f (%s); %s; %s; CPU: %s\n", i+1, oursAll[i].trace, oursAll[i].updates, oursAll[i].gdChanges, oursAll[i].sidecarWork, oursAll[i].apiWrites, oursAll[i].cpu)
+		fmt.Fprintf(&sb, "- round %d, directly: %s; %s; CPU: %s\n", i+1, directAll[i].trace, directAll[i].apiWrites, directAll[i].cpu)
 	}
 	fmt.Println()
 	fmt.Print(sb.String())
