@@ -372,6 +372,24 @@ func (m metrics) sum(name, label string) float64 {
 	return s
 }
 
+// sumAll adds every series of name whose labels contain each of labels.
+func (m metrics) sumAll(name string, labels ...string) float64 {
+	var s float64
+	for k, v := range m {
+		if !strings.HasPrefix(k, name+"{") {
+			continue
+		}
+		all := true
+		for _, l := range labels {
+			all = all && strings.Contains(k, l)
+		}
+		if all {
+			s += v
+		}
+	}
+	return s
+}
+
 // sumMethods adds the client's requests with any of the HTTP methods.
 func sumMethods(m metrics, methods string) float64 {
 	var s float64

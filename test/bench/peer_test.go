@@ -295,8 +295,9 @@ func runPeer(b *testing.B) {
 				{"applications", "", "POST"}, {"applications", "", "APPLY"}, {"applications", "", "PATCH"}, {"applications", "", "PUT"},
 				{"appprojects", "", "APPLY"}, {"events", "", "POST"}, {"events", "", "PATCH"},
 			} {
-				label := fmt.Sprintf(`resource="%s",scope="namespace",subresource="%s",verb="%s"`, r.resource, r.subresource, r.verb)
-				if v := (after.sum("apiserver_request_total", label) - apiBefore.sum("apiserver_request_total", label)) / float64(*peerN); v > 0 {
+				// Labels are sorted: ... resource, scope, subresource, verb, version.
+				labels := []string{fmt.Sprintf(`,resource="%s",`, r.resource), fmt.Sprintf(`,subresource="%s",verb="%s",`, r.subresource, r.verb)}
+				if v := (after.sumAll("apiserver_request_total", labels...) - apiBefore.sumAll("apiserver_request_total", labels...)) / float64(*peerN); v > 0 {
 					name := r.resource
 					if r.subresource != "" {
 						name += "/" + r.subresource
