@@ -6,9 +6,11 @@ import (
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
@@ -43,7 +45,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("gitopsdeployment").
-		For(&v1.GitOpsDeployment{}).
+		// Not on our own status writes (~5 per new deployment while Argo CD
+		// syncs it): they change nothing to do, and each reran the whole
+		// reconcile (issue 13, peer). Deletion bumps the generation.
+		For(&v1.GitOpsDeployment{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Watches(&argov1alpha1.Application{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			if owner := ownerOf(o); owner != nil {
 				return []reconcile.Request{{NamespacedName: *owner}}

@@ -150,7 +150,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		// the creates kept this one-worker reconciler recomputing projects
 		// from every Application of the tenant (issue 13).
 		Watches(&argov1alpha1.Application{}, byTenantLabel,
-			builder.WithPredicates(predicate.Or(generationChanged(), deletes()))).
+			builder.WithPredicates(predicate.Or(specOrLabelsChanged(), deletes()))).
 		// The platform admin changing the tenant mapping changes the project's role.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
@@ -170,12 +170,20 @@ func mappingChanged() predicate.Funcs {
 	}
 }
 
-// generationChanged passes updates that change the generation.
-func generationChanged() predicate.Funcs {
+// specOrLabelsChanged passes updates of an Application's spec or labels, all
+// a tenant's project depends on. Not the generation: Applications have no
+// status subresource, so each of the ~7 status writes of Argo CD's controller
+// to a new Application bumps it, and each ran this reconciler (issue 13, peer).
+func specOrLabelsChanged() predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc: func(event.CreateEvent) bool { return false },
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration()
+			old, okOld := e.ObjectOld.(*argov1alpha1.Application)
+			cur, okNew := e.ObjectNew.(*argov1alpha1.Application)
+			if !okOld || !okNew {
+				return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration()
+			}
+			return !argocd.Equal(old.Spec, cur.Spec) || !argocd.Equal(old.Labels, cur.Labels)
 		},
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },

@@ -336,8 +336,11 @@ func pct(sorted []time.Duration, p int) time.Duration {
 // metrics is one scrape: "name{labels}" -> value.
 type metrics map[string]float64
 
-func scrape(url string) (metrics, error) {
-	resp, err := http.Get(url)
+func scrape(url string) (metrics, error) { return scrapeWith(http.DefaultClient, url) }
+
+// scrapeWith scrapes with hc (e.g. the API server's, with credentials).
+func scrapeWith(hc *http.Client, url string) (metrics, error) {
+	resp, err := hc.Get(url)
 	if err != nil {
 		return nil, err
 	}
@@ -363,6 +366,24 @@ func (m metrics) sum(name, label string) float64 {
 	var s float64
 	for k, v := range m {
 		if strings.HasPrefix(k, name+"{") && strings.Contains(k, label) {
+			s += v
+		}
+	}
+	return s
+}
+
+// sumAll adds every series of name whose labels contain each of labels.
+func (m metrics) sumAll(name string, labels ...string) float64 {
+	var s float64
+	for k, v := range m {
+		if !strings.HasPrefix(k, name+"{") {
+			continue
+		}
+		all := true
+		for _, l := range labels {
+			all = all && strings.Contains(k, l)
+		}
+		if all {
 			s += v
 		}
 	}
