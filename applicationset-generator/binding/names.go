@@ -73,7 +73,9 @@ func pickName(readable, own string, holders map[string]Holder) string {
 	return readable
 }
 
-// holders looks up who holds the names the binding's components may use.
+// holders looks up who holds the names the binding's components may use
+// (the binding's own name only when the readable one is not already its
+// own: pickName does not look at it then, and this runs on every request).
 // The sidecar's cache holds only our Applications: a name an admin's own
 // Application holds is reported by Argo CD when it cannot generate.
 func holders(ctx context.Context, c client.Reader, argoNamespace string, seb *appstudiov1alpha1.SnapshotEnvironmentBinding, components []appstudiov1alpha1.SnapshotComponent) (map[string]Holder, error) {
@@ -81,6 +83,9 @@ func holders(ctx context.Context, c client.Reader, argoNamespace string, seb *ap
 	for _, sc := range components {
 		readable, own := appNames(seb, sc.Name)
 		for _, name := range []string{readable, own} {
+			if out[readable] == ThisBinding {
+				break
+			}
 			app := &argov1alpha1.Application{}
 			err := c.Get(ctx, types.NamespacedName{Namespace: argoNamespace, Name: name}, app)
 			switch {
