@@ -2,7 +2,6 @@ package uiproxy_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -58,12 +57,7 @@ func (a actor) do(t *testing.T, srv *httptest.Server) (int, map[string]any) {
 			req.Header.Set(h, v)
 		}
 	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body := map[string]any{}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
-	return resp.StatusCode, body
+	return send(t, req)
 }
 
 func tenantNS(name, subjects string) *corev1.Namespace {

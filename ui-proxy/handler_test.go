@@ -70,6 +70,12 @@ func call(t *testing.T, srv *httptest.Server, tok, app, project string) (int, ma
 	}
 	req.Header.Set(uiproxy.HeaderApplication, app)
 	req.Header.Set(uiproxy.HeaderProject, project)
+	return send(t, req)
+}
+
+// send sends req and returns the status and the JSON body of the answer.
+func send(t *testing.T, req *http.Request) (int, map[string]any) {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()

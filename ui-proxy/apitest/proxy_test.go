@@ -67,6 +67,12 @@ func get(t *testing.T, tok, app, project string) (int, map[string]any) {
 	}
 	req.Header.Set(uiproxy.HeaderApplication, app)
 	req.Header.Set(uiproxy.HeaderProject, project)
+	return send(t, req)
+}
+
+// send sends req and returns the status and the JSON body of the answer.
+func send(t *testing.T, req *http.Request) (int, map[string]any) {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
@@ -311,12 +317,7 @@ func post(t *testing.T, action string, app *argov1alpha1.Application, user, grou
 	if groups != "" {
 		req.Header.Set("Argocd-User-Groups", groups)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	out := map[string]any{}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
-	return resp.StatusCode, out
+	return send(t, req)
 }
 
 // Panel actions on a real API server: the runs the proxy makes pass the CRDs'
