@@ -238,6 +238,9 @@ var errTaken = errors.New("target taken")
 // bind-complete annotation follow in the deferred status write.
 func (r *Reconciler) bind(ctx context.Context, claim *as.DeploymentTargetClaim, dt *as.DeploymentTarget, chosen bool) error {
 	if dt.Spec.ClaimRef != claim.Name {
+		if err := r.current(ctx, claim); err != nil {
+			return err
+		}
 		updated := dt.DeepCopy()
 		updated.Spec.ClaimRef = claim.Name
 		if err := r.Client.Update(ctx, updated); err != nil {
@@ -274,6 +277,27 @@ func (r *Reconciler) bind(ctx context.Context, claim *as.DeploymentTargetClaim, 
 	}
 	claim.Status = status
 	r.Recorder.Eventf(claim, corev1.EventTypeNormal, "Bound", "Bound to DeploymentTarget %s", dt.Name)
+	return nil
+}
+
+// current returns errConflict unless the API server's claim has the spec and
+// provisioner mark the pass decided on. A claim read from a cache that is
+// behind may miss its own targetName or mark: reserving a target for it would
+// keep that target from everyone (the claim write then fails, the target
+// stays pre-bound to it). The resourceVersion cannot tell: adding the
+// finalizer moves it on and leaves the rest as read.
+func (r *Reconciler) current(ctx context.Context, claim *as.DeploymentTargetClaim) error {
+	fresh := &as.DeploymentTargetClaim{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(claim), fresh); err != nil {
+		if apierrors.IsNotFound(err) {
+			return errConflict
+		}
+		return fmt.Errorf("reading claim %s: %w", claim.Name, err)
+	}
+	if fresh.UID != claim.UID || !fresh.DeletionTimestamp.IsZero() || fresh.Spec != claim.Spec ||
+		fresh.Annotations[as.AnnTargetProvisioner] != claim.Annotations[as.AnnTargetProvisioner] {
+		return errConflict
+	}
 	return nil
 }
 

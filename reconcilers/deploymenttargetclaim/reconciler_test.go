@@ -11,10 +11,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/deploymenttargetclaim"
 	"github.com/gitops-service/gitops-service/reconcilers/provisioner/devsandbox"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
@@ -68,6 +71,50 @@ func TestStaticBindingByClass(t *testing.T) {
 	assert.Equal(t, "late", second.Spec.TargetName)
 	require.NoError(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(free), free))
 	assert.Empty(t, free.Spec.ClaimRef)
+}
+
+// staleClaim serves one claim as a cache that is behind would: an older version.
+type staleClaim struct {
+	client.Client
+	old *as.DeploymentTargetClaim
+}
+
+func (s staleClaim) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if c, ok := obj.(*as.DeploymentTargetClaim); ok && key == client.ObjectKeyFromObject(s.old) {
+		s.old.DeepCopyInto(c)
+		return nil
+	}
+	return s.Client.Get(ctx, key, obj, opts...)
+}
+
+// A pass that reads a claim from a cache behind the API server (not yet
+// showing its provisioner mark, or its binding) reserves no target for it:
+// the target would stay pre-bound to a claim that never takes it.
+func TestStaleClaimReservesNothing(t *testing.T) {
+	ns := tenant(t)
+	cls := class(t, external, as.ReclaimPolicyRetain, "")
+	marked := claim(t, ns, "marked", cls, "")
+	unmarked := marked.DeepCopy()
+	waitFor(t, marked, func(c *as.DeploymentTargetClaim) bool {
+		return hasReason(c, as.DeploymentTargetClaimPhasePending, metav1.ConditionFalse, as.DeploymentTargetReasonWaitingForProvisioner)
+	}, "waited for a target")
+	target(t, ns, "mine", cls, nil)
+	bound := claim(t, ns, "bound", cls, "")
+	unbound := bound.DeepCopy()
+	bound = waitFor(t, bound, isBound, "was bound")
+	// Created after both decisions, so the sidecar itself never binds it.
+	free := target(t, ns, "free", cls, nil)
+
+	for _, old := range []*as.DeploymentTargetClaim{unmarked, unbound} {
+		r := &deploymenttargetclaim.Reconciler{Client: staleClaim{Client: k8s, old: old}, APIReader: k8s,
+			Recorder: record.NewFakeRecorder(100), Now: time.Now}
+		_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(old)})
+		require.NoError(t, err, old.Name)
+		require.NoError(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(free), free))
+		assert.Empty(t, free.Spec.ClaimRef, "reserved for the stale claim %s", old.Name)
+	}
+	require.NoError(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(bound), bound))
+	assert.Equal(t, "mine", bound.Spec.TargetName)
 }
 
 func TestBindingByTargetName(t *testing.T) {
