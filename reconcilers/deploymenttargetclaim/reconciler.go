@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -241,15 +242,9 @@ func (r *Reconciler) bind(ctx context.Context, claim *as.DeploymentTargetClaim, 
 		if err := r.current(ctx, claim); err != nil {
 			return err
 		}
-		updated := dt.DeepCopy()
-		updated.Spec.ClaimRef = claim.Name
-		if err := r.Client.Update(ctx, updated); err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				return errTaken
-			}
-			return fmt.Errorf("binding DeploymentTarget %s: %w", dt.Name, err)
+		if err := r.reserve(ctx, claim, dt); err != nil {
+			return err
 		}
-		*dt = *updated
 	}
 	if dt.Status.Phase != as.DeploymentTargetPhaseBound {
 		orig := dt.DeepCopy()
@@ -278,6 +273,42 @@ func (r *Reconciler) bind(ctx context.Context, claim *as.DeploymentTargetClaim, 
 	claim.Status = status
 	r.Recorder.Eventf(claim, corev1.EventTypeNormal, "Bound", "Bound to DeploymentTarget %s", dt.Name)
 	return nil
+}
+
+// reserve writes the target's claimRef with optimistic concurrency. A conflict
+// is not always another claim: the target's own reconciler writes its first
+// phase just as a claim made right after it comes. So the target is read
+// again and tried again while it still suits the claim; taken, or gone, it is
+// errTaken (the caller tries the next one).
+func (r *Reconciler) reserve(ctx context.Context, claim *as.DeploymentTargetClaim, dt *as.DeploymentTarget) error {
+	reread := false
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if reread {
+			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(dt), dt); err != nil {
+				return err
+			}
+			if mismatch(claim, dt) != "" {
+				return errTaken
+			}
+		}
+		reread = true
+		updated := dt.DeepCopy()
+		updated.Spec.ClaimRef = claim.Name
+		if err := r.Client.Update(ctx, updated); err != nil {
+			return err
+		}
+		*dt = *updated
+		return nil
+	})
+	switch {
+	case err == nil || errors.Is(err, errTaken):
+		return err
+	case apierrors.IsNotFound(err):
+		return errTaken
+	case apierrors.IsConflict(err):
+		return errConflict
+	}
+	return fmt.Errorf("binding DeploymentTarget %s: %w", dt.Name, err)
 }
 
 // current returns errConflict unless the API server's claim has the spec and
