@@ -69,6 +69,10 @@ type Reconciler struct {
 	AllowFileRepositories bool
 	// Now is the clock for condition times; tests may set it.
 	Now kernel.Clock
+
+	// statusWrites: status diffs against the server's status while the cache
+	// is behind our last write (set up by SetupWithManager).
+	statusWrites *kernel.StatusWrites
 }
 
 // Reconcile brings one GitOpsDeployment's Application in line with its spec.
@@ -90,7 +94,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.deleteApplications(ctx, req.NamespacedName, otherUID(gd.UID), false); err != nil {
 		return ctrl.Result{}, err
 	}
-	patcher := kernel.NewStatusPatcher(r.Client, gd)
+	patcher := kernel.NewStatusPatcher(r.Client, gd).Remembering(r.statusWrites)
 	defer patcher.Patch(ctx, gd, &err)
 	app, refusal, err := r.apply(ctx, gd)
 	if err != nil {

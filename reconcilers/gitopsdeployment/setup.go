@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
@@ -26,6 +27,7 @@ const (
 
 // SetupWithManager registers the reconciler, its indexes and watches.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
+	r.statusWrites = kernel.NewStatusWrites(r.APIReader)
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &argov1alpha1.Application{}, ownerIndex, func(o client.Object) []string {
 		if owner := ownerOf(o); owner != nil {

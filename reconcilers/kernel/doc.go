@@ -4,6 +4,7 @@
 //	obj, err := get (NotFound: clean up what we made for it)
 //	patcher := kernel.NewStatusPatcher(r.Client, obj)
 //	defer patcher.Patch(ctx, obj, &err)   // one status write, only when it changed
+//	                                      // (.Remembering(StatusWrites) where statuses change often)
 //	deleting? -> finalize, kernel.RemoveFinalizer
 //	kernel.AddFinalizer before writing anything that must be cleaned up
 //	apply -> conditions (kernel.SetCondition / kernel.SetError) -> kernel.Outcome

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -13,9 +15,10 @@ import (
 // StatusPatcher writes one object's status once per reconcile, and only when
 // it changed since the object was read.
 type StatusPatcher struct {
-	client client.Client
-	before client.Object
-	lock   bool
+	client  client.Client
+	before  client.Object
+	lock    bool
+	written *StatusWrites
 }
 
 // NewStatusPatcher remembers obj as read.
@@ -31,6 +34,14 @@ func (p *StatusPatcher) WithOptimisticLock() *StatusPatcher {
 	return p
 }
 
+// Remembering makes the patcher diff against the server's status when obj was
+// read from a cache that has not yet shown this reconciler's last status write
+// to it (see StatusWrites).
+func (p *StatusPatcher) Remembering(w *StatusWrites) *StatusPatcher {
+	p.written = w
+	return p
+}
+
 // Patch writes obj's status as a merge patch of what changed, and nothing
 // else. Meant to be deferred: a write error lands in *errp unless it already
 // holds one. A deleted object is not an error.
@@ -41,6 +52,15 @@ func (p *StatusPatcher) Patch(ctx context.Context, obj client.Object, errp *erro
 }
 
 func (p *StatusPatcher) patch(ctx context.Context, obj client.Object) error {
+	readFresh := false
+	if p.written != nil {
+		base, err := p.written.base(ctx, p.before)
+		if err != nil || base == nil {
+			return err
+		}
+		readFresh = base != p.before
+		p.before = base
+	}
 	data, err := client.MergeFrom(p.before).Data(obj)
 	if err != nil {
 		return fmt.Errorf("computing the status patch: %w", err)
@@ -51,6 +71,9 @@ func (p *StatusPatcher) patch(ctx context.Context, obj client.Object) error {
 	}
 	status, changed := diff["status"]
 	if !changed {
+		if readFresh {
+			p.written.record(p.before)
+		}
 		return nil
 	}
 	body := map[string]any{"status": status}
@@ -69,5 +92,73 @@ func (p *StatusPatcher) patch(ctx context.Context, obj client.Object) error {
 		return fmt.Errorf("updating status: %w", err)
 	}
 	p.before = obj.DeepCopyObject().(client.Object)
+	p.written.record(obj)
 	return nil
+}
+
+// StatusWrites remembers, per object, the resourceVersion its status was last
+// written at (or last read at from the server) by one reconciler. A reconcile
+// that starts from a cached object at another version diffs against the
+// server's status, read uncached: against the stale one, a status unchanged
+// since our last write is written again, and a field changed A -> B (written)
+// -> A before the cache shows B is never written back (B stays until the next
+// change). Entries live one to two minutes, far longer than a cache lags.
+type StatusWrites struct {
+	reader client.Reader
+	ttl    time.Duration
+
+	mu        sync.Mutex
+	cur, prev map[types.UID]string
+	rotated   time.Time
+}
+
+// NewStatusWrites reads the server's objects with reader (not a cache).
+func NewStatusWrites(reader client.Reader) *StatusWrites {
+	return &StatusWrites{reader: reader, ttl: time.Minute, cur: map[types.UID]string{}, rotated: time.Now()}
+}
+
+// base returns the object to diff against: before when it is at the version
+// we last wrote or know nothing about (then nil), else the server's object.
+// nil and no error when the object is gone.
+func (w *StatusWrites) base(ctx context.Context, before client.Object) (client.Object, error) {
+	w.mu.Lock()
+	rv, ok := w.cur[before.GetUID()]
+	if !ok {
+		rv, ok = w.prev[before.GetUID()]
+	}
+	if ok && rv == before.GetResourceVersion() {
+		// The cache has caught up with us.
+		delete(w.cur, before.GetUID())
+		delete(w.prev, before.GetUID())
+	}
+	w.mu.Unlock()
+	if !ok || rv == before.GetResourceVersion() {
+		return before, nil
+	}
+	fresh := before.DeepCopyObject().(client.Object)
+	if err := w.reader.Get(ctx, client.ObjectKeyFromObject(before), fresh); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading the current status: %w", err)
+	}
+	if fresh.GetUID() != before.GetUID() {
+		// Deleted and made again: a new object, nothing of ours in its status.
+		return nil, nil
+	}
+	return fresh, nil
+}
+
+// record notes that obj's status on the server is as of obj's version, when
+// that version may be newer than the cache (we wrote or read it uncached).
+func (w *StatusWrites) record(obj client.Object) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if time.Since(w.rotated) > w.ttl {
+		w.prev, w.cur, w.rotated = w.cur, map[types.UID]string{}, time.Now()
+	}
+	w.cur[obj.GetUID()] = obj.GetResourceVersion()
 }

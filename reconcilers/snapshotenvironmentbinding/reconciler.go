@@ -68,6 +68,10 @@ type Reconciler struct {
 	AllowFileRepositories bool
 	// Now is the clock; tests may set it.
 	Now kernel.Clock
+
+	// statusWrites: status diffs against the server's status while the cache
+	// is behind our last write (set up by SetupWithManager).
+	statusWrites *kernel.StatusWrites
 }
 
 // Reconcile brings one binding's ApplicationSet and status in line.
@@ -79,7 +83,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if !seb.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, seb)
 	}
-	patcher := kernel.NewStatusPatcher(r.Client, seb)
+	patcher := kernel.NewStatusPatcher(r.Client, seb).Remembering(r.statusWrites)
 	defer patcher.Patch(ctx, seb, &err)
 	if err := kernel.AddFinalizer(ctx, r.Client, seb, Finalizer); err != nil {
 		return ctrl.Result{}, err

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
@@ -21,6 +22,7 @@ const ownerUIDIndex = "binding.owner-uid"
 // reach Argo CD: the binding, its Snapshot, Environment and Components, and the
 // Argo CD objects made for it.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
+	r.statusWrites = kernel.NewStatusWrites(r.APIReader)
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &argov1alpha1.Application{}, ownerUIDIndex, func(o client.Object) []string {
 		if l := o.GetLabels(); l[ownership.LabelManagedBy] == ownership.ManagedByValue && l[ownership.LabelOwnerKind] == ownership.KindBinding {
 			return []string{l[ownership.LabelOwnerUID]}
