@@ -298,6 +298,33 @@ func TestStatusMirroredFromApplication(t *testing.T) {
 	assert.Equal(t, appRV, app.ResourceVersion, "a no-op reconcile wrote the Application")
 }
 
+// A status someone else edits is put back at once, not at the Application's
+// next change; our own status writes do not wake the reconciler.
+func TestStatusEditedByOthersIsPutBack(t *testing.T) {
+	ctx := context.Background()
+	ns := tenant(t)
+	gd := create(t, newDeployment(ns, "edited", nil))
+	app := waitApp(t, gd, func(*argov1alpha1.Application) bool { return true })
+	app.Status = argov1alpha1.ApplicationStatus{Health: argov1alpha1.HealthStatus{Status: "Healthy"},
+		Sync: argov1alpha1.SyncStatus{Status: argov1alpha1.SyncStatusCodeSynced, Revision: "abc123"}}
+	require.NoError(t, k8s.Update(ctx, app))
+	healthy := func(gd *v1.GitOpsDeployment) bool { return gd.Status.Health.Status == v1.HealthStatusHealthy }
+	gd = stack.WaitFor(t, k8s, gd, wait, "was Healthy", healthy)
+
+	gd.Status.Health.Status = v1.HealthStatusDegraded
+	gd.Status.Sync.Revision = "forged"
+	require.NoError(t, k8s.Status().Update(ctx, gd))
+	gd = stack.WaitFor(t, k8s, gd, 10*time.Second, "was put back", func(gd *v1.GitOpsDeployment) bool {
+		return healthy(gd) && gd.Status.Sync.Revision == "abc123"
+	})
+
+	// Quiet once put back: nothing of ours wakes it to write again.
+	rv := gd.ResourceVersion
+	time.Sleep(2 * time.Second)
+	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(gd), gd))
+	assert.Equal(t, rv, gd.ResourceVersion)
+}
+
 func TestDeleteWithoutFinalizerLeavesResources(t *testing.T) {
 	ns := tenant(t)
 	gd := create(t, newDeployment(ns, "plain", nil))

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -49,9 +50,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		Named("gitopsdeployment").
 		// Not on our own status writes (~5 per new deployment while Argo CD
 		// syncs it): they change nothing to do, and each reran the whole
-		// reconcile (issue 13, peer). Deletion bumps the generation.
-		For(&v1.GitOpsDeployment{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		// reconcile (issue 13, peer). Nor on resyncs: the Applications' resync
+		// wakes each deployment. Anyone else's write, a status edit included,
+		// is looked at (and the status put back).
+		For(&v1.GitOpsDeployment{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetResourceVersion() != e.ObjectNew.GetResourceVersion() && !r.statusWrites.Wrote(e.ObjectNew)
+		}})).
 		Watches(&argov1alpha1.Application{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			if owner := ownerOf(o); owner != nil {
 				return []reconcile.Request{{NamespacedName: *owner}}

@@ -72,7 +72,7 @@ func (p *StatusPatcher) patch(ctx context.Context, obj client.Object) error {
 	status, changed := diff["status"]
 	if !changed {
 		if readFresh {
-			p.written.record(p.before)
+			p.written.saw(p.before)
 		}
 		return nil
 	}
@@ -92,47 +92,51 @@ func (p *StatusPatcher) patch(ctx context.Context, obj client.Object) error {
 		return fmt.Errorf("updating status: %w", err)
 	}
 	p.before = obj.DeepCopyObject().(client.Object)
-	p.written.record(obj)
+	p.written.wrote(obj)
 	return nil
 }
 
-// StatusWrites remembers, per object, the resourceVersion its status was last
-// written at (or last read at from the server) by one reconciler. A reconcile
-// that starts from a cached object at another version diffs against the
-// server's status, read uncached: against the stale one, a status unchanged
-// since our last write is written again, and a field changed A -> B (written)
-// -> A before the cache shows B is never written back (B stays until the next
-// change). Entries live one to two minutes, far longer than a cache lags.
+// StatusWrites remembers, per object, the resourceVersion at which this
+// reconciler last wrote its status. A reconcile that starts from a cached
+// object at another version diffs against the server's status, read
+// uncached: against the stale one, a status unchanged since our last write is
+// written again, and a field changed A -> B (written) -> A before the cache
+// shows B is never written back (B stays until the next change). Entries
+// live one to two minutes, far longer than a cache lags.
 type StatusWrites struct {
 	reader client.Reader
 	ttl    time.Duration
 
 	mu        sync.Mutex
-	cur, prev map[types.UID]string
+	cur, prev map[types.UID]*statusWrite
 	rotated   time.Time
+}
+
+type statusWrite struct {
+	// wrote: the version our write made; seen: a later version (someone
+	// else's write) read from the server, whose status is ours too.
+	wrote, seen string
 }
 
 // NewStatusWrites reads the server's objects with reader (not a cache).
 func NewStatusWrites(reader client.Reader) *StatusWrites {
-	return &StatusWrites{reader: reader, ttl: time.Minute, cur: map[types.UID]string{}, rotated: time.Now()}
+	return &StatusWrites{reader: reader, ttl: time.Minute, cur: map[types.UID]*statusWrite{}, rotated: time.Now()}
 }
 
-// base returns the object to diff against: before when it is at the version
-// we last wrote or know nothing about (then nil), else the server's object.
-// nil and no error when the object is gone.
+// base returns the object to diff against: before when the cache has caught
+// up with our last write (or we know of none), else the server's object; nil
+// when the object is gone or was made again.
 func (w *StatusWrites) base(ctx context.Context, before client.Object) (client.Object, error) {
+	uid, rv := before.GetUID(), before.GetResourceVersion()
 	w.mu.Lock()
-	rv, ok := w.cur[before.GetUID()]
-	if !ok {
-		rv, ok = w.prev[before.GetUID()]
-	}
-	if ok && rv == before.GetResourceVersion() {
-		// The cache has caught up with us.
-		delete(w.cur, before.GetUID())
-		delete(w.prev, before.GetUID())
+	e := w.get(uid)
+	if e != nil && (e.wrote == rv || e.seen == rv) {
+		delete(w.cur, uid)
+		delete(w.prev, uid)
+		e = nil
 	}
 	w.mu.Unlock()
-	if !ok || rv == before.GetResourceVersion() {
+	if e == nil {
 		return before, nil
 	}
 	fresh := before.DeepCopyObject().(client.Object)
@@ -142,23 +146,46 @@ func (w *StatusWrites) base(ctx context.Context, before client.Object) (client.O
 		}
 		return nil, fmt.Errorf("reading the current status: %w", err)
 	}
-	if fresh.GetUID() != before.GetUID() {
-		// Deleted and made again: a new object, nothing of ours in its status.
+	if fresh.GetUID() != uid {
 		return nil, nil
 	}
 	return fresh, nil
 }
 
-// record notes that obj's status on the server is as of obj's version, when
-// that version may be newer than the cache (we wrote or read it uncached).
-func (w *StatusWrites) record(obj client.Object) {
+// Wrote says whether obj is at the version our last status write made (an
+// update event of our own making).
+func (w *StatusWrites) Wrote(obj client.Object) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e := w.get(obj.GetUID())
+	return e != nil && e.wrote == obj.GetResourceVersion()
+}
+
+func (w *StatusWrites) get(uid types.UID) *statusWrite {
+	if e, ok := w.cur[uid]; ok {
+		return e
+	}
+	return w.prev[uid]
+}
+
+// wrote notes our status write that made obj's version.
+func (w *StatusWrites) wrote(obj client.Object) {
 	if w == nil {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if time.Since(w.rotated) > w.ttl {
-		w.prev, w.cur, w.rotated = w.cur, map[types.UID]string{}, time.Now()
+		w.prev, w.cur, w.rotated = w.cur, map[types.UID]*statusWrite{}, time.Now()
 	}
-	w.cur[obj.GetUID()] = obj.GetResourceVersion()
+	w.cur[obj.GetUID()] = &statusWrite{wrote: obj.GetResourceVersion()}
+}
+
+// saw notes a version read from the server whose status needed no write.
+func (w *StatusWrites) saw(obj client.Object) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e := w.get(obj.GetUID()); e != nil {
+		e.seen = obj.GetResourceVersion()
+	}
 }
