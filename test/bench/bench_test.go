@@ -73,6 +73,7 @@ type results struct {
 	load                      string
 	args                      []string
 	writesPerCR, readsPerCR   float64
+	reconcilesPerCR           float64
 	resyncWrites, resyncReads float64
 	resyncTime                time.Duration
 	rssConverged, rssResync   int64
@@ -296,6 +297,8 @@ func runOnce(b *testing.B) *results {
 	after := settle(b, side.MetricsURL)
 	r.writesPerCR = (sumMethods(after, writeMethodsRE) - sumMethods(before, writeMethodsRE)) / float64(n)
 	r.readsPerCR = (sumMethods(after, "GET LIST WATCH") - sumMethods(before, "GET LIST WATCH")) / float64(n)
+	reconciles := func(m metrics) float64 { return m.sum("controller_runtime_reconcile_total", `controller="gitopsdeployment"`) }
+	r.reconcilesPerCR = (reconciles(after) - reconciles(before)) / float64(n)
 	r.rssConverged, r.hwmConverged = rss(side.Pid())
 
 	// Idle resync: a restarted sidecar lists and reconciles everything again.
@@ -453,6 +456,7 @@ func (r *results) report(b *testing.B) {
 		{"throughput phase: CPU used", r.cpu, ""},
 		{"API writes per GitOpsDeployment (Application, status, AppProject, Event)", fmt.Sprintf("%.2f", r.writesPerCR), ""},
 		{"API reads per GitOpsDeployment (cache misses)", fmt.Sprintf("%.2f", r.readsPerCR), ""},
+		{"reconciles per GitOpsDeployment", fmt.Sprintf("%.2f", r.reconcilesPerCR), ""},
 		{fmt.Sprintf("idle resync (restart, %d objects reconciled again): writes", r.n), fmt.Sprintf("%.0f", r.resyncWrites), "0: " + mark(r.resyncWrites == 0)},
 		{"idle resync: time to reconcile everything again", r.resyncTime.Round(time.Millisecond * 10).String(), ""},
 		{"sidecar RSS after convergence (peak)", mib(r.rssConverged) + " (" + mib(r.hwmConverged) + ")", rssTarget(r)},
