@@ -3,6 +3,7 @@
 package sidecar
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -63,6 +64,8 @@ type Options struct {
 	Burst int
 	// Concurrency is the number of parallel reconciles per controller.
 	Concurrency int
+	// BinderConcurrency is the DeploymentTargetClaim binder's; 0 is Concurrency.
+	BinderConcurrency int
 	// SyncPeriod is how often every object is reconciled without changes.
 	SyncPeriod time.Duration
 	// GeneratorAddr is where the ApplicationSet plugin generator listens; "0" disables it.
@@ -312,7 +315,7 @@ func setupDeploymentTargets(ctx context.Context, mgr ctrl.Manager, cfg *rest.Con
 		APIReader:    mgr.GetAPIReader(),
 		Recorder:     mgr.GetEventRecorderFor("gitops-service"),
 		Provisioners: set,
-	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
+	}).SetupWithManager(ctx, mgr, cmp.Or(o.BinderConcurrency, o.Concurrency)); err != nil {
 		return fmt.Errorf("setting up the DeploymentTargetClaim binder: %w", err)
 	}
 	if err := (&deploymenttarget.Reconciler{
