@@ -33,7 +33,7 @@ func main() {
 	// workers / latency: 16 workers left the sidecar ~75 s behind a burst of 10,000
 	// (make bench, issue 13), 128 ~7 s, 256 ~1 s. Claims of one namespace race for
 	// its targets instead: past 128 workers they only add conflicts (make bench
-	// BENCH=Claims: 0.03 -> 0.8 409s per claim, 15.5 -> 21-23 s for 1,000).
+	// BENCH=Claims: 0.02 -> 0.8 409s per claim, 15.4 -> 20.8 s for 1,000).
 	flag.IntVar(&o.Concurrency, "concurrent-reconciles", 256, "Parallel reconciles per controller.")
 	flag.IntVar(&o.BinderConcurrency, "binder-concurrent-reconciles", 128, "Parallel reconciles of the DeploymentTargetClaim binder.")
 	flag.DurationVar(&o.PromotionTimeout, "promotion-timeout", promotionrun.DefaultTimeout, "How long a PromotionRun may take per Environment before it fails.")
