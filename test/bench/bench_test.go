@@ -297,7 +297,9 @@ func runOnce(b *testing.B) *results {
 	after := settle(b, side.MetricsURL)
 	r.writesPerCR = (sumMethods(after, writeMethodsRE) - sumMethods(before, writeMethodsRE)) / float64(n)
 	r.readsPerCR = (sumMethods(after, "GET LIST WATCH") - sumMethods(before, "GET LIST WATCH")) / float64(n)
-	reconciles := func(m metrics) float64 { return m.sum("controller_runtime_reconcile_total", `controller="gitopsdeployment"`) }
+	reconciles := func(m metrics) float64 {
+		return m.sum("controller_runtime_reconcile_total", `controller="gitopsdeployment"`)
+	}
 	r.reconcilesPerCR = (reconciles(after) - reconciles(before)) / float64(n)
 	r.rssConverged, r.hwmConverged = rss(side.Pid())
 
