@@ -89,12 +89,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	// The outcome is recorded before the finalizer goes.
+	// A finished run lets go of its finalizer before its outcome shows, so
+	// whoever sees the outcome sees the run released (status and metadata are
+	// two writes). Should the status write fail, the next pass reads the
+	// outcome from the Application again: later runs wait in line meanwhile.
+	if Finished(run) {
+		if err := kernel.RemoveFinalizer(ctx, r.Client, run, Finalizer); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if patcher.Patch(ctx, run, &err); err != nil {
 		return ctrl.Result{}, err
-	}
-	if Finished(run) {
-		return res, kernel.RemoveFinalizer(ctx, r.Client, run, Finalizer)
 	}
 	return res, nil
 }
