@@ -5,8 +5,6 @@
 //	patcher := kernel.NewStatusPatcher(r.Client, obj)
 //	defer patcher.Patch(ctx, obj, &err)   // one status write, only when it changed
 //	                                      // (.Remembering(StatusWrites) where statuses change often)
-//	kernel.Owned{..., Writes: w}.Apply    // with w.OthersChanges() on the watch: no reconcile
-//	                                      // for the events of our own applies
 //	deleting? -> finalize, kernel.RemoveFinalizer
 //	kernel.AddFinalizer before writing anything that must be cleaned up
 //	apply -> conditions (kernel.SetCondition / kernel.SetError) -> kernel.Outcome
