@@ -73,9 +73,6 @@ type Reconciler struct {
 	// statusWrites: status diffs against the server's status while the cache
 	// is behind our last write (set up by SetupWithManager).
 	statusWrites *kernel.StatusWrites
-	// appWrites: the Application versions our applies made, whose events
-	// need no reconcile (set up by SetupWithManager).
-	appWrites *kernel.Writes
 }
 
 // Reconcile brings one GitOpsDeployment's Application in line with its spec.
@@ -169,7 +166,7 @@ func (r *Reconciler) apply(ctx context.Context, gd *v1.GitOpsDeployment) (*argov
 
 // owned writes the Applications of gd.
 func (r *Reconciler) owned(gd *v1.GitOpsDeployment) kernel.Owned {
-	return kernel.Owned{Client: r.Client, APIReader: r.APIReader, Writes: r.appWrites, Ours: func(o client.Object) bool {
+	return kernel.Owned{Client: r.Client, APIReader: r.APIReader, Ours: func(o client.Object) bool {
 		return ownership.IsOwnedBy(o.GetLabels(), ownership.KindGitOpsDeployment, string(gd.UID))
 	}}
 }

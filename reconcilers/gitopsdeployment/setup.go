@@ -29,7 +29,6 @@ const (
 // SetupWithManager registers the reconciler, its indexes and watches.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
 	r.statusWrites = kernel.NewStatusWrites(r.APIReader)
-	r.appWrites = kernel.NewWrites()
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &argov1alpha1.Application{}, ownerIndex, func(o client.Object) []string {
 		if owner := ownerOf(o); owner != nil {
@@ -57,15 +56,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		For(&v1.GitOpsDeployment{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 			return e.ObjectOld.GetResourceVersion() != e.ObjectNew.GetResourceVersion() && !r.statusWrites.Wrote(e.ObjectNew)
 		}})).
-		// Not on our own applies either: the reconcile that applied already
-		// mirrored the Application as stored (in a burst of new deployments
-		// this halves the reconciles). Argo CD's writes are looked at.
 		Watches(&argov1alpha1.Application{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			if owner := ownerOf(o); owner != nil {
 				return []reconcile.Request{{NamespacedName: *owner}}
 			}
 			return nil
-		}), builder.WithPredicates(r.appWrites.OthersChanges())).
+		})).
 		Watches(&v1.GitOpsDeploymentManagedEnvironment{}, handler.EnqueueRequestsFromMapFunc(r.deploymentsUsing)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)

@@ -36,9 +36,6 @@ type Owned struct {
 	// Ours says whether an existing object is ours (labels and owner UID):
 	// one that is not is never written.
 	Ours func(client.Object) bool
-	// Writes, if set, notes the version each write made (see
-	// Writes.OthersChanges).
-	Writes *Writes
 }
 
 // NotOursError: an object of the name we need exists and is not ours.
@@ -110,9 +107,6 @@ func (o Owned) Apply(ctx context.Context, current, desired client.Object) error 
 	v.Set(reflect.Zero(v.Type()))
 	if err := json.Unmarshal(stored, desired); err != nil {
 		return fmt.Errorf("reading back %s %s: %w", want.GetKind(), desired.GetName(), err)
-	}
-	if o.Writes != nil {
-		o.Writes.wrote(desired)
 	}
 	return nil
 }

@@ -10,8 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
 
 // StatusPatcher writes one object's status once per reconcile, and only when
@@ -94,26 +92,8 @@ func (p *StatusPatcher) patch(ctx context.Context, obj client.Object) error {
 		return fmt.Errorf("updating status: %w", err)
 	}
 	p.before = obj.DeepCopyObject().(client.Object)
-	if p.written != nil {
-		p.written.wrote(obj)
-	}
+	p.written.wrote(obj)
 	return nil
-}
-
-// Writes remembers, per object, the resourceVersion our last write of it
-// made, so that the watch event of our own write can be told from anyone
-// else's. Entries live one to two minutes, far longer than a cache lags.
-type Writes struct {
-	ttl time.Duration
-
-	mu        sync.Mutex
-	cur, prev map[types.UID]*statusWrite
-	rotated   time.Time
-}
-
-// NewWrites remembers nothing yet.
-func NewWrites() *Writes {
-	return &Writes{ttl: time.Minute, cur: map[types.UID]*statusWrite{}, rotated: time.Now()}
 }
 
 // StatusWrites remembers, per object, the resourceVersion at which this
@@ -121,10 +101,15 @@ func NewWrites() *Writes {
 // object at another version diffs against the server's status, read
 // uncached: against the stale one, a status unchanged since our last write is
 // written again, and a field changed A -> B (written) -> A before the cache
-// shows B is never written back (B stays until the next change).
+// shows B is never written back (B stays until the next change). Entries
+// live one to two minutes, far longer than a cache lags.
 type StatusWrites struct {
-	*Writes
 	reader client.Reader
+	ttl    time.Duration
+
+	mu        sync.Mutex
+	cur, prev map[types.UID]*statusWrite
+	rotated   time.Time
 }
 
 type statusWrite struct {
@@ -135,7 +120,7 @@ type statusWrite struct {
 
 // NewStatusWrites reads the server's objects with reader (not a cache).
 func NewStatusWrites(reader client.Reader) *StatusWrites {
-	return &StatusWrites{Writes: NewWrites(), reader: reader}
+	return &StatusWrites{reader: reader, ttl: time.Minute, cur: map[types.UID]*statusWrite{}, rotated: time.Now()}
 }
 
 // base returns the object to diff against: before when the cache has caught
@@ -167,36 +152,24 @@ func (w *StatusWrites) base(ctx context.Context, before client.Object) (client.O
 	return fresh, nil
 }
 
-// Wrote says whether obj is at the version our last write made (an event of
-// our own making).
-func (w *Writes) Wrote(obj client.Object) bool {
+// Wrote says whether obj is at the version our last status write made (an
+// update event of our own making).
+func (w *StatusWrites) Wrote(obj client.Object) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	e := w.get(obj.GetUID())
 	return e != nil && e.wrote == obj.GetResourceVersion()
 }
 
-func (w *Writes) get(uid types.UID) *statusWrite {
+func (w *StatusWrites) get(uid types.UID) *statusWrite {
 	if e, ok := w.cur[uid]; ok {
 		return e
 	}
 	return w.prev[uid]
 }
 
-// OthersChanges passes the events of everyone's writes but ours, and
-// resyncs and deletes: a create or update event whose object is at a version
-// our own write made changes nothing the write did not already account for.
-func (w *Writes) OthersChanges() predicate.Funcs {
-	return predicate.Funcs{
-		CreateFunc: func(e event.CreateEvent) bool { return !w.Wrote(e.Object) },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			return e.ObjectOld.GetResourceVersion() == e.ObjectNew.GetResourceVersion() || !w.Wrote(e.ObjectNew)
-		},
-	}
-}
-
-// wrote notes our write that made obj's version.
-func (w *Writes) wrote(obj client.Object) {
+// wrote notes our status write that made obj's version.
+func (w *StatusWrites) wrote(obj client.Object) {
 	if w == nil {
 		return
 	}
@@ -209,7 +182,7 @@ func (w *Writes) wrote(obj client.Object) {
 }
 
 // saw notes a version read from the server whose status needed no write.
-func (w *Writes) saw(obj client.Object) {
+func (w *StatusWrites) saw(obj client.Object) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if e := w.get(obj.GetUID()); e != nil {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -105,46 +104,4 @@ func TestStatusFromACacheBehindOurWrites(t *testing.T) {
 	caughtUp := server()
 	pass(caughtUp, "Progressing")
 	assert.Equal(t, v1.HealthStatusCode("Progressing"), server().Status.Health.Status)
-}
-
-// Owned.Apply notes the version its write made, so the watch event of that
-// write is told from the next writer's.
-func TestApplyNotesItsWrite(t *testing.T) {
-	if k8s == nil {
-		t.Skip("needs the real API server (make test-stack)")
-	}
-	ctx := context.Background()
-	ns := stack.Tenant(t, k8s).Name
-	writes := kernel.NewWrites()
-	owned := kernel.Owned{Client: k8s, APIReader: k8s, Writes: writes, Ours: func(o client.Object) bool {
-		return o.GetLabels()["owner"] == "us"
-	}}
-	desired := func() *corev1.ConfigMap {
-		return &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "applied", Labels: map[string]string{"owner": "us"}},
-			Data:       map[string]string{"k": "v1"},
-		}
-	}
-	server := func() *corev1.ConfigMap {
-		t.Helper()
-		got := &corev1.ConfigMap{}
-		require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "applied"}, got))
-		return got
-	}
-
-	require.NoError(t, owned.Apply(ctx, nil, desired()))
-	created := server()
-	assert.True(t, writes.Wrote(created), "the create's version is not noted")
-
-	next := desired()
-	next.Data["k"] = "v2"
-	require.NoError(t, owned.Apply(ctx, created, next))
-	updated := server()
-	assert.NotEqual(t, created.ResourceVersion, updated.ResourceVersion)
-	assert.True(t, writes.Wrote(updated), "the update's version is not noted")
-	assert.False(t, writes.Wrote(created), "an earlier version of ours is still taken for our last write")
-
-	updated.Data["k"] = "someone else"
-	require.NoError(t, k8s.Update(ctx, updated))
-	assert.False(t, writes.Wrote(server()), "another writer's version is taken for ours")
 }

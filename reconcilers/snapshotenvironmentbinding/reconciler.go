@@ -72,9 +72,6 @@ type Reconciler struct {
 	// statusWrites: status diffs against the server's status while the cache
 	// is behind our last write (set up by SetupWithManager).
 	statusWrites *kernel.StatusWrites
-	// appSetWrites: the ApplicationSet versions our applies made, whose
-	// events need no reconcile (set up by SetupWithManager).
-	appSetWrites *kernel.Writes
 }
 
 // Reconcile brings one binding's ApplicationSet and status in line.
@@ -234,7 +231,7 @@ func (r *Reconciler) writeApplicationSet(ctx context.Context, seb *as.SnapshotEn
 
 // owned writes the ApplicationSets of seb.
 func (r *Reconciler) owned(seb *as.SnapshotEnvironmentBinding) kernel.Owned {
-	return kernel.Owned{Client: r.Client, APIReader: r.APIReader, Writes: r.appSetWrites, Ours: func(o client.Object) bool {
+	return kernel.Owned{Client: r.Client, APIReader: r.APIReader, Ours: func(o client.Object) bool {
 		return ownership.IsOwnedBy(o.GetLabels(), ownership.KindBinding, string(seb.UID))
 	}}
 }

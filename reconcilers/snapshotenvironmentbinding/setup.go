@@ -5,7 +5,6 @@ import (
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -24,7 +23,6 @@ const ownerUIDIndex = "binding.owner-uid"
 // Argo CD objects made for it.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
 	r.statusWrites = kernel.NewStatusWrites(r.APIReader)
-	r.appSetWrites = kernel.NewWrites()
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &argov1alpha1.Application{}, ownerUIDIndex, func(o client.Object) []string {
 		if l := o.GetLabels(); l[ownership.LabelManagedBy] == ownership.ManagedByValue && l[ownership.LabelOwnerKind] == ownership.KindBinding {
 			return []string{l[ownership.LabelOwnerUID]}
@@ -42,8 +40,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("snapshotenvironmentbinding").
 		For(&as.SnapshotEnvironmentBinding{}).
-		// Not on our own applies: the reconcile that applied saw the result.
-		Watches(&argov1alpha1.ApplicationSet{}, ours, builder.WithPredicates(r.appSetWrites.OthersChanges())).
+		Watches(&argov1alpha1.ApplicationSet{}, ours).
 		Watches(&argov1alpha1.Application{}, ours).
 		Watches(&as.Snapshot{}, r.bindingsWhere(func(seb *as.SnapshotEnvironmentBinding, o client.Object) bool {
 			return seb.Spec.Snapshot == o.GetName()
