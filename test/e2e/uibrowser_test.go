@@ -86,7 +86,17 @@ type browserUser struct {
 // newBrowser starts a browser of its own (fresh profile) for one user.
 func newBrowser(t *testing.T, server, shots string) *browserUser {
 	t.Helper()
-	bctx, cancel, err := stack.NewBrowser(context.Background(), t.TempDir())
+	// Not t.TempDir: Chromium's helper processes may still write to the
+	// profile for a moment after the browser is stopped, and its removal then
+	// fails the test (CI: "unlinkat .../Default: directory not empty").
+	profile, err := os.MkdirTemp("", "gitops-ui-browser-")
+	require.NoError(t, err)
+	t.Cleanup(func() { // runs after cancel below
+		for i := 0; i < 50 && os.RemoveAll(profile) != nil; i++ {
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	bctx, cancel, err := stack.NewBrowser(context.Background(), profile)
 	require.NoError(t, err)
 	t.Cleanup(cancel)
 	ctx, cancelTimeout := context.WithTimeout(bctx, 10*time.Minute)
