@@ -312,7 +312,7 @@ func runOnce(b *testing.B) *results {
 	}
 	for {
 		s, err := scrape(side.MetricsURL)
-		if err == nil && s.sum("controller_runtime_reconcile_total", `controller="gitopsdeployment"`) >= float64(n) {
+		if err == nil && reconciles(s) >= float64(n) {
 			break
 		}
 		if time.Since(restart) > *converged {
