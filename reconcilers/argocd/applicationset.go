@@ -122,9 +122,12 @@ func ApplicationSet(argoNamespace string, seb *appstudiov1alpha1.SnapshotEnviron
 }
 
 // componentOverrides adds the optional per-component overrides: replicas, and
-// the env (a JSON list, single line) of the component's Deployment, named like
-// the component. Nothing at all is emitted without overrides, so the template's
-// kustomize images stay untouched.
+// the env (a JSON list) of the component's Deployment, named like the
+// component. Nothing at all is emitted without overrides, so the template's
+// kustomize images stay untouched. Argo CD parses the rendered patch as YAML,
+// so no value is pasted as it is: strings go in as quoted scalars (sprig's
+// quote escapes every character that is not printable, NEL and the line
+// separators among them) and the count as a number.
 const componentOverrides = `{{- if or .replicas (ne .env "[]") }}
 spec:
   source:
@@ -132,15 +135,14 @@ spec:
 {{- if .replicas }}
       replicas:
       - name: {{ .component | quote }}
-        count: {{ .replicas }}
+        count: {{ .replicas | atoi }}
 {{- end }}
 {{- if ne .env "[]" }}
       patches:
       - target:
           kind: Deployment
           name: {{ .component | quote }}
-        patch: |-
-          [{"op": "add", "path": "/spec/template/spec/containers/0/env", "value": {{ .env }}}]
+        patch: {{ printf "[{\"op\": \"add\", \"path\": \"/spec/template/spec/containers/0/env\", \"value\": %s}]" .env | quote }}
 {{- end }}
 {{- end }}
 `

@@ -1,12 +1,10 @@
 package argocd
 
 import (
-	"bytes"
 	"encoding/json"
-	"strconv"
 	"testing"
-	"text/template"
 
+	"github.com/argoproj/argo-cd/v2/applicationset/utils"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,14 +23,10 @@ func renderSet(params map[string]any) error {
 	if err != nil {
 		return err
 	}
-	for name, text := range map[string]string{"template": string(tmpl), "templatePatch": *set.Spec.TemplatePatch} {
-		// quote is the one sprig function the templates use.
-		t, err := template.New(name).Option(set.Spec.GoTemplateOptions...).
-			Funcs(template.FuncMap{"quote": strconv.Quote}).Parse(text)
-		if err != nil {
-			return err
-		}
-		if err := t.Execute(&bytes.Buffer{}, params); err != nil {
+	// Argo CD's own renderer: Go templates with its sprig functions.
+	r := &utils.Render{}
+	for _, text := range []string{string(tmpl), *set.Spec.TemplatePatch} {
+		if _, err := r.Replace(text, params, set.Spec.GoTemplate, set.Spec.GoTemplateOptions); err != nil {
 			return err
 		}
 	}
