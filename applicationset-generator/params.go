@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -11,12 +12,18 @@ import (
 	appstudiov1alpha1 "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/applicationset-generator/binding"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
 // ServerParams answers the plugin protocol from the cache: the request names
 // the binding (namespace + name) and must come for that binding's own
-// ApplicationSet. Argo CD's namespace is where the binding's Applications go.
-func ServerParams(c client.Reader, argoNamespace string) ParamsFunc {
+// ApplicationSet, one of ours in Argo CD's namespace (where the binding's
+// Applications go). What it serves passes the binding reconciler's check
+// (allowFile: the admin's switch for file:// repositories), so an
+// ApplicationSet the reconciler stopped updating gets nothing it refuses.
+// uncached reads an ApplicationSet the cache does not show yet (Argo CD may
+// ask as soon as the reconciler created it).
+func ServerParams(c, uncached client.Reader, argoNamespace string, allowFile bool) ParamsFunc {
 	return func(ctx context.Context, req Request) ([]argocd.GeneratorParams, error) {
 		ns, _ := req.Input.Parameters[argocd.GeneratorInputNamespace].(string)
 		name, _ := req.Input.Parameters[argocd.GeneratorInputBinding].(string)
@@ -30,13 +37,47 @@ func ServerParams(c client.Reader, argoNamespace string) ParamsFunc {
 			}
 			return nil, err
 		}
-		if req.ApplicationSetName != argocd.ApplicationSetName(string(seb.UID)) {
-			return nil, fmt.Errorf("%w: ApplicationSet %q is not the one of SnapshotEnvironmentBinding %s/%s", ErrBadRequest, req.ApplicationSetName, ns, name)
+		if err := ours(ctx, c, uncached, argoNamespace, req.ApplicationSetName, seb); err != nil {
+			return nil, err
 		}
 		in, err := binding.Resolve(ctx, c, argoNamespace, seb)
 		if err != nil {
 			return nil, err
 		}
-		return binding.Params(in)
+		params, err := binding.Params(in)
+		if err != nil {
+			return nil, err
+		}
+		if err := binding.Check(params, allowFile); err != nil {
+			return nil, err
+		}
+		return params, nil
 	}
+}
+
+// ours says why the ApplicationSet named setName is not the one we made for
+// seb (named for its UID, in Argo CD's namespace, with our labels for seb),
+// or nil. Argo CD names only the ApplicationSet, not its namespace.
+func ours(ctx context.Context, c, uncached client.Reader, argoNamespace, setName string, seb *appstudiov1alpha1.SnapshotEnvironmentBinding) error {
+	notOurs := fmt.Errorf("%w: ApplicationSet %q is not the one of SnapshotEnvironmentBinding %s/%s", ErrBadRequest, setName, seb.Namespace, seb.Name)
+	if setName != argocd.ApplicationSetName(string(seb.UID)) {
+		return notOurs
+	}
+	set := &argov1alpha1.ApplicationSet{}
+	key := types.NamespacedName{Namespace: argoNamespace, Name: setName}
+	err := c.Get(ctx, key, set)
+	if apierrors.IsNotFound(err) {
+		err = uncached.Get(ctx, key, set)
+	}
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return notOurs
+		}
+		return err
+	}
+	owner, ok := ownership.Owner(set, ownership.KindBinding)
+	if !ok || set.Labels[ownership.LabelOwnerUID] != string(seb.UID) || owner != client.ObjectKeyFromObject(seb) {
+		return notOurs
+	}
+	return nil
 }

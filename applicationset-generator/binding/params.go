@@ -6,6 +6,7 @@ package binding
 
 import (
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,6 +54,14 @@ func Params(in Inputs) ([]argocd.GeneratorParams, error) {
 				"component %q is listed twice in spec.components", c.Name)
 		}
 		config[c.Name] = c.Configuration
+	}
+	if err := checkEnv(fmt.Sprintf("Environment %q", in.Environment.Name), in.Environment.Spec.Configuration.Env); err != nil {
+		return nil, err
+	}
+	for _, c := range seb.Spec.Components {
+		if err := checkEnv(fmt.Sprintf("spec.components %q", c.Name), c.Configuration.Env); err != nil {
+			return nil, err
+		}
 	}
 	repos := map[string]appstudiov1alpha1.BindingComponentGitOpsRepository{}
 	for _, c := range seb.Status.Components {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
@@ -127,4 +128,102 @@ func TestAppNameAvoidsOtherTenants(t *testing.T) {
 			assert.Equal(t, tc.want, pickName(readable, own, tc.holders))
 		})
 	}
+}
+
+// TestParamsRefusesHostileEnv: env names and values go into generated Argo CD
+// objects; what admission should have refused is refused here too.
+func TestParamsRefusesHostileEnv(t *testing.T) {
+	for name, tc := range map[string]struct {
+		mut  func(*Inputs)
+		want string
+	}{
+		"NEL in an Environment value": {func(in *Inputs) {
+			in.Environment.Spec.Configuration.Env[0].Value = "a\u0085metadata:\u0085  name: pwned"
+		}, `Environment "dev": env[0] (LOG) value "a\u0085metadata:\u0085  name: pwned" has the control or line-break character U+0085`},
+		"LS in a binding value": {func(in *Inputs) { in.Binding.Spec.Components[0].Configuration.Env[1].Value = "a\u2028b" },
+			`spec.components "backend": env[1] (ONLY_BACKEND) value "a\u2028b" has the control or line-break character U+2028`},
+		"PS":        {func(in *Inputs) { in.Binding.Spec.Components[0].Configuration.Env[0].Value = "\u2029" }, "U+2029"},
+		"newline":   {func(in *Inputs) { in.Environment.Spec.Configuration.Env[1].Value = "a\nb" }, "U+000A"},
+		"CR":        {func(in *Inputs) { in.Environment.Spec.Configuration.Env[1].Value = "a\rb" }, "U+000D"},
+		"DEL":       {func(in *Inputs) { in.Environment.Spec.Configuration.Env[1].Value = "a\x7f" }, "U+007F"},
+		"not UTF-8": {func(in *Inputs) { in.Environment.Spec.Configuration.Env[1].Value = "a\xff" }, "is not UTF-8"},
+		"name with =": {func(in *Inputs) { in.Environment.Spec.Configuration.Env[1].Name = "A=B" },
+			`env[1].name "A=B" must be printable ASCII without '='`},
+		"name with NEL": {func(in *Inputs) { in.Binding.Spec.Components[0].Configuration.Env[0].Name = "A\u0085" }, "must be printable ASCII"},
+		"empty name":    {func(in *Inputs) { in.Environment.Spec.Configuration.Env[1].Name = "" }, "env[1].name must have 1 to 256 characters"},
+		"long name":     {func(in *Inputs) { in.Environment.Spec.Configuration.Env[1].Name = strings.Repeat("A", 257) }, "must have 1 to 256"},
+		"long value": {func(in *Inputs) { in.Environment.Spec.Configuration.Env[1].Value = strings.Repeat("v", MaxEnvValueLen+1) },
+			"value has 16385 bytes, at most 16384"},
+		"too many": {func(in *Inputs) {
+			for i := 0; i <= MaxEnv; i++ {
+				in.Binding.Spec.Components[0].Configuration.Env = append(in.Binding.Spec.Components[0].Configuration.Env, as.EnvVarPair{Name: "V", Value: "1"})
+			}
+		}, "131 env variables, at most 128"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := inputs()
+			tc.mut(&in)
+			params, err := Params(in)
+			assert.Nil(t, params)
+			var ie *kernel.Refusal
+			require.True(t, errors.As(err, &ie), "got %v", err)
+			assert.Equal(t, as.BindingReasonErrorOccurred, ie.Reason)
+			assert.Contains(t, ie.Message, tc.want)
+			assert.False(t, strings.ContainsAny(ie.Message, "\u0085\u2028\u2029\n\r\x7f"), "the message quotes, never carries, the characters: %q", ie.Message)
+			assert.Less(t, len(ie.Message), 400, "the message is bounded")
+		})
+	}
+	in := inputs()
+	in.Environment.Spec.Configuration.Env[1].Value = "tab\tand unicode é ü 日本 🙂 and ={}[]\"'\\"
+	in.Environment.Spec.Configuration.Env[1].Name = "weird.name-1 ~!"
+	_, err := Params(in)
+	require.Error(t, err, "a tab is a control character")
+	in.Environment.Spec.Configuration.Env[1].Value = "unicode é ü 日本 🙂 and ={}[]\"'\\"
+	_, err = Params(in)
+	assert.NoError(t, err, "printable text of any kind is fine")
+}
+
+// TestCheck: what the binding reconciler refuses before it writes the
+// ApplicationSet, the generator refuses before it answers (same function).
+func TestCheck(t *testing.T) {
+	valid, err := Params(inputs())
+	require.NoError(t, err)
+	require.NoError(t, Check(valid, false))
+	for name, tc := range map[string]struct {
+		mut          func(*argocd.GeneratorParams)
+		allowFile    bool
+		reason, want string
+	}{
+		"file repository":          {func(p *argocd.GeneratorParams) { p.RepoURL = "file:///etc" }, false, as.BindingReasonGitOpsRepoNotReady, "component backend: GitOps repository: repository URL \"file:///etc\" is refused"},
+		"ext repository":           {func(p *argocd.GeneratorParams) { p.RepoURL = "ext::sh -c id" }, true, as.BindingReasonGitOpsRepoNotReady, "GitOps repository"},
+		"option-like repository":   {func(p *argocd.GeneratorParams) { p.RepoURL = "--upload-pack=id" }, true, as.BindingReasonGitOpsRepoNotReady, "leading '-'"},
+		"path leaving the repo":    {func(p *argocd.GeneratorParams) { p.Path = "a/../../b" }, false, as.BindingReasonGitOpsRepoNotReady, "no '..' segments"},
+		"absolute path":            {func(p *argocd.GeneratorParams) { p.Path = "/etc" }, false, as.BindingReasonGitOpsRepoNotReady, "must be relative"},
+		"option-like branch":       {func(p *argocd.GeneratorParams) { p.TargetRevision = "--output=x" }, false, as.BindingReasonGitOpsRepoNotReady, "GitOps repository branch"},
+		"NEL in the path":          {func(p *argocd.GeneratorParams) { p.Path = "a\u0085b" }, false, as.BindingReasonErrorOccurred, `component backend: path "a\u0085b" has the control or line-break character U+0085`},
+		"NEL in the branch":        {func(p *argocd.GeneratorParams) { p.TargetRevision = "main\u0085x" }, false, as.BindingReasonErrorOccurred, "targetRevision"},
+		"LS in the repository":     {func(p *argocd.GeneratorParams) { p.RepoURL = "https://h/\u2028r" }, false, as.BindingReasonErrorOccurred, "repoURL"},
+		"NEL in the image":         {func(p *argocd.GeneratorParams) { p.Image = "i\u0085:1" }, false, as.BindingReasonErrorOccurred, "image"},
+		"NEL in the env":           {func(p *argocd.GeneratorParams) { p.Env = "[\"\u0085\"]" }, false, as.BindingReasonErrorOccurred, "env"},
+		"control in the component": {func(p *argocd.GeneratorParams) { p.Component = "c\x1b" }, false, as.BindingReasonErrorOccurred, `component "c\x1b" has the control`},
+		"replicas not a count":     {func(p *argocd.GeneratorParams) { p.Replicas = "1: x" }, false, as.BindingReasonErrorOccurred, `replicas "1: x" is not a count`},
+		"replicas too big":         {func(p *argocd.GeneratorParams) { p.Replicas = "99999999999" }, false, as.BindingReasonErrorOccurred, "not a count"},
+		"option-like image":        {func(p *argocd.GeneratorParams) { p.Image = "--help" }, false, as.BindingReasonErrorOccurred, "image \"--help\" is not an image reference"},
+		"image name with =":        {func(p *argocd.GeneratorParams) { p.ImageName = "a=b" }, false, as.BindingReasonErrorOccurred, "imageName"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			params, err := Params(inputs())
+			require.NoError(t, err)
+			tc.mut(&params[0])
+			err = Check(params, tc.allowFile)
+			var ie *kernel.Refusal
+			require.True(t, errors.As(err, &ie), "got %v", err)
+			assert.Equal(t, tc.reason, ie.Reason)
+			assert.Contains(t, ie.Message, tc.want)
+		})
+	}
+	params, err := Params(inputs())
+	require.NoError(t, err)
+	params[1].RepoURL = "file:///srv/git/r"
+	assert.NoError(t, Check(params, true), "the admin may allow file:// repositories")
 }

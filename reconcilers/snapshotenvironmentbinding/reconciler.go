@@ -117,21 +117,15 @@ func (r *Reconciler) apply(ctx context.Context, seb *as.SnapshotEnvironmentBindi
 	if err != nil {
 		return nil, err
 	}
+	// The generator answers Argo CD only with what passes the same check.
+	if err := binding.Check(params, r.AllowFileRepositories); err != nil {
+		if errors.As(err, &refusal) {
+			return refusal, nil
+		}
+		return nil, err
+	}
 	var repos []string
 	for _, p := range params {
-		// Refused before the project lists it: Argo CD then refuses the
-		// generated Application too.
-		if msg := argocd.CheckRepoURL(p.RepoURL, r.AllowFileRepositories); msg != "" {
-			return kernel.Refuse(as.BindingReasonGitOpsRepoNotReady, "component %v: GitOps repository: %s", p.Component, msg), nil
-		}
-		// The path and branch go to the repo-server as they are: refused like a
-		// GitOpsDeployment's (a path leaving the repository, an option-like branch).
-		if msg := argocd.CheckPath(p.Path); msg != "" {
-			return kernel.Refuse(as.BindingReasonGitOpsRepoNotReady, "component %v: GitOps repository: %s", p.Component, msg), nil
-		}
-		if msg := argocd.CheckRevision(p.TargetRevision); msg != "" {
-			return kernel.Refuse(as.BindingReasonGitOpsRepoNotReady, "component %v: GitOps repository branch: %s", p.Component, msg), nil
-		}
 		repos = append(repos, p.RepoURL)
 	}
 	if _, err := r.Projects.Ensure(ctx, seb.Namespace, repos...); err != nil {

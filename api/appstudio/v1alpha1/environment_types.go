@@ -80,6 +80,7 @@ type EnvironmentSpec struct {
 type EnvironmentConfiguration struct {
 	// Env is the list of environment variables to set in the container
 	// workloads deployed to this Environment.
+	// +kubebuilder:validation:MaxItems=128
 	// +optional
 	Env []EnvVarPair `json:"env,omitempty"`
 
@@ -107,14 +108,21 @@ type DeploymentTargetClaimConfig struct {
 	ClaimName string `json:"claimName,omitempty"`
 }
 
-// EnvVarPair is an environment variable, as a name/value pair.
+// EnvVarPair is an environment variable, as a name/value pair. Both go into
+// generated Argo CD objects: the name is printable ASCII without '=' (as
+// Kubernetes wants it), the value has no control characters (NEL among
+// them) nor Unicode line or paragraph separators.
 type EnvVarPair struct {
 	// Name is the name of the environment variable.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^[ -<>-~]+$`
 	// +required
 	Name string `json:"name"`
 
 	// Value is the value of the environment variable.
+	// +kubebuilder:validation:MaxLength=16384
+	// +kubebuilder:validation:Pattern=`^[^\p{Cc}\x{2028}\x{2029}]*$`
 	// +required
 	Value string `json:"value"`
 }

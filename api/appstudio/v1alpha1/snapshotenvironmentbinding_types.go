@@ -59,6 +59,7 @@ type BindingComponent struct {
 type BindingComponentConfiguration struct {
 	// Env is the list of environment variables of the Component in this
 	// Environment.
+	// +kubebuilder:validation:MaxItems=128
 	// +optional
 	Env []EnvVarPair `json:"env,omitempty"`
 
