@@ -152,7 +152,9 @@ func TestParamsRefusesHostileEnv(t *testing.T) {
 		"name with NEL": {func(in *Inputs) { in.Binding.Spec.Components[0].Configuration.Env[0].Name = "A\u0085" }, "must be printable ASCII"},
 		"empty name":    {func(in *Inputs) { in.Environment.Spec.Configuration.Env[1].Name = "" }, "env[1].name must have 1 to 256 characters"},
 		"long name":     {func(in *Inputs) { in.Environment.Spec.Configuration.Env[1].Name = strings.Repeat("A", 257) }, "must have 1 to 256"},
-		"long value": {func(in *Inputs) { in.Environment.Spec.Configuration.Env[1].Value = strings.Repeat("v", MaxEnvValueLen+1) },
+		"long value": {func(in *Inputs) {
+			in.Environment.Spec.Configuration.Env[1].Value = strings.Repeat("v", MaxEnvValueLen+1)
+		},
 			"value has 16385 bytes, at most 16384"},
 		"too many": {func(in *Inputs) {
 			for i := 0; i <= MaxEnv; i++ {

@@ -113,7 +113,7 @@ func allCases() []hostileCase {
 	var all []hostileCase
 	for _, kind := range [][]hostileCase{
 		neverTenantCases(), deploymentCases(), syncRunCases(), repositoryCredentialsCases(), managedEnvironmentCases(),
-		environmentCases(), bindingCases(), promotionRunCases(), deploymentTargetCases(),
+		environmentCases(), bindingCases(), promotionRunCases(), deploymentTargetCases(), templateCases(),
 	} {
 		all = append(all, kind...)
 	}
