@@ -31,7 +31,9 @@ func TestBindingTemplateKeepsHostileValuesInPlace(t *testing.T) {
 	ctx := context.Background()
 	ns := tenantNamespace(t)
 	pwned := "pwned-" + rand.String(6)
-	nel := "a\u0085metadata:\u0085  name: " + pwned + "\u0085  labels:\u0085    " + ownership.LabelOwnerUID + ": x"
+	// A well-formed takeover on the old template: the rest of the patch
+	// line lands in an annotation's value.
+	nel := "a\u0085metadata:\u0085  name: " + pwned + "\u0085  labels:\u0085    " + ownership.LabelOwnerUID + ": x\u0085  annotations:\u0085    rest: x"
 
 	t.Run("admission refuses line breaks in env", func(t *testing.T) {
 		for _, v := range []string{nel, "a\u2028b", "a\u2029b", "a\nb", "a\x00"} {
@@ -102,10 +104,13 @@ func TestBindingTemplateKeepsHostileValuesInPlace(t *testing.T) {
 		t.Cleanup(func() { _ = k8s.Delete(context.Background(), set) })
 
 		app := &argov1alpha1.Application{}
-		require.Eventually(t, func() bool {
-			return k8s.Get(ctx, client.ObjectKey{Namespace: argo.Namespace, Name: p.Name}, app) == nil
-		}, deployWait, poll, "Argo CD made no Application %s", p.Name)
+		named := func(name string) bool {
+			return k8s.Get(ctx, client.ObjectKey{Namespace: argo.Namespace, Name: name}, app) == nil
+		}
+		// Whichever name Argo CD gives it (on the old template: the payload's).
+		require.Eventually(t, func() bool { return named(p.Name) || named(pwned) }, deployWait, poll, "Argo CD made no Application")
 		assertNoApplicationNamed(t, pwned)
+		require.True(t, named(p.Name), "no Application %s", p.Name)
 		assert.Equal(t, map[string]string{as.LabelApplication: "appa", as.LabelComponent: "backend", as.LabelEnvironment: "dev"}, app.Labels)
 		require.NotNil(t, app.Spec.Source.Kustomize)
 		k := app.Spec.Source.Kustomize
