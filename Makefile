@@ -13,10 +13,14 @@ export GITOPS_SERVICE_CACHE := $(CACHE)
 ARGOCD_VERSION ?= 3.5.1
 export ARGOCD_VERSION
 
+# The version stamped into the binaries: `git describe --tags --always --dirty`, or dev
+# (override with VERSION=...); see hack/ldflags.sh.
+LDFLAGS = $(shell hack/ldflags.sh)
+
 .PHONY: build
 build: ## Build the sidecar (bin/gitops-service) and the CLI (bin/argocd-gitops, bin/kubectl-gitops).
-	go build -o $(BIN)/gitops-service ./extension
-	go build -o $(BIN)/argocd-gitops ./extension/cli
+	go build -ldflags '$(LDFLAGS)' -o $(BIN)/gitops-service ./extension
+	go build -ldflags '$(LDFLAGS)' -o $(BIN)/argocd-gitops ./extension/cli
 	ln -sf argocd-gitops $(BIN)/kubectl-gitops
 
 $(CONTROLLER_GEN):

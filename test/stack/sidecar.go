@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
@@ -72,7 +73,13 @@ func BuildSidecar() (string, error) {
 			return
 		}
 		buildBin = filepath.Join(dir, "gitops-service")
-		cmd := exec.Command("go", "build", "-o", buildBin, "./extension")
+		// Stamped as `make build` stamps it, so tests see the version.
+		ldflags, err := exec.Command(filepath.Join(root, "hack", "ldflags.sh")).Output()
+		if err != nil {
+			buildErr = fmt.Errorf("hack/ldflags.sh: %w", err)
+			return
+		}
+		cmd := exec.Command("go", "build", "-ldflags", strings.TrimSpace(string(ldflags)), "-o", buildBin, "./extension")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build ./extension: %w\n%s", err, out)
