@@ -17,6 +17,21 @@ export ARGOCD_VERSION
 # (override with VERSION=...); see hack/ldflags.sh.
 LDFLAGS = $(shell hack/ldflags.sh)
 
+# `make image`: the sidecar's OCI image, built in Go (hack/image), no Docker. IMAGE=registry/name:tag
+# names it and points manifests/install at it; PUSH=1 pushes it with ~/.docker/config.json's credentials.
+IMAGE      ?=
+PUSH       ?=
+IMAGE_DIR  ?= $(BIN)/image
+IMAGE_ARCH ?= $(shell go env GOARCH)
+IMAGE_KUSTOMIZATION ?= $(CURDIR)/manifests/install/kustomization.yaml
+
+.PHONY: image
+image: ## Build the sidecar's image into bin/image (OCI layout + tarball); IMAGE=reg/name:tag sets manifests/install's image, PUSH=1 pushes.
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build -trimpath -ldflags '-s -w $(LDFLAGS)' -o $(IMAGE_DIR)/gitops-service ./extension
+	go -C hack/image run . -binary $(abspath $(IMAGE_DIR))/gitops-service -out $(abspath $(IMAGE_DIR)) \
+		-version "$$(hack/ldflags.sh version)" -revision "$$(hack/ldflags.sh revision)" -arch $(IMAGE_ARCH) \
+		$(if $(IMAGE),-image '$(IMAGE)' -kustomization $(IMAGE_KUSTOMIZATION)) $(if $(filter 1 true yes,$(PUSH)),-push)
+
 .PHONY: build
 build: ## Build the sidecar (bin/gitops-service) and the CLI (bin/argocd-gitops, bin/kubectl-gitops).
 	go build -ldflags '$(LDFLAGS)' -o $(BIN)/gitops-service ./extension
@@ -48,6 +63,7 @@ verify: generate manifests $(STATICCHECK) ## Fail if generated files are stale o
 	gofmt -l . | (! grep .) || (echo "gofmt needed on the files above"; exit 1)
 	go vet ./...
 	$(STATICCHECK) ./...
+	cd hack/image && go vet ./... && $(CURDIR)/$(STATICCHECK) ./...
 	@git diff --exit-code -- api manifests || (echo "generated files are stale: run 'make generate manifests' and commit"; exit 1)
 
 .PHONY: deps

@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# Prints the -ldflags that stamp the version into the sidecar and the CLI
-# (extension/buildinfo). Shared by the Makefile, hack/image and test/stack so a
-# test runs what `make build` builds. Without git (or outside a checkout) the
-# version is "dev".
+# The version stamped into the sidecar and the CLI (extension/buildinfo):
+#   hack/ldflags.sh            the -ldflags -X flags
+#   hack/ldflags.sh version    `git describe --tags --always --dirty`, or "dev" without git
+#   hack/ldflags.sh revision   the commit, or "unknown"
+# VERSION / REVISION in the environment override. Shared by the Makefile
+# (build, image) and test/stack, so tests run what `make build` builds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || true)}
 revision=${REVISION:-$(git rev-parse HEAD 2>/dev/null || true)}
+version=${version:-dev} revision=${revision:-unknown}
 pkg=github.com/gitops-service/gitops-service/extension/buildinfo
-echo "-X $pkg.Version=${version:-dev} -X $pkg.Revision=${revision:-unknown}"
+case "${1:-}" in
+version) echo "$version" ;;
+revision) echo "$revision" ;;
+*) echo "-X $pkg.Version=$version -X $pkg.Revision=$revision" ;;
+esac

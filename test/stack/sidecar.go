@@ -73,13 +73,15 @@ func BuildSidecar() (string, error) {
 			return
 		}
 		buildBin = filepath.Join(dir, "gitops-service")
-		// Stamped as `make build` stamps it, so tests see the version.
+		// Built as `make image` builds the image's binary (static, stamped),
+		// so the tests run what is shipped and share its build cache.
 		ldflags, err := exec.Command(filepath.Join(root, "hack", "ldflags.sh")).Output()
 		if err != nil {
 			buildErr = fmt.Errorf("hack/ldflags.sh: %w", err)
 			return
 		}
-		cmd := exec.Command("go", "build", "-ldflags", strings.TrimSpace(string(ldflags)), "-o", buildBin, "./extension")
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w "+strings.TrimSpace(string(ldflags)), "-o", buildBin, "./extension")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build ./extension: %w\n%s", err, out)
