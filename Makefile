@@ -58,13 +58,19 @@ manifests: $(CONTROLLER_GEN) ## Regenerate CRDs and RBAC from markers.
 	hack/crd-kustomization.sh manifests/crd
 	$(CONTROLLER_GEN) rbac:roleName=gitops-service paths=./reconcilers/... paths=./extension/... output:rbac:artifacts:config=manifests/rbac
 
+.PHONY: docs
+docs: ## Regenerate docs/flags.md (the sidecar's flag reference) from its --help.
+	@mkdir -p $(BIN)
+	go build -o $(BIN)/.flagsdoc-sidecar ./extension
+	go run ./hack/flagsdoc $(BIN)/.flagsdoc-sidecar > docs/flags.md
+
 .PHONY: verify
-verify: generate manifests $(STATICCHECK) ## Fail if generated files are stale or gofmt, go vet or staticcheck complain.
+verify: generate manifests docs $(STATICCHECK) ## Fail if generated files are stale or gofmt, go vet or staticcheck complain.
 	gofmt -l . | (! grep .) || (echo "gofmt needed on the files above"; exit 1)
 	go vet ./...
 	$(STATICCHECK) ./...
 	cd hack/image && go vet ./... && $(CURDIR)/$(STATICCHECK) ./...
-	@git diff --exit-code -- api manifests || (echo "generated files are stale: run 'make generate manifests' and commit"; exit 1)
+	@git diff --exit-code -- api manifests docs/flags.md || (echo "generated files are stale: run 'make generate manifests docs' and commit"; exit 1)
 
 .PHONY: deps
 deps: ## Install apt packages the test stack needs (etcd, redis, git).

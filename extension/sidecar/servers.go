@@ -93,7 +93,7 @@ func uiProxyServer(o Options, c client.Client) *httpRunnable {
 	s := &uiproxy.Server{
 		Client: c, Writer: c, ArgoNamespace: o.ArgoNamespace,
 		Token: tokenFrom(ctrl.Log.WithName("ui-proxy"), o.UIProxyTokenFile,
-			"mount the Secret whose key argocd-secret's extension header refers to at this file (see README)"),
+			`create Secret gitops-service-ui-proxy (key "token", labelled app.kubernetes.io/part-of=argocd; README "Install") and mount it at this file`),
 	}
 	return &httpRunnable{name: "ui-proxy", what: "Argo CD proxy extension backend (the UI panel's API)", addr: o.UIProxyAddr, handler: s.Handler()}
 }

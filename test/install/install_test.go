@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -188,4 +189,21 @@ func TestApplyTwiceIntoAnExistingArgoCD(t *testing.T) {
 	assert.Equal(t, before, versions(), "the second apply changed objects")
 	// `kubectl diff` (a server-side dry run) agrees: exit 0, no differences.
 	kubectl("diff", "--server-side", "-k", "manifests/install")
+
+	// The README's uninstall (step 2) removes our objects and none of Argo CD's.
+	rendered := filepath.Join(t.TempDir(), "install.yaml")
+	require.NoError(t, os.WriteFile(rendered, []byte(kubectl("kustomize", "manifests/install")), 0o644))
+	kubectl("delete", "-f", rendered, "--ignore-not-found", "-l", "app.kubernetes.io/name=gitops-service")
+	for _, u := range r.Objects {
+		cur := &unstructured.Unstructured{}
+		cur.SetGroupVersionKind(u.GroupVersionKind())
+		err := c.Get(ctx, client.ObjectKeyFromObject(u), cur)
+		switch u.GetName() {
+		case "argocd-cm", "argocd-rbac-cm", "argocd-cmd-params-cm":
+			assert.NoError(t, err, "Argo CD's %s deleted by the uninstall", u.GetName())
+		default:
+			assert.True(t, apierrors.IsNotFound(err), "%s %s left by the uninstall (%v)", u.GetKind(), u.GetName(), err)
+		}
+	}
+	assert.Equal(t, existing["argocd-cm"]["url"], cm("argocd-cm")["url"])
 }

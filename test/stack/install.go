@@ -107,9 +107,55 @@ func (r *Rendered) ApplyRBAC(ctx context.Context, k *Kube) error {
 	return nil
 }
 
+// ApplyInstalledSettings applies the ConfigMaps manifests/install renders for
+// Argo CD (its settings component's partial argocd-cm, argocd-rbac-cm,
+// argocd-cmd-params-cm, and the plugin generator's ConfigMap) into a's
+// namespace as `kubectl apply --server-side` does, with only the in-cluster
+// Service URLs replaced by the stack's (urls: rendered URL -> the stack's; every
+// one must occur, so that a changed URL in the manifests is noticed here).
+func (a *ArgoCD) ApplyInstalledSettings(ctx context.Context, r *Rendered, urls map[string]string) error {
+	c, err := client.New(a.Kube.Config, client.Options{})
+	if err != nil {
+		return err
+	}
+	found := map[string]bool{}
+	for _, u := range r.Find("ConfigMap") {
+		switch u.GetName() {
+		case "argocd-cm", "argocd-rbac-cm", "argocd-cmd-params-cm", "gitops-service-generator":
+		default:
+			continue
+		}
+		obj := u.DeepCopy()
+		obj.SetNamespace(a.Namespace)
+		data, _, _ := unstructured.NestedStringMap(obj.Object, "data")
+		for k, v := range data {
+			for from, to := range urls {
+				if strings.Contains(v, from) {
+					found[from] = true
+					v = strings.ReplaceAll(v, from, to)
+				}
+			}
+			data[k] = v
+		}
+		if err := unstructured.SetNestedStringMap(obj.Object, data, "data"); err != nil {
+			return err
+		}
+		if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner("gitops-service-install"), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying ConfigMap %s: %w", u.GetName(), err)
+		}
+	}
+	for from := range urls {
+		if !found[from] {
+			return fmt.Errorf("no rendered Argo CD setting names %s", from)
+		}
+	}
+	return nil
+}
+
 // installed is the sidecar as manifests/install runs it: its ServiceAccount's
 // token, its container's args and environment, its Secrets as files.
 type installed struct {
+	rendered   *Rendered
 	kubeconfig string
 	args       []string
 	env        []string
@@ -153,7 +199,7 @@ func installSidecar(ctx context.Context, k *Kube, argoNamespace, dir string) (*i
 	if len(ctr.Command) > 0 {
 		return nil, fmt.Errorf("the Deployment overrides the image's entrypoint with %q", ctr.Command)
 	}
-	in := &installed{args: append([]string(nil), ctr.Args...), secrets: map[string]*corev1.Secret{}, mounts: map[string]string{}}
+	in := &installed{rendered: r, args: append([]string(nil), ctr.Args...), secrets: map[string]*corev1.Secret{}, mounts: map[string]string{}}
 
 	// The token of the Deployment's ServiceAccount, as the kubelet would mount it.
 	sa := pod.ServiceAccountName

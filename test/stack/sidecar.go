@@ -29,6 +29,8 @@ type Sidecar struct {
 	UIProxyToken string
 	Bin          string
 	Dir          string
+	// Rendered is what manifests/install rendered, for an Installed sidecar.
+	Rendered *Rendered
 
 	args       []string
 	env        []string
@@ -228,6 +230,7 @@ func newInstalledSidecar(o SidecarOptions, bin, dir string, in *installed) (*Sid
 		UIProxyToken:   string(proxyToken.Data["token"]),
 		Bin:            bin,
 		Dir:            dir,
+		Rendered:       in.rendered,
 		kubeconfig:     in.kubeconfig,
 		env:            in.env,
 		args: append(append(append([]string{}, in.args...),
