@@ -64,13 +64,17 @@ docs: ## Regenerate docs/flags.md (the sidecar's flag reference) from its --help
 	go build -o $(BIN)/.flagsdoc-sidecar ./extension
 	go run ./hack/flagsdoc $(BIN)/.flagsdoc-sidecar > docs/flags.md
 
+.PHONY: ui-extension
+ui-extension: ## Copy the panel's JavaScript into manifests/install/components/ui-extension (the air-gapped install).
+	cp extension/ui/extension-gitops-service.js manifests/install/components/ui-extension/
+
 .PHONY: verify
-verify: generate manifests docs $(STATICCHECK) ## Fail if generated files are stale or gofmt, go vet or staticcheck complain.
+verify: generate manifests docs ui-extension $(STATICCHECK) ## Fail if generated files are stale or gofmt, go vet or staticcheck complain.
 	gofmt -l . | (! grep .) || (echo "gofmt needed on the files above"; exit 1)
 	go vet ./...
 	$(STATICCHECK) ./...
 	cd hack/image && go vet ./... && $(CURDIR)/$(STATICCHECK) ./...
-	@git diff --exit-code -- api manifests docs/flags.md || (echo "generated files are stale: run 'make generate manifests docs' and commit"; exit 1)
+	@git diff --exit-code -- api manifests docs/flags.md || (echo "generated files are stale: run 'make generate manifests docs ui-extension' and commit"; exit 1)
 
 .PHONY: deps
 deps: ## Install apt packages the test stack needs (etcd, redis, git).

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -206,4 +207,72 @@ func TestApplyTwiceIntoAnExistingArgoCD(t *testing.T) {
 		}
 	}
 	assert.Equal(t, existing["argocd-cm"]["url"], cm("argocd-cm")["url"])
+}
+
+// The air-gapped UI extension component merges its volume and mount into an
+// existing argocd-server Deployment: Argo CD's own fields stay, and a second
+// apply changes nothing.
+func TestUIExtensionMergesIntoArgoCDServer(t *testing.T) {
+	bins := needStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	kube, err := stack.StartKube(ctx, stack.KubeOptions{Name: "install-ui"})
+	require.NoError(t, err)
+	defer kube.Stop()
+	c, err := client.New(kube.Config, client.Options{})
+	require.NoError(t, err)
+	const ns = "argocd"
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	labels := map[string]string{"app.kubernetes.io/name": "argocd-server"}
+	server := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "argocd-server", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{
+						Name: "argocd-server", Image: "quay.io/argoproj/argocd:v3.5.1", Args: []string{"/usr/local/bin/argocd-server"},
+						VolumeMounts: []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
+					}},
+					Volumes: []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+				},
+			},
+		},
+	}
+	require.NoError(t, c.Create(ctx, server))
+	apply := func() {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, bins.Kubectl, "apply", "--server-side", "-k", filepath.Join("testdata", "with-ui-extension"))
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kube.Kubeconfig)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	apply()
+	var got appsv1.Deployment
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(server), &got))
+	ctr := got.Spec.Template.Spec.Containers
+	require.Len(t, ctr, 1)
+	assert.Equal(t, "quay.io/argoproj/argocd:v3.5.1", ctr[0].Image)
+	assert.Equal(t, []string{"/usr/local/bin/argocd-server"}, ctr[0].Args)
+	assert.ElementsMatch(t, []corev1.VolumeMount{
+		{Name: "tmp", MountPath: "/tmp"},
+		{Name: "gitops-service-ui-extension", MountPath: "/tmp/extensions/gitops-service", ReadOnly: true},
+	}, ctr[0].VolumeMounts)
+	names := []string{}
+	for _, v := range got.Spec.Template.Spec.Volumes {
+		names = append(names, v.Name)
+	}
+	assert.ElementsMatch(t, []string{"tmp", "gitops-service-ui-extension"}, names)
+	var js corev1.ConfigMap
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gitops-service-ui-extension"}, &js))
+	src, err := os.ReadFile(filepath.Join(repoRoot(t), "extension", "ui", "extension-gitops-service.js"))
+	require.NoError(t, err)
+	assert.Equal(t, string(src), js.Data["extension-gitops-service.js"], "the panel's current JavaScript")
+
+	apply()
+	var again appsv1.Deployment
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(server), &again))
+	assert.Equal(t, got.ResourceVersion, again.ResourceVersion, "the second apply changed argocd-server")
+	assert.Equal(t, got.Generation, again.Generation)
 }
