@@ -15,7 +15,10 @@ export ARGOCD_VERSION
 
 # The version stamped into the binaries: `git describe --tags --always --dirty`, or dev
 # (override with VERSION=...); see hack/ldflags.sh.
-LDFLAGS = $(shell hack/ldflags.sh)
+VERSION  ?=
+REVISION ?=
+STAMP    = VERSION='$(VERSION)' REVISION='$(REVISION)' hack/ldflags.sh
+LDFLAGS  = $(shell $(STAMP))
 
 # `make image`: the sidecar's OCI image, built in Go (hack/image), no Docker. IMAGE=registry/name:tag
 # names it and points manifests/install at it; PUSH=1 pushes it with ~/.docker/config.json's credentials.
@@ -29,7 +32,7 @@ IMAGE_KUSTOMIZATION ?= $(CURDIR)/manifests/install/kustomization.yaml
 image: ## Build the sidecar's image into bin/image (OCI layout + tarball); IMAGE=reg/name:tag sets manifests/install's image, PUSH=1 pushes.
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build -trimpath -ldflags '-s -w $(LDFLAGS)' -o $(IMAGE_DIR)/gitops-service ./extension
 	go -C hack/image run . -binary $(abspath $(IMAGE_DIR))/gitops-service -out $(abspath $(IMAGE_DIR)) \
-		-version "$$(hack/ldflags.sh version)" -revision "$$(hack/ldflags.sh revision)" -arch $(IMAGE_ARCH) \
+		-version '$(shell $(STAMP) version)' -revision '$(shell $(STAMP) revision)' -arch $(IMAGE_ARCH) \
 		$(if $(IMAGE),-image '$(IMAGE)' -kustomization $(IMAGE_KUSTOMIZATION)) $(if $(filter 1 true yes,$(PUSH)),-push)
 
 .PHONY: build

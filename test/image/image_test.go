@@ -176,3 +176,14 @@ func untar(t *testing.T, path, mediaType string) map[string][]byte {
 		}
 	}
 }
+
+// Outside a git checkout (a source tarball) the version is "dev".
+func TestVersionWithoutGit(t *testing.T) {
+	root, err := stack.RepoRoot()
+	require.NoError(t, err)
+	cmd := exec.Command(filepath.Join(root, "hack", "ldflags.sh"))
+	cmd.Env = append(os.Environ(), "GIT_DIR="+t.TempDir(), "VERSION=", "REVISION=")
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	assert.Equal(t, "-X github.com/gitops-service/gitops-service/extension/buildinfo.Version=dev -X github.com/gitops-service/gitops-service/extension/buildinfo.Revision=unknown\n", string(out))
+}

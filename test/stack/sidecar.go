@@ -248,6 +248,9 @@ func newInstalledSidecar(o SidecarOptions, bin, dir string, in *installed) (*Sid
 	return s, nil
 }
 
+// Kubeconfig is the kubeconfig file the sidecar runs with.
+func (s *Sidecar) Kubeconfig() string { return s.kubeconfig }
+
 // Process is the running sidecar process.
 func (s *Sidecar) Process() *Process { return s.proc }
 
