@@ -13,10 +13,32 @@ export GITOPS_SERVICE_CACHE := $(CACHE)
 ARGOCD_VERSION ?= 3.5.1
 export ARGOCD_VERSION
 
+# The version stamped into the binaries: `git describe --tags --always --dirty`, or dev
+# (override with VERSION=...); see hack/ldflags.sh.
+VERSION  ?=
+REVISION ?=
+STAMP    = VERSION='$(VERSION)' REVISION='$(REVISION)' hack/ldflags.sh
+LDFLAGS  = $(shell $(STAMP))
+
+# `make image`: the sidecar's OCI image, built in Go (hack/image), no Docker. IMAGE=registry/name:tag
+# names it and points manifests/install at it; PUSH=1 pushes it with ~/.docker/config.json's credentials.
+IMAGE      ?=
+PUSH       ?=
+IMAGE_DIR  ?= $(BIN)/image
+IMAGE_ARCH ?= $(shell go env GOARCH)
+IMAGE_KUSTOMIZATION ?= $(CURDIR)/manifests/install/kustomization.yaml
+
+.PHONY: image
+image: ## Build the sidecar's image into bin/image (OCI layout + tarball); IMAGE=reg/name:tag sets manifests/install's image, PUSH=1 pushes.
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build -trimpath -ldflags '-s -w $(LDFLAGS)' -o $(IMAGE_DIR)/gitops-service ./extension
+	go -C hack/image run . -binary $(abspath $(IMAGE_DIR))/gitops-service -out $(abspath $(IMAGE_DIR)) \
+		-version '$(shell $(STAMP) version)' -revision '$(shell $(STAMP) revision)' -arch $(IMAGE_ARCH) \
+		$(if $(IMAGE),-image '$(IMAGE)' -kustomization $(IMAGE_KUSTOMIZATION)) $(if $(filter 1 true yes,$(PUSH)),-push)
+
 .PHONY: build
 build: ## Build the sidecar (bin/gitops-service) and the CLI (bin/argocd-gitops, bin/kubectl-gitops).
-	go build -o $(BIN)/gitops-service ./extension
-	go build -o $(BIN)/argocd-gitops ./extension/cli
+	go build -ldflags '$(LDFLAGS)' -o $(BIN)/gitops-service ./extension
+	go build -ldflags '$(LDFLAGS)' -o $(BIN)/argocd-gitops ./extension/cli
 	ln -sf argocd-gitops $(BIN)/kubectl-gitops
 
 $(CONTROLLER_GEN):
@@ -39,12 +61,23 @@ manifests: $(CONTROLLER_GEN) ## Regenerate CRDs and RBAC from markers.
 	hack/crd-kustomization.sh manifests/crd
 	$(CONTROLLER_GEN) rbac:roleName=gitops-service paths=./reconcilers/... paths=./extension/... output:rbac:artifacts:config=manifests/rbac
 
+.PHONY: docs
+docs: ## Regenerate docs/flags.md (the sidecar's flag reference) from its --help.
+	@mkdir -p $(BIN)
+	go build -o $(BIN)/.flagsdoc-sidecar ./extension
+	go run ./hack/flagsdoc $(BIN)/.flagsdoc-sidecar > docs/flags.md
+
+.PHONY: ui-extension
+ui-extension: ## Copy the panel's JavaScript into manifests/install/components/ui-extension (the air-gapped install).
+	cp extension/ui/extension-gitops-service.js manifests/install/components/ui-extension/
+
 .PHONY: verify
-verify: generate manifests $(STATICCHECK) ## Fail if generated files are stale or gofmt, go vet or staticcheck complain.
+verify: generate manifests docs ui-extension $(STATICCHECK) ## Fail if generated files are stale or gofmt, go vet or staticcheck complain.
 	gofmt -l . | (! grep .) || (echo "gofmt needed on the files above"; exit 1)
 	go vet ./...
 	$(STATICCHECK) ./...
-	@git diff --exit-code -- api manifests || (echo "generated files are stale: run 'make generate manifests' and commit"; exit 1)
+	cd hack/image && go vet ./... && $(CURDIR)/$(STATICCHECK) ./...
+	@git diff --exit-code -- api manifests docs/flags.md || (echo "generated files are stale: run 'make generate manifests docs ui-extension' and commit"; exit 1)
 
 .PHONY: deps
 deps: ## Install apt packages the test stack needs (etcd, redis, git).

@@ -10,9 +10,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/gitops-service/gitops-service/extension/buildinfo"
 	"github.com/gitops-service/gitops-service/extension/sidecar"
 	"github.com/gitops-service/gitops-service/reconcilers/deploymenttarget"
 	"github.com/gitops-service/gitops-service/reconcilers/nontenant"
@@ -50,9 +53,14 @@ func main() {
 	flag.StringVar(&o.SidecarNamespace, "sidecar-namespace", envOr("POD_NAMESPACE", inClusterNamespace()), "The sidecar's own namespace, never a tenant (env POD_NAMESPACE; in a cluster its service account's namespace).")
 	neverTenants := flag.String("never-tenant-namespaces", strings.Join(nontenant.DefaultNeverTenants, ","), "Comma-separated namespaces that are never tenants: their CRs are refused with a condition, like those of the Argo CD namespace and the sidecar's own.")
 	flag.BoolVar(&o.AllowFileRepositories, "allow-file-repositories", false, "Let tenants use file:// repository URLs, which the repo-server reads from its own disk: only for demos and tests on one machine, never for a shared cluster.")
+	version := flag.Bool("version", false, "Print the version and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	if *version {
+		fmt.Println(buildinfo.String("gitops-service"))
+		return
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	o.NeverTenants = []string{}
 	for _, ns := range strings.Split(*neverTenants, ",") {
@@ -61,10 +69,23 @@ func main() {
 		}
 	}
 
+	registerBuildInfo(metrics.Registry)
+	ctrl.Log.Info("gitops-service", "version", buildinfo.Version, "revision", buildinfo.Revision)
 	if err := run(ctrl.SetupSignalHandler(), o); err != nil {
 		ctrl.Log.Error(err, "gitops-service stopped")
 		os.Exit(1)
 	}
+}
+
+// registerBuildInfo adds gitops_service_build_info{version,goversion,revision} = 1
+// to reg, so dashboards can tell which build each replica runs.
+func registerBuildInfo(reg prometheus.Registerer) {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "gitops_service_build_info",
+		Help: "The sidecar's build: version, Go version and git revision; always 1.",
+	}, []string{"version", "goversion", "revision"})
+	g.WithLabelValues(buildinfo.Version, buildinfo.GoVersion(), buildinfo.Revision).Set(1)
+	reg.MustRegister(g)
 }
 
 func envOr(key, def string) string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/extension/buildinfo"
 )
 
 func TestParseFlagsAnywhere(t *testing.T) {
@@ -92,4 +94,15 @@ func TestEnvironmentGraph(t *testing.T) {
 	require.Len(t, g[0].Runs, 1)
 	assert.Equal(t, envRuns{Application: "shop", Snapshot: "shop-v2", Binding: "shop-dev", Deployed: "True"}, g[0].Runs[0])
 	assert.Equal(t, []string{"staging"}, g[0].Children)
+}
+
+func TestVersionNeedsNoCluster(t *testing.T) {
+	defer func(v, r string) { buildinfo.Version, buildinfo.Revision = v, r }(buildinfo.Version, buildinfo.Revision)
+	buildinfo.Version, buildinfo.Revision = "v0.1.0-3-g1234567", "1234567abc"
+	t.Setenv("KUBECONFIG", "/nonexistent")
+	for _, args := range [][]string{{"--version"}, {"-n", "jane", "--version"}} {
+		var out bytes.Buffer
+		require.NoError(t, run(context.Background(), "kubectl gitops", args, &out), args)
+		assert.Equal(t, "kubectl gitops v0.1.0-3-g1234567 (revision 1234567abc, "+runtime.Version()+")\n", out.String(), args)
+	}
 }

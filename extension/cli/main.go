@@ -25,6 +25,7 @@ import (
 
 	appstudiov1alpha1 "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	managedgitopsv1alpha1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/extension/buildinfo"
 )
 
 const usage = `%[1]s: the GitOps Service from the command line (your kubeconfig, your namespace).
@@ -43,6 +44,7 @@ Flags (before or after the command):
   --context NAME       kubeconfig context
   -o, --output FMT     json or yaml instead of text
   --timeout D          how long sync/promote follow (default 10m)
+  --version            print the version and exit
 `
 
 // exitError carries an exit code; its message is printed unless empty.
@@ -126,6 +128,10 @@ func run(ctx context.Context, prog string, args []string, out io.Writer) error {
 	for _, a := range args {
 		if a == "-h" || a == "--help" || a == "help" {
 			fmt.Fprintf(out, usage, prog)
+			return nil
+		}
+		if a == "--version" {
+			fmt.Fprintln(out, buildinfo.String(prog))
 			return nil
 		}
 	}

@@ -29,12 +29,35 @@ type httpRunnable struct {
 	// listening is set once the port is bound: part of the sidecar's
 	// readiness, so Argo CD is not pointed at a port that refuses.
 	listening atomic.Bool
+	// tokenFile must hold the token (a mounted Secret) for the sidecar to be
+	// ready: without it every request is refused, and a pod that is not
+	// ready shows the operator what is missing; howTo says what to do.
+	tokenFile, howTo string
+	// missing is whether the last check found no token (logged on change only).
+	missing atomic.Bool
 }
 
 // check is its readiness check.
 func (g *httpRunnable) check(*http.Request) error {
 	if !g.listening.Load() {
 		return fmt.Errorf("the %s is not listening yet", g.what)
+	}
+	if g.tokenFile == "" {
+		return nil
+	}
+	b, err := os.ReadFile(g.tokenFile)
+	if err == nil && len(bytes.TrimSpace(b)) == 0 {
+		err = errors.New("the file is empty")
+	}
+	if err != nil {
+		err = fmt.Errorf("the %s has no token (%v): %s", g.what, err, g.howTo)
+		if !g.missing.Swap(true) {
+			ctrl.Log.WithName(g.name).Error(err, "not ready", "file", g.tokenFile)
+		}
+		return err
+	}
+	if g.missing.Swap(false) {
+		ctrl.Log.WithName(g.name).Info("token found: ready", "file", g.tokenFile)
 	}
 	return nil
 }
@@ -77,12 +100,13 @@ func tokenFrom(log logr.Logger, file, howTo string) func() []byte {
 }
 
 func generatorServer(o Options, c, uncached client.Reader) *httpRunnable {
+	const howTo = `create Secret gitops-service-generator (key "token", labelled app.kubernetes.io/part-of=argocd; README "Install"), the one the plugin ConfigMap names, and mount it at this file`
 	s := &generator.Server{
-		Token: tokenFrom(ctrl.Log.WithName("generator"), o.GeneratorTokenFile,
-			`create the Secret named by the plugin ConfigMap (key "token") and mount it at this file`),
+		Token:  tokenFrom(ctrl.Log.WithName("generator"), o.GeneratorTokenFile, howTo),
 		Params: generator.ServerParams(c, uncached, o.ArgoNamespace, o.AllowFileRepositories),
 	}
-	return &httpRunnable{name: "generator", what: "ApplicationSet plugin generator", addr: o.GeneratorAddr, handler: s.Handler()}
+	return &httpRunnable{name: "generator", what: "ApplicationSet plugin generator", addr: o.GeneratorAddr, handler: s.Handler(),
+		tokenFile: o.GeneratorTokenFile, howTo: howTo}
 }
 
 // The panel's actions (ui-proxy checks the tenant mapping names the user):
@@ -90,10 +114,11 @@ func generatorServer(o Options, c, uncached client.Reader) *httpRunnable {
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentsyncruns,verbs=create
 
 func uiProxyServer(o Options, c client.Client) *httpRunnable {
+	const howTo = `create Secret gitops-service-ui-proxy (key "token", labelled app.kubernetes.io/part-of=argocd; README "Install") and mount it at this file`
 	s := &uiproxy.Server{
 		Client: c, Writer: c, ArgoNamespace: o.ArgoNamespace,
-		Token: tokenFrom(ctrl.Log.WithName("ui-proxy"), o.UIProxyTokenFile,
-			"mount the Secret whose key argocd-secret's extension header refers to at this file (see README)"),
+		Token: tokenFrom(ctrl.Log.WithName("ui-proxy"), o.UIProxyTokenFile, howTo),
 	}
-	return &httpRunnable{name: "ui-proxy", what: "Argo CD proxy extension backend (the UI panel's API)", addr: o.UIProxyAddr, handler: s.Handler()}
+	return &httpRunnable{name: "ui-proxy", what: "Argo CD proxy extension backend (the UI panel's API)", addr: o.UIProxyAddr, handler: s.Handler(),
+		tokenFile: o.UIProxyTokenFile, howTo: howTo}
 }

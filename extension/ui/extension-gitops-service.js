@@ -20,7 +20,13 @@
 ((window) => {
   const React = window.React;
   const h = React.createElement;
-  const API = '/extensions/gitops-service/api/v1/';
+  // Relative to the UI's base path (<base href>, "/" or argocd-server's
+  // --rootpath/--basehref), so the panel works wherever Argo CD is served.
+  const API = (() => {
+    const base = document.querySelector('head > base');
+    const href = (base && base.getAttribute('href')) || '/';
+    return href.replace(/\/*$/, '/') + 'extensions/gitops-service/api/v1/';
+  })();
   // How often an open panel refreshes: a promotion in flight moves on its own;
   // faster while an action started here runs.
   const REFRESH_MS = 5000;

@@ -19,9 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-service/gitops-service/extension/sidecar"
-	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/test/stack"
-	uiproxy "github.com/gitops-service/gitops-service/ui-proxy"
 )
 
 var (
@@ -76,11 +74,13 @@ func run(m *testing.M) (code int) {
 	if err != nil {
 		return fail(err)
 	}
-	// The UI panel's API goes through argocd-server's proxy extension.
-	// Argo CD's built-in admin role does not include invoking extensions.
+	// The UI panel's API goes through argocd-server's proxy extension, which
+	// argocd-server enables only at start: the flag is there before it starts
+	// (as after the restart the README asks for); the rest of Argo CD's
+	// settings come from manifests/install below (ApplyInstalledSettings),
+	// admin's right to invoke the extension included.
 	argoOpts := stack.ArgoOptions{
 		ExtraCmdParams: map[string]string{"server.enable.proxy.extension": "true"},
-		ExtraRBAC:      map[string]string{"policy.csv": "p, role:admin, extensions, invoke, " + uiproxy.ExtensionName + ", allow\n"},
 	}
 	if argo, err = stack.StartArgoCD(ctx, kube, argoOpts); err != nil {
 		return fail(err)
@@ -89,14 +89,19 @@ func run(m *testing.M) (code int) {
 	if err := kube.InstallCRDs(ctx, filepath.Join(root, "manifests", "crd"), stack.ToolchainCRDs(root)); err != nil {
 		return fail(err)
 	}
-	if side, err = stack.StartSidecar(ctx, kube, stack.SidecarOptions{ArgoRedisAddr: argo.RedisAddr}); err != nil {
+	// The sidecar as manifests/install runs it: its ServiceAccount bound by the
+	// rendered RBAC, the rendered args, env and mounted Secrets.
+	if side, err = stack.StartSidecar(ctx, kube, stack.SidecarOptions{ArgoRedisAddr: argo.RedisAddr, Installed: true}); err != nil {
 		return fail(err)
 	}
 	defer side.Close()
-	if err := argo.RegisterGenerator(ctx, argocd.GeneratorConfigMap, side.GeneratorURL, side.GeneratorToken); err != nil {
-		return fail(err)
-	}
-	if err := argo.RegisterProxyExtension(ctx, uiproxy.ExtensionName, side.UIProxyURL, uiproxy.HeaderToken, side.UIProxyToken); err != nil {
+	// Argo CD's side as installed too (the plugin generator's ConfigMap,
+	// extension.config.gitops-service reading the token from its Secret), but
+	// for the Services' in-cluster URLs.
+	if err := argo.ApplyInstalledSettings(ctx, side.Rendered, map[string]string{
+		"http://gitops-service-generator:8090": side.GeneratorURL,
+		"http://gitops-service-ui-proxy:8091":  side.UIProxyURL,
+	}); err != nil {
 		return fail(err)
 	}
 	if k8s, err = client.New(kube.Config, client.Options{Scheme: sidecar.NewScheme()}); err != nil {

@@ -587,7 +587,16 @@ func (a *ArgoCD) RegisterGenerator(ctx context.Context, name, baseURL, token str
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: a.Namespace, Labels: map[string]string{argoPartOfLabel: "argocd"}},
 		StringData: map[string]string{"token": token},
 	}
-	if _, err := cs.CoreV1().Secrets(a.Namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.CoreV1().Secrets(a.Namespace).Create(ctx, secret, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+		// Created by the install (StartSidecar with Installed): it must hold this token.
+		cur, err := cs.CoreV1().Secrets(a.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("generator Secret: %w", err)
+		}
+		if string(cur.Data["token"]) != token || cur.Labels[argoPartOfLabel] != "argocd" {
+			return fmt.Errorf("generator Secret %s exists with another token or without label %s=argocd", name, argoPartOfLabel)
+		}
+	} else if err != nil {
 		return fmt.Errorf("generator Secret: %w", err)
 	}
 	cm := &corev1.ConfigMap{

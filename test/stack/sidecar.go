@@ -2,12 +2,14 @@ package stack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
@@ -27,8 +29,11 @@ type Sidecar struct {
 	UIProxyToken string
 	Bin          string
 	Dir          string
+	// Rendered is what manifests/install rendered, for an Installed sidecar.
+	Rendered *Rendered
 
 	args       []string
+	env        []string
 	kube       *Kube
 	kubeconfig string
 	proc       *Process
@@ -50,7 +55,20 @@ type SidecarOptions struct {
 	RefuseFileRepositories bool
 	// Kubeconfig replaces the Kube's admin kubeconfig, e.g. a FaultProxy's.
 	Kubeconfig string
+	// Installed runs the sidecar as manifests/install does (see
+	// installSidecar): its ServiceAccount's token bound by the rendered RBAC
+	// (applied to k), the rendered container's args and environment, the
+	// Secrets it mounts (created as the README says) as files; only the listen
+	// addresses, Argo CD's Redis and file:// repositories are the stack's.
+	// Kubeconfig and ArgoNamespace other than the rendered one are refused.
+	Installed bool
 }
+
+// The Secrets the README has the platform admin create and the Deployment mounts.
+const (
+	GeneratorSecret = "gitops-service-generator"
+	UIProxySecret   = "gitops-service-ui-proxy"
+)
 
 var (
 	buildOnce sync.Once
@@ -72,7 +90,15 @@ func BuildSidecar() (string, error) {
 			return
 		}
 		buildBin = filepath.Join(dir, "gitops-service")
-		cmd := exec.Command("go", "build", "-o", buildBin, "./extension")
+		// Built as `make image` builds the image's binary (static, stamped),
+		// so the tests run what is shipped and share its build cache.
+		ldflags, err := exec.Command(filepath.Join(root, "hack", "ldflags.sh")).Output()
+		if err != nil {
+			buildErr = fmt.Errorf("hack/ldflags.sh: %w", err)
+			return
+		}
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w "+strings.TrimSpace(string(ldflags)), "-o", buildBin, "./extension")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build ./extension: %w\n%s", err, out)
@@ -96,6 +122,30 @@ func StartSidecar(ctx context.Context, k *Kube, o SidecarOptions) (*Sidecar, err
 	dir, err := os.MkdirTemp("", "gitops-stack-sidecar-")
 	if err != nil {
 		return nil, err
+	}
+	if o.Installed {
+		if o.Kubeconfig != "" {
+			return nil, errors.New("an installed sidecar uses its ServiceAccount's token, not a Kubeconfig")
+		}
+		in, err := installSidecar(ctx, k, o.ArgoNamespace, dir)
+		if err != nil {
+			return nil, fmt.Errorf("installing the sidecar as manifests/install does: %w", err)
+		}
+		flags, err := SidecarFlags(bin)
+		if err != nil {
+			return nil, err
+		}
+		in.args = append(in.args, rerootFlags(flags, in.args, in.mounts)...)
+		for attempt := 1; ; attempt++ {
+			s, err := newInstalledSidecar(o, bin, dir, in)
+			if err != nil {
+				return nil, err
+			}
+			if err = s.Start(ctx); err == nil || !portInUse(err) || attempt == 3 {
+				return s, err
+			}
+			s.Stop()
+		}
 	}
 	token := randomHex(16)
 	tokenFile := filepath.Join(dir, "generator-token")
@@ -159,13 +209,55 @@ func newSidecar(k *Kube, o SidecarOptions, bin, dir, tokenFile, token, proxyToke
 	return s, nil
 }
 
+// newInstalledSidecar is an installed Sidecar on free ports, not started:
+// the rendered args, then the stack's listen addresses, Redis and file://
+// repositories (later flags win).
+func newInstalledSidecar(o SidecarOptions, bin, dir string, in *installed) (*Sidecar, error) {
+	ports, err := freePorts(4)
+	if err != nil {
+		return nil, err
+	}
+	token, proxyToken := in.secrets[GeneratorSecret], in.secrets[UIProxySecret]
+	if token == nil || proxyToken == nil {
+		return nil, fmt.Errorf("the Deployment mounts neither Secret %s nor %s", GeneratorSecret, UIProxySecret)
+	}
+	s := &Sidecar{
+		MetricsURL:     fmt.Sprintf("http://%s/metrics", loopback(ports[0])),
+		ProbeAddr:      loopback(ports[1]),
+		GeneratorURL:   "http://" + loopback(ports[2]),
+		GeneratorToken: string(token.Data["token"]),
+		UIProxyURL:     "http://" + loopback(ports[3]),
+		UIProxyToken:   string(proxyToken.Data["token"]),
+		Bin:            bin,
+		Dir:            dir,
+		Rendered:       in.rendered,
+		kubeconfig:     in.kubeconfig,
+		env:            in.env,
+		args: append(append(append([]string{}, in.args...),
+			"--metrics-bind-address="+loopback(ports[0]),
+			"--health-probe-bind-address="+loopback(ports[1]),
+			"--generator-bind-address="+loopback(ports[2]),
+			"--ui-proxy-bind-address="+loopback(ports[3]),
+			"--argocd-redis="+o.ArgoRedisAddr,
+			"--zap-log-level=info",
+		), o.Args...),
+	}
+	if !o.RefuseFileRepositories {
+		s.args = append(s.args, "--allow-file-repositories")
+	}
+	return s, nil
+}
+
+// Kubeconfig is the kubeconfig file the sidecar runs with.
+func (s *Sidecar) Kubeconfig() string { return s.kubeconfig }
+
 // Process is the running sidecar process.
 func (s *Sidecar) Process() *Process { return s.proc }
 
 // Start (re)starts the sidecar process and waits for /readyz.
 func (s *Sidecar) Start(ctx context.Context) error {
 	p, err := StartProcess("gitops-service", filepath.Join(s.Dir, "gitops-service.log"), s.Dir,
-		[]string{"KUBECONFIG=" + s.kubeconfig}, s.Bin, s.args...)
+		append([]string{"KUBECONFIG=" + s.kubeconfig}, s.env...), s.Bin, s.args...)
 	if err != nil {
 		return err
 	}
