@@ -2,6 +2,7 @@ package isolation
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -33,28 +34,33 @@ var (
 	hostileSrv  *hostile.Server
 )
 
-// hostileServer is the one server every URL case points at; when the matrix
-// ends, no credential may have reached its plain http or its other port.
+// hostileServer is the one server the matrix's URL cases point at; when the
+// matrix ends, no credential may have reached its plain http or other port.
 func hostileServer(t *testing.T) *hostile.Server {
 	hostileOnce.Do(func() {
 		hostileSrv = hostile.Start(t)
 		t.Cleanup(func() { assert.Empty(t, hostileSrv.Leaks(), "a credential reached plain http or another port") })
-		// Argo CD's (and so the check's) trust for the server's host.
-		cm := &corev1.ConfigMap{ObjectMeta: om(argoNS, "argocd-tls-certs-cm")}
-		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(cm), cm)
-		if apierrors.IsNotFound(err) {
-			cm.Data = map[string]string{"127.0.0.1": string(hostileSrv.CAData)}
-			require.NoError(t, k8s.Create(context.Background(), cm))
-			return
-		}
-		require.NoError(t, err)
-		if cm.Data == nil {
-			cm.Data = map[string]string{}
-		}
-		cm.Data["127.0.0.1"] = string(hostileSrv.CAData)
-		require.NoError(t, k8s.Update(context.Background(), cm))
+		trust(t, hostileSrv)
 	})
 	return hostileSrv
+}
+
+// trust makes Argo CD (and so the sidecar's repository check) trust h's
+// certificate for its host.
+func trust(t *testing.T, h *hostile.Server) {
+	cm := &corev1.ConfigMap{ObjectMeta: om(argoNS, "argocd-tls-certs-cm")}
+	err := k8s.Get(context.Background(), client.ObjectKeyFromObject(cm), cm)
+	if apierrors.IsNotFound(err) {
+		cm.Data = map[string]string{"127.0.0.1": string(h.CAData)}
+		require.NoError(t, k8s.Create(context.Background(), cm))
+		return
+	}
+	require.NoError(t, err)
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
+	}
+	cm.Data["127.0.0.1"] = string(h.CAData)
+	require.NoError(t, k8s.Update(context.Background(), cm))
 }
 
 // The answers of the hostile server: bodies and messages with a canary
@@ -83,18 +89,6 @@ func infraCases() []hostileCase {
 			},
 			Want: want{Type: v1.ManagedEnvironmentConditionConnectionInitializationSucceeded, Status: metav1.ConditionFalse,
 				Reason: v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials, Msg: "HTTP "},
-		})
-		out = append(out, hostileCase{Kind: "RepositoryCredentials", Name: "repository answering " + path,
-			Setup: func(t *testing.T, e tenantEnv) {
-				url := hostileServer(t).URL + path + "/org/repo"
-				create(t, &corev1.Secret{ObjectMeta: om(e.NS, "creds"), Type: v1.RepositoryCredentialSecretType, StringData: map[string]string{
-					repositorycredentials.KeyURL: url, repositorycredentials.KeyUsername: "jane", repositorycredentials.KeyPassword: canary("hostile-repo")}})
-			},
-			Object: func(e tenantEnv) client.Object {
-				return &v1.GitOpsDeploymentRepositoryCredentials{ObjectMeta: om(e.NS, "repo"), Spec: v1.GitOpsDeploymentRepositoryCredentialsSpec{
-					Repository: hostileSrv.URL + path + "/org/repo", Secret: "creds"}}
-			},
-			Want: errorOccurred(v1.RepositoryCredentialReasonInvalidRepositoryURL, "HTTP "),
 		})
 	}
 
@@ -207,4 +201,41 @@ func TestClusterNamesNeverCollide(t *testing.T) {
 		assert.Equal(t, a.ResourceVersion, after.ResourceVersion, "the admin's cluster Secret %s was written", a.Name)
 	}
 	t.Logf("%d Argo CD clusters, %d of tenants, all names distinct", len(names), len(envs))
+}
+
+// TestRepositoryURLsRevealNothing: RepositoryCredentials whose repository
+// answers with a canary (a 5xx body, a Status message) or redirects to plain
+// http, another port or another service of the host. The Argo CD repository
+// Secret is written before the check (Argo CD reports what it finds), so
+// these are not refusals of the matrix: each ends with InvalidRepositoryURL
+// naming only the HTTP code, and neither its conditions nor its Events carry
+// the canary; the credentials never reach plain http or another port.
+func TestRepositoryURLsRevealNothing(t *testing.T) {
+	ctx := context.Background()
+	h := hostile.Start(t)
+	trust(t, h)
+	password := canary("hostile-repo-password")
+	for i, path := range answerPaths {
+		ns := fmt.Sprintf("url-rc-%d", i)
+		url := h.URL + path + "/org/repo"
+		create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		create(t, &corev1.Secret{ObjectMeta: om(ns, "creds"), Type: v1.RepositoryCredentialSecretType, StringData: map[string]string{
+			repositorycredentials.KeyURL: url, repositorycredentials.KeyUsername: "jane", repositorycredentials.KeyPassword: password}})
+		rc := &v1.GitOpsDeploymentRepositoryCredentials{ObjectMeta: om(ns, "repo"), Spec: v1.GitOpsDeploymentRepositoryCredentialsSpec{Repository: url, Secret: "creds"}}
+		create(t, rc)
+		refused := errorOccurred(v1.RepositoryCredentialReasonInvalidRepositoryURL, "HTTP ")
+		require.Eventually(t, func() bool {
+			return k8s.Get(ctx, client.ObjectKeyFromObject(rc), rc) == nil && refused.matches(rc)
+		}, wait, tick, "%s: no refusal %s; conditions %+v", path, refused, rc.Status.Conditions)
+		for _, c := range rc.Status.Conditions {
+			assert.NotContains(t, c.Message, canaryMark, "%s: condition %s", path, c.Type)
+		}
+		var events corev1.EventList
+		require.NoError(t, k8s.List(ctx, &events, client.InNamespace(ns)))
+		assert.NotEmpty(t, events.Items, "%s: no Event", path)
+		for _, e := range events.Items {
+			assert.NotContains(t, e.Message, canaryMark, "%s: Event %s", path, e.Reason)
+		}
+	}
+	assert.Empty(t, h.Leaks(), "the credentials reached plain http or another port")
 }
