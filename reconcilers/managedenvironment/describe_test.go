@@ -31,11 +31,11 @@ func TestDescribeIsGeneric(t *testing.T) {
 		want string
 	}{
 		{apierrors.NewGenericServerResponse(500, "get", schema.GroupResource{Resource: "namespaces"}, "", canary+" at 10.0.0.7:5432", 0, true), "HTTP 500"},
-		{apierrors.NewGenericServerResponse(503, "get", schema.GroupResource{Resource: "namespaces"}, "", canary, 0, true), "HTTP 503"},
+		{apierrors.NewGenericServerResponse(503, "get", schema.GroupResource{Resource: "namespaces"}, "", canary, 0, true), "HTTP 503 (service unavailable)"},
 		{&apierrors.StatusError{ErrStatus: metav1.Status{Code: 500, Message: canary + " 10.0.0.7:5432"}}, "HTTP 500"},
 		{&apierrors.StatusError{ErrStatus: metav1.Status{Code: 302, Message: canary}}, "HTTP 302"},
 		{&apierrors.StatusError{ErrStatus: metav1.Status{Code: 0, Message: canary}}, "not understood"},
-		{apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, "x", errors.New(canary)), "HTTP 403"},
+		{apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, "x", errors.New(canary)), "HTTP 403 (forbidden)"},
 		{apierrors.NewUnauthorized(canary), "401 Unauthorized"},
 		{wrap(&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}), "connection refused"},
 		{wrap(&net.DNSError{Name: "postgres.internal.svc", Err: "no such host"}), "unknown host"},

@@ -166,7 +166,11 @@ func describe(err error) string {
 	case apierrors.IsUnauthorized(err):
 		return "the API server did not accept the token (401 Unauthorized)"
 	case errors.As(err, &status):
-		if code := status.Status().Code; code >= 100 && code <= 599 {
+		if code := int(status.Status().Code); code >= 100 && code <= 599 {
+			// Go's words for the code, not the server's.
+			if text := http.StatusText(code); text != "" {
+				return fmt.Sprintf("the API server answered HTTP %d (%s)", code, strings.ToLower(text))
+			}
 			return fmt.Sprintf("the API server answered HTTP %d", code)
 		}
 		return "the API server's answer was not understood"
