@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/gitops-service/gitops-service/reconcilers/provisioner/namespace"
 )
 
 // appStudio applies the App Studio sample (manifests/samples/appstudio): the
@@ -79,7 +81,8 @@ func (d *demo) provisionedEnvironment() error {
 		return err
 	}
 	start := time.Now()
-	provisioned := tenant + "-staging"
+	// The class names it by the provisioner's default pattern.
+	provisioned := namespace.DefaultNamespaceName(tenant, "staging")
 	if err := d.waitFor("the binding to deploy shop-v2 into the provisioned namespace "+provisioned,
 		[]string{"-n", tenant, "get", "deploymenttargetclaims,deploymenttargets"},
 		func(string) (string, bool, error) {

@@ -23,8 +23,21 @@ const (
 	// when the token is the user's own.
 	AnnotationServiceAccount = "managed-gitops.redhat.com/service-account"
 
+	// LabelTenantCluster marks the cluster Secrets of tenants' ManagedEnvironments,
+	// so the platform admins' ApplicationSet cluster generators can leave them out
+	// (selector: this key DoesNotExist); Argo CD lists project-scoped clusters to
+	// every cluster generator.
+	LabelTenantCluster = "managed-gitops.redhat.com/tenant-cluster"
+
+	// ClusterNamePrefix starts the Argo CD name of every tenant's cluster. The
+	// ':' and '/' that follow never occur in Kubernetes names, so no cluster an
+	// admin names after a namespace, context or host takes one of our names
+	// (Argo CD resolves destination.name over all clusters and fails on two of
+	// one name). Cluster names starting with it are reserved for the GitOps Service.
+	ClusterNamePrefix = "gitops-service:"
+
 	// maxClusterNameLength keeps the display name of a cluster readable.
-	maxClusterNameLength = 63
+	maxClusterNameLength = 100
 )
 
 // ClusterCredentials are what Argo CD connects to a ManagedEnvironment's cluster with.
@@ -46,9 +59,11 @@ func ClusterSecretName(managedEnvironmentUID string) string {
 }
 
 // ClusterName is the name Argo CD shows for a ManagedEnvironment's cluster:
-// <namespace>-<name>, shortened (and made distinct by the UID) when long.
+// gitops-service:<namespace>/<name>, shortened (and made distinct by the UID)
+// when long. It depends only on the environment's namespace, name and UID, so
+// it never changes while the environment lives.
 func ClusterName(env *v1.GitOpsDeploymentManagedEnvironment) string {
-	name := env.Namespace + "-" + env.Name
+	name := ClusterNamePrefix + env.Namespace + "/" + env.Name
 	if len(name) <= maxClusterNameLength {
 		return name
 	}
@@ -56,7 +71,7 @@ func ClusterName(env *v1.GitOpsDeploymentManagedEnvironment) string {
 	if len(uid) > 8 {
 		uid = uid[:8]
 	}
-	return strings.TrimRight(name[:maxClusterNameLength-len(uid)-1], "-.") + "-" + uid
+	return strings.TrimRight(name[:maxClusterNameLength-len(uid)-1], "-./") + "-" + uid
 }
 
 // ClusterNamespaces returns the namespaces of a cluster Secret: sorted, without
@@ -72,6 +87,7 @@ func ClusterNamespaces(namespaces []string) []string {
 func ClusterSecret(argoNamespace string, env *v1.GitOpsDeploymentManagedEnvironment, project string, creds ClusterCredentials) *corev1.Secret {
 	labels, annotations := ownership.Meta(ownership.KindManagedEnvironment, env.Namespace, env.Name, string(env.UID))
 	labels[LabelSecretType] = SecretTypeCluster
+	labels[LabelTenantCluster] = "true"
 	if creds.ServiceAccount != "" {
 		annotations[AnnotationServiceAccount] = creds.ServiceAccount
 	}

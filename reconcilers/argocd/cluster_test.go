@@ -2,6 +2,7 @@ package argocd
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -11,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
@@ -89,6 +92,11 @@ func TestClusterSecret(t *testing.T) {
 			assert.Equal(t, "managed-env-"+string(tc.env.UID), s.Name)
 			assert.Equal(t, "argocd", s.Namespace)
 			assert.Equal(t, "cluster", s.Labels["argocd.argoproj.io/secret-type"])
+			// What the README gives admins' cluster generators leaves it out.
+			admins, err := metav1.LabelSelectorAsSelector(&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: "managed-gitops.redhat.com/tenant-cluster", Operator: metav1.LabelSelectorOpDoesNotExist}}})
+			require.NoError(t, err)
+			assert.False(t, admins.Matches(labels.Set(s.Labels)), "an admin's cluster generator selects a tenant's cluster")
 			assert.True(t, ownership.IsOwnedBy(s.Labels, ownership.KindManagedEnvironment, string(tc.env.UID)))
 			assert.False(t, ownership.IsOwnedBy(s.Labels, ownership.KindGitOpsDeployment, string(tc.env.UID)))
 			assert.Equal(t, ClusterServer(tc.env.Spec.APIURL, string(tc.env.UID)), string(s.Data["server"]),
@@ -109,7 +117,7 @@ func TestClusterSecretAsArgoCDReadsIt(t *testing.T) {
 	c, err := db.SecretToCluster(s)
 	require.NoError(t, err)
 	assert.Equal(t, "https://api.staging.example.com:6443?managedEnvironment="+string(env.UID), c.Server)
-	assert.Equal(t, "jane-staging", c.Name)
+	assert.Equal(t, "gitops-service:jane/staging", c.Name)
 	assert.Equal(t, "tenant-project", c.Project)
 	assert.Equal(t, []string{"team-a", "team-b"}, c.Namespaces)
 	assert.True(t, c.ClusterResources)
@@ -135,17 +143,48 @@ func TestClusterSecretAsArgoCDReadsIt(t *testing.T) {
 }
 
 func TestClusterName(t *testing.T) {
-	assert.Equal(t, "jane-staging", ClusterName(managedEnvironment(nil)))
+	assert.Equal(t, "gitops-service:jane/staging", ClusterName(managedEnvironment(nil)))
 	long := managedEnvironment(func(e *v1.GitOpsDeploymentManagedEnvironment) {
-		e.Namespace = strings.Repeat("n", 40)
+		e.Namespace = strings.Repeat("n", 60)
 		e.Name = strings.Repeat("e", 60)
 	})
 	name := ClusterName(long)
-	assert.LessOrEqual(t, len(name), 63)
+	assert.LessOrEqual(t, len(name), maxClusterNameLength)
+	assert.True(t, strings.HasPrefix(name, ClusterNamePrefix), name)
 	assert.True(t, strings.HasSuffix(name, "-7c1e5f3a"), name)
 	other := long.DeepCopy()
 	other.UID = "8d2f0000-0000-4000-8000-000000000003"
 	assert.NotEqual(t, name, ClusterName(other), "shortened names stay distinct")
+}
+
+// A tenant picks its namespace and the environment's name: no choice of them
+// gives a name an admin's cluster has (Argo CD fails or mixes up two clusters
+// of one name), nor another tenant's.
+func TestClusterNamesCannotCollide(t *testing.T) {
+	admins := []string{"prod-east", "in-cluster", "prod", "east", "prod/east", "prod-east-7c1e5f3a",
+		"default/api-crc-testing:6443/kubeadmin", "arn:aws:eks:eu-west-1:1234:cluster/prod"}
+	envs := []struct{ ns, name string }{
+		{"prod", "east"}, {"prod-east", "x"}, {"in", "cluster"}, {"default", "api-crc-testing"},
+		{"jane", "a.b"}, {"jane-a", "b"}, {"jane", "a-b"},
+	}
+	seen := map[string]string{}
+	for i, e := range envs {
+		env := managedEnvironment(func(m *v1.GitOpsDeploymentManagedEnvironment) {
+			m.Namespace, m.Name = e.ns, e.name
+			m.UID = types.UID(fmt.Sprintf("%08d-0000-4000-8000-000000000000", i))
+		})
+		name := ClusterName(env)
+		assert.True(t, strings.HasPrefix(name, ClusterNamePrefix), name)
+		assert.NotContains(t, admins, name, "tenant %s, environment %s", e.ns, e.name)
+		if prev, ok := seen[name]; ok {
+			t.Errorf("%s/%s and %s have the same cluster name %q", e.ns, e.name, prev, name)
+		}
+		seen[name] = e.ns + "/" + e.name
+		assert.Equal(t, name, ClusterName(env.DeepCopy()), "stable")
+	}
+	for _, a := range admins {
+		assert.False(t, strings.HasPrefix(a, ClusterNamePrefix))
+	}
 }
 
 // The server URL pattern in an AppProject destination is a glob: the query's '?'

@@ -2,10 +2,12 @@ package managedenvironment
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"strings"
 	"syscall"
 	"time"
@@ -71,9 +73,19 @@ var remoteScheme = func() *runtime.Scheme {
 // RemoteClientFunc makes a client of a target cluster.
 type RemoteClientFunc func(*rest.Config) (client.Client, error)
 
-// NewRemoteClient is the default RemoteClientFunc.
+// NewRemoteClient is the default RemoteClientFunc. It follows no redirect:
+// client-go's transport puts the bearer token on every request it sends, a
+// redirected one too (Go's dropping of credentials on redirect applies only to
+// the first request's own headers), so a tenant's URL that redirects to
+// http:// or to another host or port would receive the token. No API server
+// redirects the requests we make.
 func NewRemoteClient(cfg *rest.Config) (client.Client, error) {
-	return client.New(cfg, client.Options{Scheme: remoteScheme})
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return client.New(cfg, client.Options{Scheme: remoteScheme, HTTPClient: hc})
 }
 
 // restConfig connects to apiURL with exactly the given credentials: nothing is
@@ -137,38 +149,64 @@ func isUnknownAuthority(err error) bool {
 		return true
 	}
 	var ua2 *x509.UnknownAuthorityError
-	return errors.As(err, &ua2) || strings.Contains(err.Error(), "certificate signed by unknown authority")
+	var status apierrors.APIStatus
+	// The text of an answer is the server's to choose: only a transport error's counts.
+	return errors.As(err, &ua2) || (!errors.As(err, &status) && strings.Contains(err.Error(), "certificate signed by unknown authority"))
 }
 
-// describe says briefly and stably (no ports or addresses that change from one
-// attempt to the next) what went wrong talking to a cluster. Errors of client-go
-// never contain the bearer token.
+// describe says in a few fixed words what went wrong talking to a cluster.
+// The URL is the tenant's choice and the sidecar connects from inside the
+// platform's network, so nothing the server sent (a status message, the body
+// client-go quotes from an error answer, up to 2 KiB) and no address is
+// repeated: conditions and Events show an HTTP code or a kind of network
+// failure, never an answer. Errors of client-go never contain the bearer token.
 func describe(err error) string {
 	var status apierrors.APIStatus
 	switch {
 	case apierrors.IsUnauthorized(err):
 		return "the API server did not accept the token (401 Unauthorized)"
 	case errors.As(err, &status):
-		if s := status.Status(); s.Message != "" {
-			return s.Message
+		if code := int(status.Status().Code); code >= 100 && code <= 599 {
+			// Go's words for the code, not the server's.
+			if text := http.StatusText(code); text != "" {
+				return fmt.Sprintf("the API server answered HTTP %d (%s)", code, strings.ToLower(text))
+			}
+			return fmt.Sprintf("the API server answered HTTP %d", code)
 		}
-		s := status.Status()
-		return fmt.Sprintf("the API server answered %d %s", s.Code, s.Reason)
+		return "the API server's answer was not understood"
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
-		return fmt.Sprintf("no answer from the API server within %s", connectTimeout)
+		return fmt.Sprintf("timeout: no answer from the API server within %s", connectTimeout)
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset"
+	case errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH):
+		return "host unreachable"
 	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
-		return "unknown host " + dnsErr.Name
+		return "unknown host"
 	}
 	var certErr x509.CertificateInvalidError
 	var hostErr x509.HostnameError
-	if errors.As(err, &certErr) || errors.As(err, &hostErr) {
-		return "the API server's certificate is not valid for it: " + innermost(err).Error()
+	switch {
+	case isUnknownAuthority(err):
+		return "TLS handshake failed: certificate signed by unknown authority"
+	case errors.As(err, &certErr) || errors.As(err, &hostErr):
+		return "TLS handshake failed: the API server's certificate is not valid for it"
+	case isTLS(err):
+		return "TLS handshake failed"
 	}
-	return innermost(err).Error()
+	return "connection failed"
+}
+
+// isTLS says err is a failure of the TLS handshake (or a server not speaking TLS).
+func isTLS(err error) bool {
+	var rec tls.RecordHeaderError
+	var alert tls.AlertError
+	var verify *tls.CertificateVerificationError
+	return errors.As(err, &rec) || errors.As(err, &alert) || errors.As(err, &verify) ||
+		strings.HasPrefix(innermost(err).Error(), "tls: ")
 }
 
 func isTimeout(err error) bool {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -64,14 +65,7 @@ func (HTTPVerifier) Verify(ctx context.Context, repoURL string, creds argocd.Rep
 			TLSClientConfig:     &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
 			TLSHandshakeTimeout: verifyTimeout,
 		},
-		// A redirect to another host must not receive the credentials (Go drops
-		// them), and then the check would not say anything about them.
-		CheckRedirect: func(r *http.Request, via []*http.Request) error {
-			if len(via) >= 5 || r.URL.Host != via[0].URL.Host {
-				return http.ErrUseLastResponse
-			}
-			return nil
-		},
+		CheckRedirect: sameOrigin,
 	}
 	resp, err := c.Do(req)
 	if err != nil {
@@ -93,24 +87,51 @@ func (HTTPVerifier) Verify(ctx context.Context, repoURL string, creds argocd.Rep
 	}
 }
 
-// describe turns a connection error into a short sentence.
+// sameOrigin follows a redirect only to the same scheme, host and port. Go
+// sends the Basic-auth header again to a redirect on the same host name
+// whatever its scheme and port, so https://h redirecting to http://h or to
+// h:8080 would hand the credentials to plain http or to another service; a
+// redirect to another host would go without them and say nothing about them.
+// Not followed, the redirect's status is the answer (not a git repository).
+func sameOrigin(r *http.Request, via []*http.Request) error {
+	first := via[0].URL
+	if len(via) >= 5 || r.URL.Scheme != "https" || r.URL.Scheme != first.Scheme || r.URL.Host != first.Host {
+		return http.ErrUseLastResponse
+	}
+	return nil
+}
+
+// describe turns a connection error into a few fixed words. The URL is the
+// tenant's choice and the sidecar connects from inside the platform's
+// network: no text of the error (addresses, what a server sent) is repeated.
 func describe(err error) string {
 	var certErr *tls.CertificateVerificationError
 	var unknownAuthority x509.UnknownAuthorityError
 	var dnsErr *net.DNSError
+	var rec tls.RecordHeaderError
+	var alert tls.AlertError
 	switch {
 	case errors.As(err, &certErr) || errors.As(err, &unknownAuthority):
-		return "the server's certificate is not trusted: add its CA to Argo CD's argocd-tls-certs-cm (argocd cert add-tls)"
+		return "TLS handshake failed: the server's certificate is not trusted: add its CA to Argo CD's argocd-tls-certs-cm (argocd cert add-tls)"
+	case errors.As(err, &rec) || errors.As(err, &alert):
+		return "TLS handshake failed"
 	case errors.As(err, &dnsErr):
-		return "unknown host " + dnsErr.Name
-	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Sprintf("no answer within %s", verifyTimeout)
-	}
-	var opErr *net.OpError
-	if errors.As(err, &opErr) {
-		return opErr.Err.Error()
+		return "unknown host"
+	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
+		return fmt.Sprintf("timeout: no answer within %s", verifyTimeout)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset"
+	case errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH):
+		return "host unreachable"
 	}
 	return "connection failed"
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
 }
 
 // checkSSHKey says whether key is a private key Argo CD can use (PEM or

@@ -112,7 +112,7 @@ func (w want) matches(obj client.Object) bool {
 func allCases() []hostileCase {
 	var all []hostileCase
 	for _, kind := range [][]hostileCase{
-		neverTenantCases(), deploymentCases(), syncRunCases(), repositoryCredentialsCases(), managedEnvironmentCases(),
+		neverTenantCases(), deploymentCases(), syncRunCases(), repositoryCredentialsCases(), managedEnvironmentCases(), infraCases(),
 		environmentCases(), bindingCases(), promotionRunCases(), deploymentTargetCases(), templateCases(),
 	} {
 		all = append(all, kind...)

@@ -131,6 +131,13 @@ const (
 	// DeploymentTargetReasonProvisioningFailed (claim): the provisioner
 	// refused the claim, e.g. the class's parameters are invalid.
 	DeploymentTargetReasonProvisioningFailed = "ProvisioningFailed"
+	// DeploymentTargetReasonClassNotPermitted (claim): the class's
+	// provisioner serves only tenant namespaces its admin selected, and the
+	// claim's is not one of them.
+	DeploymentTargetReasonClassNotPermitted = "DeploymentTargetClassNotPermitted"
+	// DeploymentTargetReasonClaimLimitReached (claim): the tenant namespace
+	// has as many targets of the class as the class allows.
+	DeploymentTargetReasonClaimLimitReached = "ClaimLimitReached"
 	// DeploymentTargetReasonLost (claim): the bound DeploymentTarget was deleted.
 	DeploymentTargetReasonLost = "DeploymentTargetLost"
 	// DeploymentTargetReasonReleaseFailed (target): freeing the external

@@ -10,15 +10,19 @@ package namespace
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
@@ -36,7 +40,7 @@ import (
 // The sidecar creates the namespaces and what is in them, and binds the
 // class's ClusterRole there (bind only for the usual namespace roles; a
 // platform admin who names another role grants bind on it too).
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=create;delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;create;delete
 // +kubebuilder:rbac:groups="",resources=serviceaccounts;resourcequotas;limitranges,verbs=get;create;update;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;create;update;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=edit;view;admin
@@ -49,6 +53,11 @@ const (
 	// target, name the Namespace it stands for: Release deletes exactly that one.
 	AnnotationNamespace    = "managed-gitops.redhat.com/provisioned-namespace"
 	AnnotationNamespaceUID = "managed-gitops.redhat.com/provisioned-namespace-uid"
+	// LabelClass, on a provisioned namespace, is the class it was provisioned
+	// for (its name, or a hash of a name too long for a label value), so the
+	// class's maxClaimsPerNamespace can count them.
+	LabelClass = "managed-gitops.redhat.com/deployment-target-class"
+
 	// AnnotationClusterSecret, on a provisioned target, names the admin's
 	// kubeconfig Secret of its cluster (none: the local cluster), so that it
 	// can be released even when its class is gone.
@@ -59,9 +68,17 @@ const (
 	tokenSecretName    = ServiceAccountName + "-token"
 	limitsName         = "gitops-service"
 
-	defaultPattern = "{namespace}-{claim}"
-	defaultRole    = "edit"
-	kubeconfigKey  = "kubeconfig"
+	// DefaultNamespacePrefix starts every namespace of the default pattern:
+	// with the hash at the end, no such name is one a platform component
+	// installs later (a tenant "cert" claiming "manager" took "cert-manager"),
+	// nor another tenant's ("a-b"/"c" and "a"/"b-c").
+	DefaultNamespacePrefix = "dt-"
+	// legacyPattern was the default before: a claim made then is found
+	// (and freed) under it.
+	legacyPattern = "{namespace}-{claim}"
+	hashLength    = 8
+	defaultRole   = "edit"
+	kubeconfigKey = "kubeconfig"
 )
 
 // Parameters are the class's parameters.
@@ -74,8 +91,18 @@ type Parameters struct {
 	// kubeconfig's (or, locally, the sidecar's own) server URL.
 	APIURL string `json:"apiURL,omitempty"`
 	// NamespacePattern names the namespace; {namespace} and {claim} are the
-	// claim's. Default "{namespace}-{claim}".
+	// claim's, {hash} 8 hex digits of both. Default: "dt-{namespace}-{claim}-{hash}",
+	// cut to 63 characters before the hash. A pattern without {hash} lets a
+	// tenant pick names a platform component may want later.
 	NamespacePattern string `json:"namespacePattern,omitempty"`
+	// TenantNamespaceSelector, when set, limits the class to claims of tenant
+	// namespaces whose labels it selects (labels tenants cannot set on their
+	// own namespace); others are refused.
+	TenantNamespaceSelector *metav1.LabelSelector `json:"tenantNamespaceSelector,omitempty"`
+	// MaxClaimsPerNamespace, when above 0, bounds the namespaces the class
+	// provisions for one tenant namespace; a claim beyond it is refused until
+	// another one of the tenant's goes.
+	MaxClaimsPerNamespace int `json:"maxClaimsPerNamespace,omitempty"`
 	// ClusterRole is bound to the ServiceAccount in the namespace. Default "edit".
 	ClusterRole string `json:"clusterRole,omitempty"`
 	// ResourceQuota and LimitRange, when set, are created in the namespace.
@@ -94,6 +121,10 @@ type Provisioner struct {
 	APIReader client.Reader
 	// SidecarNamespace holds the admins' cluster kubeconfig Secrets.
 	SidecarNamespace string
+
+	// mu makes counting a tenant's namespaces and creating one a single
+	// step, so concurrent claims never pass maxClaimsPerNamespace together.
+	mu sync.Mutex
 }
 
 // Name implements provisioner.Provisioner.
@@ -148,13 +179,99 @@ func (p *Provisioner) cluster(ctx context.Context, secretName, apiURL string) (*
 // namespaceName is the claim's namespace name from the pattern.
 func namespaceName(pattern string, claim *as.DeploymentTargetClaim) (string, error) {
 	if pattern == "" {
-		pattern = defaultPattern
+		return DefaultNamespaceName(claim.Namespace, claim.Name), nil
 	}
-	name := strings.NewReplacer("{namespace}", claim.Namespace, "{claim}", claim.Name).Replace(pattern)
+	name := strings.NewReplacer("{namespace}", claim.Namespace, "{claim}", claim.Name,
+		"{hash}", claimHash(claim.Namespace, claim.Name)).Replace(pattern)
 	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
 		return "", refuse("the namespace name %q (from pattern %q) is not valid: %s", name, pattern, strings.Join(errs, "; "))
 	}
 	return name, nil
+}
+
+// DefaultNamespaceName is dt-<namespace>-<claim>-<hash>: a claim's dots
+// become dashes, the middle is cut so the whole is a valid namespace name,
+// and the hash of the unchanged namespace and claim keeps the names of two
+// claims apart.
+func DefaultNamespaceName(namespace, claim string) string {
+	middle := strings.ReplaceAll(namespace+"-"+claim, ".", "-")
+	if room := validation.DNS1123LabelMaxLength - len(DefaultNamespacePrefix) - 1 - hashLength; len(middle) > room {
+		middle = middle[:room]
+	}
+	return DefaultNamespacePrefix + strings.TrimRight(middle, "-") + "-" + claimHash(namespace, claim)
+}
+
+func claimHash(namespace, claim string) string {
+	sum := sha256.Sum256([]byte(namespace + "/" + claim))
+	return hex.EncodeToString(sum[:])[:hashLength]
+}
+
+// classLabel is the value of LabelClass for a class name.
+func classLabel(class string) string {
+	if len(validation.IsValidLabelValue(class)) == 0 {
+		return class
+	}
+	sum := sha256.Sum256([]byte(class))
+	return "sha256-" + hex.EncodeToString(sum[:])[:16]
+}
+
+// permitted refuses a claim whose tenant namespace the class's selector
+// does not select (read uncached: an admin's label change counts at once).
+func (p *Provisioner) permitted(ctx context.Context, class *as.DeploymentTargetClass, params Parameters, claim *as.DeploymentTargetClaim) error {
+	if params.TenantNamespaceSelector == nil {
+		return nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(params.TenantNamespaceSelector)
+	if err != nil {
+		return refuse("the tenantNamespaceSelector of DeploymentTargetClass %s is invalid: %v", class.Name, err)
+	}
+	ns := &corev1.Namespace{}
+	if err := p.APIReader.Get(ctx, types.NamespacedName{Name: claim.Namespace}, ns); err != nil {
+		return fmt.Errorf("reading namespace %s: %w", claim.Namespace, err)
+	}
+	if !sel.Matches(labels.Set(ns.Labels)) {
+		return kernel.Refuse(as.DeploymentTargetReasonClassNotPermitted,
+			"the DeploymentTargetClass %s may not be used from namespace %s (its tenantNamespaceSelector does not select it): ask the platform admin", class.Name, claim.Namespace)
+	}
+	return nil
+}
+
+// withinLimit refuses a claim whose namespace does not exist yet when the
+// tenant already has maxClaimsPerNamespace namespaces of the class on its
+// cluster (a fresh list, under p.mu).
+func withinLimit(ctx context.Context, c client.Client, class *as.DeploymentTargetClass, params Parameters, name string, claim *as.DeploymentTargetClaim) error {
+	if params.MaxClaimsPerNamespace <= 0 {
+		return nil
+	}
+	own := &corev1.Namespace{}
+	err := c.Get(ctx, types.NamespacedName{Name: name}, own)
+	if err == nil {
+		// Made before (ours or not: ensureNamespace decides), counted already.
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading namespace %s: %w", name, err)
+	}
+	var list corev1.NamespaceList
+	if err := c.List(ctx, &list, client.MatchingLabels{
+		ownership.LabelManagedBy: ownership.ManagedByValue, ownership.LabelOwnerKind: OwnerKindClaim,
+		ownership.LabelTenantNS: claim.Namespace, LabelClass: classLabel(class.Name),
+	}); err != nil {
+		return fmt.Errorf("listing the namespaces provisioned for %s: %w", claim.Namespace, err)
+	}
+	n := 0
+	for _, ns := range list.Items {
+		// One being deleted is on its way out (its claim is gone).
+		if ns.Labels[ownership.LabelOwnerUID] != string(claim.UID) && ns.DeletionTimestamp.IsZero() {
+			n++
+		}
+	}
+	if n >= params.MaxClaimsPerNamespace {
+		return kernel.Refuse(as.DeploymentTargetReasonClaimLimitReached,
+			"namespace %s has %d targets of DeploymentTargetClass %s, the most the class allows (maxClaimsPerNamespace %d): delete a claim of the class first",
+			claim.Namespace, n, class.Name, params.MaxClaimsPerNamespace)
+	}
+	return nil
 }
 
 func ownerLabels(claim *as.DeploymentTargetClaim) map[string]string {
@@ -180,11 +297,14 @@ func (p *Provisioner) Provision(ctx context.Context, claim *as.DeploymentTargetC
 	if role == "" {
 		role = defaultRole
 	}
+	if err := p.permitted(ctx, class, params, claim); err != nil {
+		return nil, err
+	}
 	cl, err := p.cluster(ctx, params.ClusterSecret, params.APIURL)
 	if err != nil {
 		return nil, err
 	}
-	ns, err := ensureNamespace(ctx, cl.c, name, claim)
+	ns, err := p.ensureNamespace(ctx, cl.c, class, params, name, claim)
 	if err != nil {
 		return nil, err
 	}
@@ -244,10 +364,17 @@ func (p *Provisioner) Provision(ctx context.Context, claim *as.DeploymentTargetC
 	return provisioner.CreateTarget(ctx, p.Client, dt)
 }
 
-// ensureNamespace creates the namespace, or returns it when it is ours for
-// this claim. Anyone else's is never used.
-func ensureNamespace(ctx context.Context, c client.Client, name string, claim *as.DeploymentTargetClaim) (*corev1.Namespace, error) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: ownerLabels(claim),
+// ensureNamespace creates the namespace (within the class's limit), or
+// returns it when it is ours for this claim. Anyone else's is never used.
+func (p *Provisioner) ensureNamespace(ctx context.Context, c client.Client, class *as.DeploymentTargetClass, params Parameters, name string, claim *as.DeploymentTargetClaim) (*corev1.Namespace, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := withinLimit(ctx, c, class, params, name, claim); err != nil {
+		return nil, err
+	}
+	nsLabels := ownerLabels(claim)
+	nsLabels[LabelClass] = classLabel(class.Name)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: nsLabels,
 		Annotations: map[string]string{ownership.AnnotationOwnerName: claim.Namespace + "/" + claim.Name}}}
 	err := c.Create(ctx, ns)
 	if apierrors.IsAlreadyExists(err) {
@@ -347,9 +474,24 @@ func (p *Provisioner) Abandon(ctx context.Context, claim *as.DeploymentTargetCla
 	if err != nil {
 		return false, err
 	}
-	return deleteNamespace(ctx, cl.c, name, func(ns *corev1.Namespace) bool {
-		return ownership.IsOwnedBy(ns.Labels, OwnerKindClaim, string(claim.UID))
-	})
+	names := []string{name}
+	if params.NamespacePattern == "" {
+		// A claim made before the default changed has its namespace under the old one.
+		if legacy, err := namespaceName(legacyPattern, claim); err == nil {
+			names = append(names, legacy)
+		}
+	}
+	done := true
+	for _, n := range names {
+		gone, err := deleteNamespace(ctx, cl.c, n, func(ns *corev1.Namespace) bool {
+			return ownership.IsOwnedBy(ns.Labels, OwnerKindClaim, string(claim.UID))
+		})
+		if err != nil {
+			return false, err
+		}
+		done = done && gone
+	}
+	return done, nil
 }
 
 // deleteNamespace deletes the namespace when ours says so; true once it is gone
