@@ -16,7 +16,7 @@ import (
 // ServerParams answers the plugin protocol from the cache: the request names
 // the binding (namespace + name) and must come for that binding's own
 // ApplicationSet. Argo CD's namespace is where the binding's Applications go.
-func ServerParams(c client.Reader, argoNamespace string) ParamsFunc {
+func ServerParams(c, api client.Reader, argoNamespace string) ParamsFunc {
 	return func(ctx context.Context, req Request) ([]argocd.GeneratorParams, error) {
 		ns, _ := req.Input.Parameters[argocd.GeneratorInputNamespace].(string)
 		name, _ := req.Input.Parameters[argocd.GeneratorInputBinding].(string)
@@ -33,7 +33,7 @@ func ServerParams(c client.Reader, argoNamespace string) ParamsFunc {
 		if req.ApplicationSetName != argocd.ApplicationSetName(string(seb.UID)) {
 			return nil, fmt.Errorf("%w: ApplicationSet %q is not the one of SnapshotEnvironmentBinding %s/%s", ErrBadRequest, req.ApplicationSetName, ns, name)
 		}
-		in, err := binding.Resolve(ctx, c, argoNamespace, seb)
+		in, err := binding.Resolve(ctx, c, api, argoNamespace, seb)
 		if err != nil {
 			return nil, err
 		}

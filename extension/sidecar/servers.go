@@ -76,11 +76,11 @@ func tokenFrom(log logr.Logger, file, howTo string) func() []byte {
 	}
 }
 
-func generatorServer(o Options, c client.Reader) *httpRunnable {
+func generatorServer(o Options, c, api client.Reader) *httpRunnable {
 	s := &generator.Server{
 		Token: tokenFrom(ctrl.Log.WithName("generator"), o.GeneratorTokenFile,
 			`create the Secret named by the plugin ConfigMap (key "token") and mount it at this file`),
-		Params: generator.ServerParams(c, o.ArgoNamespace),
+		Params: generator.ServerParams(c, api, o.ArgoNamespace),
 	}
 	return &httpRunnable{name: "generator", what: "ApplicationSet plugin generator", addr: o.GeneratorAddr, handler: s.Handler()}
 }

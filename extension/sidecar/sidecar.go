@@ -253,7 +253,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	}
 	var servers []*httpRunnable
 	if o.GeneratorAddr != "" && o.GeneratorAddr != "0" {
-		servers = append(servers, generatorServer(o, mgr.GetClient()))
+		servers = append(servers, generatorServer(o, mgr.GetClient(), mgr.GetAPIReader()))
 	}
 	if o.UIProxyAddr != "" && o.UIProxyAddr != "0" {
 		servers = append(servers, uiProxyServer(o, mgr.GetClient()))

@@ -11,6 +11,7 @@ import (
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	"github.com/argoproj/gitops-engine/pkg/health"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -195,7 +196,13 @@ func (r *Reconciler) currentApplication(ctx context.Context, gd *v1.GitOpsDeploy
 		}
 		return nil, nil, err
 	}
-	if !ownership.IsOwnedBy(app.Labels, ownership.KindGitOpsDeployment, string(gd.UID)) {
+	tenant := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: gd.Namespace}, tenant); err != nil {
+		return nil, nil, err
+	}
+	// Our labels in another project are a look-alike's: never written.
+	if kind, _, ok := tenantproject.MadeFor(app, gd.Namespace, string(tenant.UID)); !ok || kind != ownership.KindGitOpsDeployment ||
+		!ownership.IsOwnedBy(app.Labels, ownership.KindGitOpsDeployment, string(gd.UID)) {
 		return nil, collision(key.String(), gd), nil
 	}
 	return app, nil, nil

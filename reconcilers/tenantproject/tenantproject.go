@@ -208,6 +208,18 @@ func Made(apps []argov1alpha1.Application, tenantNS, tenantUID string) []argov1a
 	return out
 }
 
+// ByOwner keeps the Applications we made (MadeFor) for the CR of kind with
+// UID ownerUID in tenant namespace tenantNS (UID tenantUID).
+func ByOwner(apps []argov1alpha1.Application, kind, ownerUID, tenantNS, tenantUID string) []argov1alpha1.Application {
+	var out []argov1alpha1.Application
+	for i := range apps {
+		if k, _, ok := MadeFor(&apps[i], tenantNS, tenantUID); ok && k == kind && ownership.IsOwnedBy(apps[i].Labels, kind, ownerUID) {
+			out = append(out, apps[i])
+		}
+	}
+	return out
+}
+
 // MadeFor says whether app is an Application we made for a CR of tenant
 // namespace tenantNS (UID tenantUID), and for which: a GitOpsDeployment's, or
 // generated for a SnapshotEnvironmentBinding. Our labels and annotation must
