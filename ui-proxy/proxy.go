@@ -255,11 +255,14 @@ func (s *Server) application(r *http.Request) (*argov1alpha1.Application, int, s
 	if app.Spec.Project != r.Header.Get(HeaderProject) {
 		return nil, http.StatusForbidden, "header " + HeaderProject + " does not name the project of Application " + name
 	}
+	if app.Labels[ownership.LabelManagedBy] != ownership.ManagedByValue {
+		return nil, http.StatusNotFound, "Application " + name + " was not made by the GitOps Service"
+	}
 	// Labels alone are forged by anyone who may create an Application in
 	// some project: the Application must be in its owner's tenant project and
 	// the owner must exist with the labelled UID.
 	if _, err := tenantproject.OwnerOf(r.Context(), s.Client, app); errors.Is(err, tenantproject.ErrNotMade) {
-		return nil, http.StatusNotFound, "Application " + name + " was not made by the GitOps Service"
+		return nil, http.StatusNotFound, (&ownerGone{what: "the owner of Application " + name}).Error() + ", or the Application was not made by the GitOps Service for it"
 	} else if err != nil {
 		ctrl.LoggerFrom(r.Context()).Error(err, "ui-proxy: reading the owner of an Application", "application", name)
 		return nil, http.StatusInternalServerError, "cannot read the GitOps Service object of Application " + name
