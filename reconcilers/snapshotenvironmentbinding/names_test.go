@@ -52,9 +52,9 @@ func generate(t *testing.T, seb *as.SnapshotEnvironmentBinding) (int, []argocd.G
 
 // adminApplication is an Argo CD Application an admin made: project default,
 // none of our labels (or, with labels, a look-alike copying them).
-func adminApplication(t *testing.T, name string, labels map[string]string) *argov1alpha1.Application {
+func adminApplication(t *testing.T, name string, labels, annotations map[string]string) *argov1alpha1.Application {
 	t.Helper()
-	app := &argov1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: argoNS, Name: name, Labels: labels,
+	app := &argov1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: argoNS, Name: name, Labels: labels, Annotations: annotations,
 		Finalizers: []string{argov1alpha1.ResourcesFinalizerName}},
 		Spec: argov1alpha1.ApplicationSpec{Project: "default",
 			Source:      &argov1alpha1.ApplicationSource{RepoURL: "https://git.example.test/admin.git", Path: "monitoring"},
@@ -72,13 +72,12 @@ func adminApplication(t *testing.T, name string, labels map[string]string) *argo
 func TestApplicationNamesHeldByOthersAreNotTaken(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
-		name   string
-		labels func(seb *as.SnapshotEnvironmentBinding) map[string]string
+		name string
+		meta func(seb *as.SnapshotEnvironmentBinding) (map[string]string, map[string]string)
 	}{
-		{"an admin's unlabelled Application", func(*as.SnapshotEnvironmentBinding) map[string]string { return nil }},
-		{"a look-alike with the binding's labels in project default", func(seb *as.SnapshotEnvironmentBinding) map[string]string {
-			l, _ := ownership.Meta(ownership.KindBinding, seb.Namespace, seb.Name, string(seb.UID))
-			return l
+		{"an admin's unlabelled Application", func(*as.SnapshotEnvironmentBinding) (map[string]string, map[string]string) { return nil, nil }},
+		{"a look-alike with the binding's labels in project default", func(seb *as.SnapshotEnvironmentBinding) (map[string]string, map[string]string) {
+			return ownership.Meta(ownership.KindBinding, seb.Namespace, seb.Name, string(seb.UID))
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -86,7 +85,8 @@ func TestApplicationNamesHeldByOthersAreNotTaken(t *testing.T) {
 			// test. No Argo CD runs here: nothing takes the name meanwhile.
 			seb := bindingNamed(t, "b"+rand.String(6))
 			readable := seb.Name + "-shop-dev-web"
-			held := adminApplication(t, readable, tc.labels(seb))
+			labels, annotations := tc.meta(seb)
+			held := adminApplication(t, readable, labels, annotations)
 
 			status, params, msg := generate(t, seb)
 			require.Equal(t, http.StatusOK, status, msg)
@@ -96,7 +96,7 @@ func TestApplicationNamesHeldByOthersAreNotTaken(t *testing.T) {
 			assert.True(t, strings.HasPrefix(own, readable+"-"), own)
 
 			// Its own name held too: nothing is generated, the binding says why.
-			adminApplication(t, own, nil)
+			adminApplication(t, own, nil, nil)
 			status, _, msg = generate(t, seb)
 			assert.Equal(t, http.StatusBadRequest, status)
 			assert.Contains(t, msg, "were not created for this binding")
