@@ -105,8 +105,13 @@ func TestUIPanelRefusesLookAlikes(t *testing.T) {
 
 	look := adminApplication(t, "look-alike-"+rand.String(5), app.Labels,
 		map[string]string{ownership.AnnotationOwnerName: app.Annotations[ownership.AnnotationOwnerName]})
-	status, body = callPanelAPI(t, look.Name, "default")
-	assert.Contains(t, []int{http.StatusForbidden, http.StatusNotFound}, status, "%v", body)
+	// argocd-server refuses (401) until its informer has the new Application;
+	// then it forwards, and our backend answers (JSON with kind or error).
+	require.Eventually(t, func() bool {
+		status, body = callPanelAPI(t, look.Name, "default")
+		return body["kind"] != nil || body["error"] != nil
+	}, 30*time.Second, poll, "the panel's API never answered for the look-alike: %d %v", status, body)
+	assert.Equal(t, http.StatusNotFound, status, "%v", body)
 	assert.Nil(t, body["kind"], "the look-alike got the tenant's deployment: %v", body)
 	assert.NotContains(t, body, "namespace")
 }
