@@ -135,6 +135,25 @@ func TestNamesHeldByObjectsWeDidNotMake(t *testing.T) {
 			untouched(t, second)
 		})
 	}
+	// managed-env-<uid>: the environment waits for its credentials Secret
+	// (nothing is written without them), the name is taken, then they come.
+	t.Run("ManagedEnvironment cluster Secret/unlabelled", func(t *testing.T) {
+		t.Parallel()
+		e := freshTenant(t, "trust-me")
+		me := &v1.GitOpsDeploymentManagedEnvironment{ObjectMeta: om(e.NS, "cluster"), Spec: v1.GitOpsDeploymentManagedEnvironmentSpec{
+			APIURL: kube.Config.Host, ClusterCredentialsSecret: "creds", Namespaces: []string{e.NS}}}
+		create(t, me)
+		squat := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: argoNS, Name: argocd.ClusterSecretName(string(me.UID)),
+			Labels: map[string]string{"argocd.argoproj.io/secret-type": "cluster"}},
+			StringData: map[string]string{"name": "admin-cluster", "server": "https://admin.example.com"}}
+		create(t, squat)
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), squat) })
+		create(t, &corev1.Secret{ObjectMeta: om(e.NS, "creds"), Type: v1.ManagedEnvironmentSecretType,
+			StringData: map[string]string{"kubeconfig": namespacedKubeconfig(t, e.NS)}})
+		waitFor(t, me, want{Type: v1.ManagedEnvironmentConditionConnectionInitializationSucceeded, Status: metav1.ConditionFalse,
+			Reason: v1.ManagedEnvironmentReasonClusterSecretNameCollision, Msg: "was not created by the GitOps Service"})
+		untouched(t, squat)
+	})
 	// seb-<uid>: the binding waits for its Snapshot, the name is taken, then
 	// the Snapshot comes.
 	t.Run("binding ApplicationSet/unlabelled", func(t *testing.T) {
