@@ -21,8 +21,9 @@ import (
 // Applications go). What it serves passes the binding reconciler's check
 // (allowFile: the admin's switch for file:// repositories), so an
 // ApplicationSet the reconciler stopped updating gets nothing it refuses.
-// uncached reads an ApplicationSet the cache does not show yet (Argo CD may
-// ask as soon as the reconciler created it).
+// uncached reads what the cache does not show yet: an ApplicationSet (Argo CD
+// may ask as soon as the reconciler created it) and the holders of the
+// Application names the binding may take.
 func ServerParams(c, uncached client.Reader, argoNamespace string, allowFile bool) ParamsFunc {
 	return func(ctx context.Context, req Request) ([]argocd.GeneratorParams, error) {
 		ns, _ := req.Input.Parameters[argocd.GeneratorInputNamespace].(string)
@@ -40,7 +41,7 @@ func ServerParams(c, uncached client.Reader, argoNamespace string, allowFile boo
 		if err := ours(ctx, c, uncached, argoNamespace, req.ApplicationSetName, seb); err != nil {
 			return nil, err
 		}
-		in, err := binding.Resolve(ctx, c, argoNamespace, seb)
+		in, err := binding.Resolve(ctx, c, uncached, argoNamespace, seb)
 		if err != nil {
 			return nil, err
 		}

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -61,7 +62,7 @@ func (a actor) do(t *testing.T, srv *httptest.Server) (int, map[string]any) {
 }
 
 func tenantNS(name, subjects string) *corev1.Namespace {
-	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("ns-uid-" + name),
 		Annotations: map[string]string{argocd.AnnotationArgoCDSubjects: subjects}}}
 }
 
@@ -95,10 +96,12 @@ func TestPanelActions(t *testing.T) {
 		// Tenant B's deployment.
 		&v1.GitOpsDeployment{ObjectMeta: meta("team-b", "theirs", "uid-b", 0)},
 		ourApplication("b-app", ownership.KindGitOpsDeployment, "team-b", "theirs", "uid-b", nil),
+		// A look-alike of tenant B's in project default (issue 21).
+		lookAlike("look-alike", ourApplication("look-alike", ownership.KindGitOpsDeployment, "team-b", "theirs", "uid-b", nil)),
 	}
 	srv, c := serveActions(t, objs...)
-	sync := actor{method: http.MethodPost, path: "/api/v1/sync", app: "gd-app", project: "tenant-team-a"}
-	promote := actor{method: http.MethodPost, path: "/api/v1/promote", app: "seb-app", project: "tenant-team-a", body: `{"environment":"staging"}`}
+	sync := actor{method: http.MethodPost, path: "/api/v1/sync", app: "gd-app", project: project("team-a")}
+	promote := actor{method: http.MethodPost, path: "/api/v1/promote", app: "seb-app", project: project("team-a"), body: `{"environment":"staging"}`}
 	with := func(a actor, f func(*actor)) actor { f(&a); return a }
 
 	refused := []struct {
@@ -114,7 +117,7 @@ func TestPanelActions(t *testing.T) {
 		{"a group's name as the user on 3.x (user id differs)", with(sync, func(a *actor) { a.user, a.userID = "devs", "mallory" }), http.StatusForbidden, "disagree"},
 		{"another tenant's user", with(sync, func(a *actor) { a.user = "bob" }), http.StatusForbidden, "namespace team-a"},
 		{"another tenant's user promoting", with(promote, func(a *actor) { a.user = "bob" }), http.StatusForbidden, "user bob may not act here"},
-		{"project argocd-server did not check", with(sync, func(a *actor) { a.user, a.project = "bob", "tenant-team-b" }), http.StatusForbidden, "does not name the project"},
+		{"project argocd-server did not check", with(sync, func(a *actor) { a.user, a.project = "bob", project("team-b") }), http.StatusForbidden, "does not name the project"},
 		{"GET of an action", with(sync, func(a *actor) { a.user, a.method = "alice", http.MethodGet }), http.StatusMethodNotAllowed, "GET is not allowed"},
 		{"GET of promote", with(promote, func(a *actor) { a.user, a.method = "alice", http.MethodGet }), http.StatusMethodNotAllowed, "GET is not allowed"},
 		{"no such Environment", with(promote, func(a *actor) { a.user, a.body = "alice", `{"environment":"qa"}` }), http.StatusBadRequest, "no Environment qa in namespace team-a"},
@@ -122,6 +125,8 @@ func TestPanelActions(t *testing.T) {
 		{"the Environment it runs in", with(promote, func(a *actor) { a.user, a.body = "alice", `{"environment":"dev"}` }), http.StatusBadRequest, "already runs in dev"},
 		{"no environment", with(promote, func(a *actor) { a.user, a.body = "alice", `{}` }), http.StatusBadRequest, "the body must be"},
 		{"another application's Snapshot", with(promote, func(a *actor) { a.user, a.app = "alice", "odd-app" }), http.StatusConflict, "not a Snapshot of application odd"},
+		{"sync through a look-alike in project default", actor{method: http.MethodPost, path: "/api/v1/sync", app: "look-alike", project: "default", user: "bob"},
+			http.StatusNotFound, "was not made by the GitOps Service"},
 		{"sync of a binding's Application", with(sync, func(a *actor) { a.user, a.app = "alice", "seb-app" }), http.StatusBadRequest, "not made for a GitOpsDeployment"},
 	}
 	for _, tc := range refused {
@@ -155,7 +160,14 @@ func TestPanelActions(t *testing.T) {
 		ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "staging"}}, p[0].Spec)
 
 	// Bob acts on his own tenant's deployment: the run is in team-b.
-	status, body = actor{method: http.MethodPost, path: "/api/v1/sync", app: "b-app", project: "tenant-team-b", user: "bob"}.do(t, srv)
+	status, body = actor{method: http.MethodPost, path: "/api/v1/sync", app: "b-app", project: project("team-b"), user: "bob"}.do(t, srv)
 	require.Equal(t, http.StatusCreated, status, "%v", body)
 	assert.Equal(t, "team-b", body["namespace"])
+}
+
+// lookAlike is app moved to project default, as anyone who may create an
+// Application there can.
+func lookAlike(name string, app *argov1alpha1.Application) *argov1alpha1.Application {
+	app.Name, app.Spec.Project = name, "default"
+	return app
 }

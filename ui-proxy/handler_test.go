@@ -10,6 +10,7 @@ import (
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,6 +19,7 @@ import (
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	uiproxy "github.com/gitops-service/gitops-service/ui-proxy"
 )
@@ -45,8 +47,11 @@ func ourApplication(name, kind, tenant, owner, uid string, extra map[string]stri
 	}
 	return &argov1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: argoNS, Name: name, Labels: labels,
 		Annotations: map[string]string{ownership.AnnotationOwnerName: tenant + "/" + owner}},
-		Spec: argov1alpha1.ApplicationSpec{Project: "tenant-" + tenant}}
+		Spec: argov1alpha1.ApplicationSpec{Project: project(tenant)}}
 }
+
+// project is the tenant project of a test namespace (tenantNS gives it its UID).
+func project(tenant string) string { return argocd.ProjectName("ns-uid-" + tenant) }
 
 func serve(t *testing.T, objs ...client.Object) *httptest.Server {
 	t.Helper()
@@ -54,6 +59,8 @@ func serve(t *testing.T, objs ...client.Object) *httptest.Server {
 	require.NoError(t, argov1alpha1.AddToScheme(s))
 	require.NoError(t, v1.AddToScheme(s))
 	require.NoError(t, as.AddToScheme(s))
+	require.NoError(t, corev1.AddToScheme(s))
+	objs = append(objs, tenantNS("team-a", ""), tenantNS("team-b", ""))
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
 	srv := httptest.NewServer((&uiproxy.Server{Client: c, ArgoNamespace: argoNS, Token: func() []byte { return []byte(secret) }}).Handler())
 	t.Cleanup(srv.Close)
@@ -96,22 +103,30 @@ func TestRefusesWhatArgoCDServerDidNotAuthorize(t *testing.T) {
 	foreign := &argov1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: argoNS, Name: "foreign"},
 		Spec: argov1alpha1.ApplicationSpec{Project: "default"}}
 	unknownKind := ourApplication("odd", "Secret", "team-a", "web", "uid-a", nil)
-	srv := serve(t, gd, victim, app, forged, stale, foreign, unknownKind)
+	// Look-alikes: every label and the UID of team-b's deployment, made by
+	// someone who may create Applications in another project (issue 21).
+	lookAlike := ourApplication("look-alike", ownership.KindGitOpsDeployment, "team-b", "victim", "uid-b", nil)
+	lookAlike.Spec.Project = "default"
+	inOtherTenant := ourApplication("look-alike-a", ownership.KindGitOpsDeployment, "team-b", "victim", "uid-b", nil)
+	inOtherTenant.Spec.Project = project("team-a")
+	srv := serve(t, gd, victim, app, forged, stale, foreign, unknownKind, lookAlike, inOtherTenant)
 
 	cases := []struct {
 		name, token, app, project string
 		status                    int
 	}{
-		{"no secret header", "", argoNS + ":app-a", "tenant-team-a", http.StatusUnauthorized},
-		{"wrong secret", "not-" + secret, argoNS + ":app-a", "tenant-team-a", http.StatusUnauthorized},
-		{"malformed application header", secret, "app-a", "tenant-team-a", http.StatusBadRequest},
-		{"Application outside the Argo CD namespace", secret, "team-a:app-a", "tenant-team-a", http.StatusNotFound},
-		{"project argocd-server did not check", secret, argoNS + ":app-a", "tenant-team-b", http.StatusForbidden},
-		{"no such Application", secret, argoNS + ":nope", "tenant-team-a", http.StatusNotFound},
+		{"no secret header", "", argoNS + ":app-a", project("team-a"), http.StatusUnauthorized},
+		{"wrong secret", "not-" + secret, argoNS + ":app-a", project("team-a"), http.StatusUnauthorized},
+		{"malformed application header", secret, "app-a", project("team-a"), http.StatusBadRequest},
+		{"Application outside the Argo CD namespace", secret, "team-a:app-a", project("team-a"), http.StatusNotFound},
+		{"project argocd-server did not check", secret, argoNS + ":app-a", project("team-b"), http.StatusForbidden},
+		{"no such Application", secret, argoNS + ":nope", project("team-a"), http.StatusNotFound},
 		{"Application not made by us", secret, argoNS + ":foreign", "default", http.StatusNotFound},
-		{"owner in another tenant", secret, argoNS + ":forged", "tenant-team-a", http.StatusNotFound},
-		{"owner recreated (UID differs)", secret, argoNS + ":stale", "tenant-team-a", http.StatusNotFound},
-		{"owner of a kind we do not show", secret, argoNS + ":odd", "tenant-team-a", http.StatusNotFound},
+		{"owner in another tenant", secret, argoNS + ":forged", project("team-a"), http.StatusNotFound},
+		{"owner recreated (UID differs)", secret, argoNS + ":stale", project("team-a"), http.StatusNotFound},
+		{"owner of a kind we do not show", secret, argoNS + ":odd", project("team-a"), http.StatusNotFound},
+		{"look-alike in project default", secret, argoNS + ":look-alike", "default", http.StatusNotFound},
+		{"look-alike in another tenant's project", secret, argoNS + ":look-alike-a", project("team-a"), http.StatusNotFound},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -122,7 +137,7 @@ func TestRefusesWhatArgoCDServerDidNotAuthorize(t *testing.T) {
 			assert.NotContains(t, body["error"], "victim")
 		})
 	}
-	status, body := call(t, srv, secret, argoNS+":app-a", "tenant-team-a")
+	status, body := call(t, srv, secret, argoNS+":app-a", project("team-a"))
 	require.Equal(t, http.StatusOK, status, "%v", body)
 	assert.Equal(t, "web", body["name"])
 }
@@ -158,7 +173,7 @@ func TestGitOpsDeploymentView(t *testing.T) {
 		objs = append(objs, run("old-"+string(rune('a'+i)), "web", time.Hour+time.Duration(i)*time.Minute, nil))
 	}
 	srv := serve(t, objs...)
-	status, body := call(t, srv, secret, argoNS+":app-a", "tenant-team-a")
+	status, body := call(t, srv, secret, argoNS+":app-a", project("team-a"))
 	require.Equal(t, http.StatusOK, status, "%v", body)
 
 	raw, err := json.Marshal(body)
@@ -216,7 +231,7 @@ func TestBindingViewAndPromotionPath(t *testing.T) {
 		ourApplication("shop-dev-web", ownership.KindBinding, "team-a", "shop-dev", "uid-dev", map[string]string{as.LabelComponent: "web"}),
 	}
 	srv := serve(t, objs...)
-	status, body := call(t, srv, secret, argoNS+":shop-dev-web", "tenant-team-a")
+	status, body := call(t, srv, secret, argoNS+":shop-dev-web", project("team-a"))
 	require.Equal(t, http.StatusOK, status, "%v", body)
 	raw, err := json.Marshal(body)
 	require.NoError(t, err)

@@ -4,8 +4,9 @@
 // the request here with a secret header only it knows. We answer with the
 // GitOps Service object behind that Application (a GitOpsDeployment, or a
 // SnapshotEnvironmentBinding with its Snapshot and PromotionRuns) for the UI
-// panel. Nothing else is reachable: only Applications we made, only the CRs
-// that own them, never a Secret.
+// panel. Nothing else is reachable: only Applications we made (in their
+// owner's tenant project, the owner there with its UID), only the CRs that
+// own them, never a Secret.
 package uiproxy
 
 import (
@@ -26,6 +27,7 @@ import (
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
 )
 
 // Headers argocd-server sends (the Application and project the user asked
@@ -255,6 +257,15 @@ func (s *Server) application(r *http.Request) (*argov1alpha1.Application, int, s
 	}
 	if app.Labels[ownership.LabelManagedBy] != ownership.ManagedByValue {
 		return nil, http.StatusNotFound, "Application " + name + " was not made by the GitOps Service"
+	}
+	// Labels alone are forged by anyone who may create an Application in
+	// some project: the Application must be in its owner's tenant project and
+	// the owner must exist with the labelled UID.
+	if _, err := tenantproject.OwnerOf(r.Context(), s.Client, app); errors.Is(err, tenantproject.ErrNotMade) {
+		return nil, http.StatusNotFound, (&ownerGone{what: "the owner of Application " + name}).Error() + ", or the Application was not made by the GitOps Service for it"
+	} else if err != nil {
+		ctrl.LoggerFrom(r.Context()).Error(err, "ui-proxy: reading the owner of an Application", "application", name)
+		return nil, http.StatusInternalServerError, "cannot read the GitOps Service object of Application " + name
 	}
 	return app, 0, ""
 }

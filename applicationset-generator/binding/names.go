@@ -12,7 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appstudiov1alpha1 "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
 )
 
 // A binding's Applications are named as the original service named its
@@ -21,7 +23,8 @@ import (
 // name. The binding then takes a name of its own (the readable one cut, plus
 // a hash of the binding's UID), and keeps whichever name its Application
 // has: the other one going away must not rename (delete and recreate) a
-// deployed Application.
+// deployed Application. A name held by an Application we did not make (an
+// admin's, a look-alike) is held, never taken over.
 
 // Holder says who has an Application of a name.
 type Holder int
@@ -73,31 +76,59 @@ func pickName(readable, own string, holders map[string]Holder) string {
 	return readable
 }
 
-// holders looks up who holds the names the binding's components may use
-// (the binding's own name only when the readable one is not already its
-// own: pickName does not look at it then, and this runs on every request).
-// The sidecar's cache holds only our Applications: a name an admin's own
-// Application holds is reported by Argo CD when it cannot generate.
-func holders(ctx context.Context, c client.Reader, argoNamespace string, seb *appstudiov1alpha1.SnapshotEnvironmentBinding, components []appstudiov1alpha1.SnapshotComponent) (map[string]Holder, error) {
+// holders looks up who holds the names the binding's components may use.
+// The sidecar's cache holds only Applications labelled as ours, so a name
+// the cache says is free is read again from the API server (c is the cache,
+// api reads past it): an admin's unlabelled Application of that name would
+// otherwise be taken over by Argo CD's applicationset-controller (its spec,
+// labels and finalizers) and deleted with the binding. Only names about to
+// be used are read so: the readable one until the binding's Application has
+// it (the cache then holds it), the binding's own one when the readable one
+// is held. An Application is the binding's only if tenantproject.MadeFor
+// says it is ours for the binding's tenant (tenantUID) and it is labelled
+// with the binding's UID; anything else holds its name. When both names are
+// held, nothing is generated and the binding says why.
+func holders(ctx context.Context, c, api client.Reader, argoNamespace, tenantUID string, seb *appstudiov1alpha1.SnapshotEnvironmentBinding, components []appstudiov1alpha1.SnapshotComponent) (map[string]Holder, error) {
 	out := map[string]Holder{}
+	holder := func(name string, uncached bool) (Holder, error) {
+		app := &argov1alpha1.Application{}
+		key := types.NamespacedName{Namespace: argoNamespace, Name: name}
+		err := c.Get(ctx, key, app)
+		if apierrors.IsNotFound(err) && uncached {
+			err = api.Get(ctx, key, app)
+		}
+		switch {
+		case apierrors.IsNotFound(err):
+			return Free, nil
+		case err != nil:
+			return Free, err
+		}
+		if _, _, ok := tenantproject.MadeFor(app, seb.Namespace, tenantUID); ok && ownership.IsOwnedBy(app.Labels, ownership.KindBinding, string(seb.UID)) {
+			return ThisBinding, nil
+		}
+		return Other, nil
+	}
 	for _, sc := range components {
 		readable, own := appNames(seb, sc.Name)
-		for _, name := range []string{readable, own} {
-			if out[readable] == ThisBinding {
-				break
-			}
-			app := &argov1alpha1.Application{}
-			err := c.Get(ctx, types.NamespacedName{Namespace: argoNamespace, Name: name}, app)
-			switch {
-			case apierrors.IsNotFound(err):
-				continue
-			case err != nil:
-				return nil, err
-			case ownership.IsOwnedBy(app.Labels, ownership.KindBinding, string(seb.UID)):
-				out[name] = ThisBinding
-			default:
-				out[name] = Other
-			}
+		r, err := holder(readable, true)
+		if err != nil {
+			return nil, err
+		}
+		out[readable] = r
+		if r == ThisBinding {
+			continue
+		}
+		// The binding keeps its own name once its Application has it (then
+		// cached); otherwise it is used only when the readable one is held.
+		o, err := holder(own, r == Other)
+		if err != nil {
+			return nil, err
+		}
+		out[own] = o
+		if r == Other && o == Other {
+			return nil, kernel.Refuse(appstudiov1alpha1.BindingReasonErrorOccurred,
+				"the Argo CD Applications %s/%s and %s/%s of component %q exist and were not created for this binding: delete or rename one of them",
+				argoNamespace, readable, argoNamespace, own, sc.Name)
 		}
 	}
 	return out, nil

@@ -17,12 +17,13 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
-// Resolve reads everything a binding's parameters come from. Every reference is
-// looked up in the binding's own namespace only, and the Applications holding
-// the names its Applications may take in argoNamespace. Missing or unusable
-// inputs are a *kernel.Refusal (a condition for the user); anything else is
-// transient.
-func Resolve(ctx context.Context, c client.Reader, argoNamespace string, seb *appstudiov1alpha1.SnapshotEnvironmentBinding) (Inputs, error) {
+// Resolve reads everything a binding's parameters come from, through c (the
+// cache). Every reference is looked up in the binding's own namespace only,
+// and the Applications holding the names its Applications may take in
+// argoNamespace (a name the cache says is free through api, past the cache:
+// see holders). Missing or unusable inputs are a *kernel.Refusal (a condition
+// for the user); anything else is transient.
+func Resolve(ctx context.Context, c, api client.Reader, argoNamespace string, seb *appstudiov1alpha1.SnapshotEnvironmentBinding) (Inputs, error) {
 	in := Inputs{Binding: seb, Components: map[string]*appstudiov1alpha1.Component{}}
 	ns := seb.Namespace
 	get := func(name string, obj client.Object, what string) error {
@@ -60,7 +61,7 @@ func Resolve(ctx context.Context, c client.Reader, argoNamespace string, seb *ap
 	}
 	in.Project = argocd.ProjectName(string(tenant.UID))
 	var err error
-	if in.Holders, err = holders(ctx, c, argoNamespace, seb, in.Snapshot.Spec.Components); err != nil {
+	if in.Holders, err = holders(ctx, c, api, argoNamespace, string(tenant.UID), seb, in.Snapshot.Spec.Components); err != nil {
 		return in, err
 	}
 	in.DestinationServer, in.DestinationNamespace, err = destination(ctx, c, in.Environment)

@@ -506,7 +506,7 @@ func TestBindingDestination(t *testing.T) {
 		Spec: as.SnapshotEnvironmentBindingSpec{Application: "app", Environment: "prod", Snapshot: "snap"}}
 	require.NoError(t, k8s.Create(ctx, seb))
 
-	in, err := binding.Resolve(ctx, k8s, stack.SuiteArgoNamespace, seb)
+	in, err := binding.Resolve(ctx, k8s, k8s, stack.SuiteArgoNamespace, seb)
 	require.NoError(t, err)
 	assert.Equal(t, argocd.ClusterServer(kube.URL, string(me.UID)), in.DestinationServer)
 	assert.Equal(t, "web", in.DestinationNamespace)
@@ -514,7 +514,7 @@ func TestBindingDestination(t *testing.T) {
 	// Without credentials, the tenant's own namespace on the local cluster.
 	update(t, env, func() { env.Spec.UnstableConfigurationFields = nil })
 	waitGone(t, me)
-	in, err = binding.Resolve(ctx, k8s, stack.SuiteArgoNamespace, seb)
+	in, err = binding.Resolve(ctx, k8s, k8s, stack.SuiteArgoNamespace, seb)
 	require.NoError(t, err)
 	assert.Equal(t, argocd.LocalServer, in.DestinationServer)
 	assert.Equal(t, ns, in.DestinationNamespace)

@@ -11,6 +11,7 @@ import (
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	"github.com/argoproj/gitops-engine/pkg/health"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -195,7 +196,13 @@ func (r *Reconciler) currentApplication(ctx context.Context, gd *v1.GitOpsDeploy
 		}
 		return nil, nil, err
 	}
-	if !ownership.IsOwnedBy(app.Labels, ownership.KindGitOpsDeployment, string(gd.UID)) {
+	tenant := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: gd.Namespace}, tenant); err != nil {
+		return nil, nil, err
+	}
+	// Our labels in another project are a look-alike's: never written.
+	if kind, _, ok := tenantproject.MadeFor(app, gd.Namespace, string(tenant.UID)); !ok || kind != ownership.KindGitOpsDeployment ||
+		!ownership.IsOwnedBy(app.Labels, ownership.KindGitOpsDeployment, string(gd.UID)) {
 		return nil, collision(key.String(), gd), nil
 	}
 	return app, nil, nil
@@ -303,10 +310,24 @@ func (r *Reconciler) applications(ctx context.Context, key types.NamespacedName,
 	if err := r.Client.List(ctx, &apps, client.InNamespace(r.ArgoNamespace), client.MatchingFields{ownerIndex: key.String()}); err != nil {
 		return nil, fmt.Errorf("listing Applications of %s: %w", key, err)
 	}
+	if len(apps.Items) == 0 {
+		return nil, nil
+	}
+	tenant := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: key.Namespace}, tenant); err != nil && !apierrors.IsNotFound(err) {
+		return nil, err
+	}
 	var out []argov1alpha1.Application
 	for _, app := range apps.Items {
 		uid := types.UID(app.Labels[ownership.LabelOwnerUID])
-		if ownership.IsOwnedBy(app.Labels, ownership.KindGitOpsDeployment, string(uid)) && match(uid) {
+		if !ownership.IsOwnedBy(app.Labels, ownership.KindGitOpsDeployment, string(uid)) || !match(uid) {
+			continue
+		}
+		// Only in the tenant's project (a look-alike elsewhere is never
+		// deleted); once the namespace is gone, in a tenant project at all
+		// (only that tenant or the admin may create one there).
+		if _, _, ok := tenantproject.MadeFor(&app, key.Namespace, string(tenant.UID)); ok ||
+			(tenant.UID == "" && strings.HasPrefix(app.Spec.Project, argocd.ProjectName(""))) {
 			out = append(out, app)
 		}
 	}

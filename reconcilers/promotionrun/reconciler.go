@@ -25,6 +25,7 @@ import (
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
 )
 
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionruns,verbs=get;list;watch
@@ -277,7 +278,12 @@ func (r *Reconciler) deploy(ctx context.Context, run *as.PromotionRun, snap *as.
 		if err := r.Client.List(ctx, &apps, client.InNamespace(r.ArgoNamespace), client.MatchingLabels{ownership.LabelOwnerUID: string(seb.UID)}); err != nil {
 			return false, err
 		}
-		ok, progress := verdict(snap, ownedBy(apps.Items, seb))
+		tenant := &corev1.Namespace{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: seb.Namespace}, tenant); err != nil {
+			return false, err
+		}
+		// Look-alikes (the binding's labels in another project) do not count.
+		ok, progress := verdict(snap, tenantproject.ByOwner(apps.Items, ownership.KindBinding, string(seb.UID), seb.Namespace, string(tenant.UID)))
 		if ok {
 			setStep(run, env, as.PromotionRunEnvironmentStatusSuccess, progress)
 		} else {
@@ -286,13 +292,6 @@ func (r *Reconciler) deploy(ctx context.Context, run *as.PromotionRun, snap *as.
 		}
 	}
 	return all, nil
-}
-
-// ownedBy keeps the Applications our ApplicationSet generated for the binding.
-func ownedBy(apps []argov1alpha1.Application, seb *as.SnapshotEnvironmentBinding) []argov1alpha1.Application {
-	return slices.DeleteFunc(apps, func(a argov1alpha1.Application) bool {
-		return !ownership.IsOwnedBy(a.Labels, ownership.KindBinding, string(seb.UID)) || a.Labels[ownership.LabelTenantNS] != seb.Namespace
-	})
 }
 
 // bind points the binding of the run's application and env at the Snapshot,

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -148,7 +149,7 @@ func (r *Reconciler) apply(ctx context.Context, seb *as.SnapshotEnvironmentBindi
 // params are what the generator will answer for seb (a refusal when the
 // user's objects do not allow an answer).
 func (r *Reconciler) params(ctx context.Context, seb *as.SnapshotEnvironmentBinding) ([]argocd.GeneratorParams, error) {
-	in, err := binding.Resolve(ctx, r.Client, r.ArgoNamespace, seb)
+	in, err := binding.Resolve(ctx, r.Client, r.APIReader, r.ArgoNamespace, seb)
 	if err != nil {
 		return nil, err
 	}
@@ -263,10 +264,15 @@ func (r *Reconciler) setStatus(ctx context.Context, seb *as.SnapshotEnvironmentB
 	if err := r.Client.List(ctx, &apps, client.InNamespace(r.ArgoNamespace), client.MatchingFields{ownerUIDIndex: string(seb.UID)}); err != nil {
 		return err
 	}
+	tenant := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: seb.Namespace}, tenant); err != nil {
+		return err
+	}
 	var deployed []as.BindingStatusGitOpsDeployment
 	synced := 0
 	var syncErrors []string
-	for _, a := range apps.Items {
+	// Look-alikes (the binding's labels in another project) are not shown.
+	for _, a := range tenantproject.ByOwner(apps.Items, ownership.KindBinding, string(seb.UID), seb.Namespace, string(tenant.UID)) {
 		if e := argocd.SyncError(&a); e != "" {
 			syncErrors = append(syncErrors, fmt.Sprintf("component %s: %s", a.Labels[as.LabelComponent], e))
 		}

@@ -104,10 +104,6 @@ func (r *Reconciler) deleteUnused(ctx context.Context, tenantNS string) (ctrl.Re
 	if err := r.Projects.APIReader.List(ctx, &sets, inArgo, ofTenant); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing ApplicationSets of tenant %s: %w", tenantNS, err)
 	}
-	used := map[string]bool{}
-	for _, a := range tenantproject.Made(apps.Items) {
-		used[a.Spec.Project] = true
-	}
 	for _, s := range sets.Items {
 		if ownership.IsOwnedBy(s.Labels, ownership.KindBinding, s.Labels[ownership.LabelOwnerUID]) {
 			// Its Applications use the tenant's project (a template parameter).
@@ -115,7 +111,8 @@ func (r *Reconciler) deleteUnused(ctx context.Context, tenantNS string) (ctrl.Re
 		}
 	}
 	for _, p := range unused {
-		if used[p.Name] {
+		// Its name is the project of the namespace UID it is labelled with (above).
+		if len(tenantproject.Made(apps.Items, tenantNS, p.Labels[ownership.LabelOwnerUID])) > 0 {
 			continue
 		}
 		if err := c.Delete(ctx, p, client.Preconditions{UID: &p.UID}); err != nil && !apierrors.IsNotFound(err) {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	appstudiov1alpha1 "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
@@ -179,26 +180,103 @@ func (p *Projects) ApplicationSets(ctx context.Context, tenantNS string) ([]argo
 
 // Applications lists the Applications we made for the tenant's CRs.
 func (p *Projects) Applications(ctx context.Context, tenantNS string) ([]argov1alpha1.Application, error) {
+	ns := &corev1.Namespace{}
+	if err := p.Client.Get(ctx, types.NamespacedName{Name: tenantNS}, ns); apierrors.IsNotFound(err) {
+		// No project of a namespace that is gone is used again: none is ours to keep.
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("reading tenant namespace %s: %w", tenantNS, err)
+	}
 	var apps argov1alpha1.ApplicationList
 	// An index, not a label selector: the cache would scan every Application.
 	if err := p.Client.List(ctx, &apps, client.InNamespace(p.ArgoNamespace), client.MatchingFields{tenantIndex: tenantNS}); err != nil {
 		return nil, fmt.Errorf("listing Applications of tenant %s: %w", tenantNS, err)
 	}
-	return Made(apps.Items), nil
+	return Made(apps.Items, tenantNS, string(ns.UID)), nil
 }
 
-// Made keeps the Applications we made: a GitOpsDeployment's, or generated for a
-// binding. Look-alikes carrying only our managed-by label neither widen a
-// tenant's project nor keep it alive.
-func Made(apps []argov1alpha1.Application) []argov1alpha1.Application {
+// Made keeps the Applications we made for the CRs of tenant namespace
+// tenantNS (with UID tenantUID), as MadeFor says. Look-alikes neither widen
+// a tenant's project nor keep it alive.
+func Made(apps []argov1alpha1.Application, tenantNS, tenantUID string) []argov1alpha1.Application {
 	var out []argov1alpha1.Application
-	for _, a := range apps {
-		uid := a.Labels[ownership.LabelOwnerUID]
-		if ownership.IsOwnedBy(a.Labels, ownership.KindGitOpsDeployment, uid) || ownership.IsOwnedBy(a.Labels, ownership.KindBinding, uid) {
-			out = append(out, a)
+	for i := range apps {
+		if _, _, ok := MadeFor(&apps[i], tenantNS, tenantUID); ok {
+			out = append(out, apps[i])
 		}
 	}
 	return out
+}
+
+// ByOwner keeps the Applications we made (MadeFor) for the CR of kind with
+// UID ownerUID in tenant namespace tenantNS (UID tenantUID).
+func ByOwner(apps []argov1alpha1.Application, kind, ownerUID, tenantNS, tenantUID string) []argov1alpha1.Application {
+	var out []argov1alpha1.Application
+	for i := range apps {
+		if k, _, ok := MadeFor(&apps[i], tenantNS, tenantUID); ok && k == kind && ownership.IsOwnedBy(apps[i].Labels, kind, ownerUID) {
+			out = append(out, apps[i])
+		}
+	}
+	return out
+}
+
+// MadeFor says whether app is an Application we made for a CR of tenant
+// namespace tenantNS (UID tenantUID), and for which: a GitOpsDeployment's, or
+// generated for a SnapshotEnvironmentBinding. Our labels and annotation must
+// name a CR of that namespace, and the Application must be in that tenant's
+// own project. Labels are forged by anyone who may create an Application in
+// any project; the tenant's project takes the Argo CD rights of that tenant
+// (or the admin's), so only it ties the labels to the tenant. Callers that
+// trust what the Application says of its owner (UID) also read the owner
+// (OwnerOf).
+func MadeFor(app *argov1alpha1.Application, tenantNS, tenantUID string) (kind string, owner types.NamespacedName, ok bool) {
+	if tenantNS == "" || tenantUID == "" || app.Spec.Project != argocd.ProjectName(tenantUID) || app.Labels[ownership.LabelTenantNS] != tenantNS {
+		return "", types.NamespacedName{}, false
+	}
+	for _, kind := range []string{ownership.KindGitOpsDeployment, ownership.KindBinding} {
+		if owner, ok := ownership.Owner(app, kind); ok && owner.Namespace == tenantNS {
+			return kind, owner, true
+		}
+	}
+	return "", types.NamespacedName{}, false
+}
+
+// ErrNotMade: an Application is not one we made for a CR that still exists.
+var ErrNotMade = errors.New("not an Application of the GitOps Service")
+
+// OwnerOf is the CR app was made for (a *GitOpsDeployment or a
+// *SnapshotEnvironmentBinding), read through c: MadeFor with the UID of the
+// namespace the labels name, and that namespace's CR of the labelled name
+// with the labelled UID. Anything else is ErrNotMade; other errors are
+// transient.
+func OwnerOf(ctx context.Context, c client.Reader, app *argov1alpha1.Application) (client.Object, error) {
+	tenantNS := app.Labels[ownership.LabelTenantNS]
+	if tenantNS == "" {
+		return nil, ErrNotMade
+	}
+	ns := &corev1.Namespace{}
+	if err := c.Get(ctx, types.NamespacedName{Name: tenantNS}, ns); apierrors.IsNotFound(err) {
+		return nil, ErrNotMade
+	} else if err != nil {
+		return nil, err
+	}
+	kind, key, ok := MadeFor(app, ns.Name, string(ns.UID))
+	if !ok {
+		return nil, ErrNotMade
+	}
+	var owner client.Object = &v1.GitOpsDeployment{}
+	if kind == ownership.KindBinding {
+		owner = &appstudiov1alpha1.SnapshotEnvironmentBinding{}
+	}
+	if err := c.Get(ctx, key, owner); apierrors.IsNotFound(err) {
+		return nil, ErrNotMade
+	} else if err != nil {
+		return nil, err
+	}
+	if uid := string(owner.GetUID()); uid == "" || uid != app.Labels[ownership.LabelOwnerUID] {
+		return nil, ErrNotMade
+	}
+	return owner, nil
 }
 
 // tenantIndex indexes our Applications by tenant namespace.

@@ -329,7 +329,7 @@ func generateApplications(ctx context.Context, ns string) error {
 		if seb == nil || set.Name != argocd.ApplicationSetName(string(seb.UID)) {
 			continue // a look-alike, or a set whose binding is gone: it generates nothing
 		}
-		in, err := binding.Resolve(ctx, k8s, argoNS, seb)
+		in, err := binding.Resolve(ctx, k8s, k8s, argoNS, seb)
 		var refused *kernel.Refusal
 		if errors.As(err, &refused) {
 			continue

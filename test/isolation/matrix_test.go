@@ -359,7 +359,7 @@ func assertFence(t *testing.T) {
 // answer is what the plugin generator tells Argo CD for seb (nothing when its
 // inputs are refused).
 func answer(ctx context.Context, seb *as.SnapshotEnvironmentBinding) ([]argocd.GeneratorParams, error) {
-	in, err := binding.Resolve(ctx, k8s, argoNS, seb)
+	in, err := binding.Resolve(ctx, k8s, k8s, argoNS, seb)
 	var refused *kernel.Refusal
 	if errors.As(err, &refused) {
 		return nil, nil

@@ -57,6 +57,15 @@ func tenant(t *testing.T) string {
 	return ns.Name
 }
 
+// tenantProject is the AppProject of tenant namespace ns, the project of the
+// Applications we make for its CRs.
+func tenantProject(t *testing.T, ns string) string {
+	t.Helper()
+	obj := &corev1.Namespace{}
+	require.NoError(t, k8s.Get(context.Background(), client.ObjectKey{Name: ns}, obj))
+	return argocd.ProjectName(string(obj.UID))
+}
+
 // get calls the proxy as argocd-server would; an empty tok sends none.
 func get(t *testing.T, tok, app, project string) (int, map[string]any) {
 	t.Helper()
@@ -152,6 +161,42 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
+// Look-alikes (issue 21): whoever may create an Application in some project
+// copies every label and annotation of a tenant's Application (its owner's
+// name and UID are no secret to them): the proxy shows nothing of the tenant.
+func TestLookAlikeApplications(t *testing.T) {
+	ctx := context.Background()
+	ns, other := tenant(t), tenant(t)
+	app := deployed(t, ns, "guestbook")
+	seb := &as.SnapshotEnvironmentBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop-dev"},
+		Spec: as.SnapshotEnvironmentBindingSpec{Application: "shop", Environment: "dev", Snapshot: "snap-1"}}
+	require.NoError(t, k8s.Create(ctx, seb))
+	ofBinding := bindingApplication(t, seb, "web")
+	// Its own Applications are shown.
+	for _, a := range []*argov1alpha1.Application{app, ofBinding} {
+		status, body := get(t, token, argoNS+":"+a.Name, a.Spec.Project)
+		require.Equal(t, http.StatusOK, status, "%s: %v", a.Name, body)
+	}
+	for _, tc := range []struct{ name, project string }{
+		{"in project default", "default"},
+		{"in another tenant's project", tenantProject(t, other)},
+	} {
+		for _, a := range []*argov1alpha1.Application{app, ofBinding} {
+			look := &argov1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: argoNS, Name: "look-alike-" + rand.String(6),
+				Labels: a.Labels, Annotations: map[string]string{ownership.AnnotationOwnerName: a.Annotations[ownership.AnnotationOwnerName]}},
+				Spec: argov1alpha1.ApplicationSpec{Project: tc.project, Source: a.Spec.Source, Destination: a.Spec.Destination}}
+			require.NoError(t, k8s.Create(ctx, look))
+			t.Run(tc.name+" of "+a.Labels[ownership.LabelOwnerKind], func(t *testing.T) {
+				status, body := get(t, token, argoNS+":"+look.Name, tc.project)
+				assert.Equal(t, http.StatusNotFound, status, "%v", body)
+				assert.Nil(t, body["kind"], "nothing of the tenant's deployment")
+				status, body = post(t, "sync", look, "alice", "", "")
+				assert.Equal(t, http.StatusNotFound, status, "%v", body)
+			})
+		}
+	}
+}
+
 // An Application of a binding (as Argo CD's applicationset-controller makes
 // them from our ApplicationSet) shows the binding, the component's image and
 // the application's PromotionRuns.
@@ -175,7 +220,7 @@ func TestBindingBehindAnApplication(t *testing.T) {
 	}
 	app := &argov1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: argoNS, Name: "shop-dev-web-" + rand.String(4),
 		Labels: labels, Annotations: set.Annotations},
-		Spec: argov1alpha1.ApplicationSpec{Project: "p-" + rand.String(4), Source: &argov1alpha1.ApplicationSource{RepoURL: "https://x.test/r.git"},
+		Spec: argov1alpha1.ApplicationSpec{Project: tenantProject(t, ns), Source: &argov1alpha1.ApplicationSource{RepoURL: "https://x.test/r.git"},
 			Destination: argov1alpha1.ApplicationDestination{Server: "https://kubernetes.default.svc", Namespace: ns}}}
 	require.NoError(t, k8s.Create(ctx, app))
 
@@ -299,7 +344,7 @@ func bindingApplication(t *testing.T, seb *as.SnapshotEnvironmentBinding, compon
 	}
 	app := &argov1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: argoNS, Name: seb.Name + "-" + component + "-" + rand.String(4),
 		Labels: labels, Annotations: set.Annotations},
-		Spec: argov1alpha1.ApplicationSpec{Project: "p-" + rand.String(4), Source: &argov1alpha1.ApplicationSource{RepoURL: "https://x.test/r.git"},
+		Spec: argov1alpha1.ApplicationSpec{Project: tenantProject(t, seb.Namespace), Source: &argov1alpha1.ApplicationSource{RepoURL: "https://x.test/r.git"},
 			Destination: argov1alpha1.ApplicationDestination{Server: "https://kubernetes.default.svc", Namespace: seb.Namespace}}}
 	require.NoError(t, k8s.Create(context.Background(), app))
 	return app
