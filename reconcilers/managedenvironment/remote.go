@@ -2,14 +2,10 @@ package managedenvironment
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +21,7 @@ import (
 
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+	"github.com/gitops-service/gitops-service/reconcilers/netfailure"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
@@ -144,14 +141,9 @@ func verify(ctx context.Context, c client.Client, namespaces []string) string {
 }
 
 func isUnknownAuthority(err error) bool {
-	var ua x509.UnknownAuthorityError
-	if errors.As(err, &ua) {
-		return true
-	}
-	var ua2 *x509.UnknownAuthorityError
 	var status apierrors.APIStatus
 	// The text of an answer is the server's to choose: only a transport error's counts.
-	return errors.As(err, &ua2) || (!errors.As(err, &status) && strings.Contains(err.Error(), "certificate signed by unknown authority"))
+	return !errors.As(err, &status) && netfailure.Classify(err) == netfailure.UntrustedCertificate
 }
 
 // describe says in a few fixed words what went wrong talking to a cluster.
@@ -159,7 +151,8 @@ func isUnknownAuthority(err error) bool {
 // platform's network, so nothing the server sent (a status message, the body
 // client-go quotes from an error answer, up to 2 KiB) and no address is
 // repeated: conditions and Events show an HTTP code or a kind of network
-// failure, never an answer. Errors of client-go never contain the bearer token.
+// failure (netfailure), never an answer. Errors of client-go never contain
+// the bearer token.
 func describe(err error) string {
 	var status apierrors.APIStatus
 	switch {
@@ -174,53 +167,14 @@ func describe(err error) string {
 			return fmt.Sprintf("the API server answered HTTP %d", code)
 		}
 		return "the API server's answer was not understood"
-	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
+	}
+	switch k := netfailure.Classify(err); k {
+	case netfailure.Timeout:
 		return fmt.Sprintf("timeout: no answer from the API server within %s", connectTimeout)
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "connection refused"
-	case errors.Is(err, syscall.ECONNRESET):
-		return "connection reset"
-	case errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH):
-		return "host unreachable"
-	}
-	var dnsErr *net.DNSError
-	if errors.As(err, &dnsErr) {
-		return "unknown host"
-	}
-	var certErr x509.CertificateInvalidError
-	var hostErr x509.HostnameError
-	switch {
-	case isUnknownAuthority(err):
-		return "TLS handshake failed: certificate signed by unknown authority"
-	case errors.As(err, &certErr) || errors.As(err, &hostErr):
+	case netfailure.InvalidCertificate:
 		return "TLS handshake failed: the API server's certificate is not valid for it"
-	case isTLS(err):
-		return "TLS handshake failed"
-	}
-	return "connection failed"
-}
-
-// isTLS says err is a failure of the TLS handshake (or a server not speaking TLS).
-func isTLS(err error) bool {
-	var rec tls.RecordHeaderError
-	var alert tls.AlertError
-	var verify *tls.CertificateVerificationError
-	return errors.As(err, &rec) || errors.As(err, &alert) || errors.As(err, &verify) ||
-		strings.HasPrefix(innermost(err).Error(), "tls: ")
-}
-
-func isTimeout(err error) bool {
-	var t interface{ Timeout() bool }
-	return errors.As(err, &t) && t.Timeout()
-}
-
-func innermost(err error) error {
-	for {
-		next := errors.Unwrap(err)
-		if next == nil {
-			return err
-		}
-		err = next
+	default:
+		return k.String()
 	}
 }
 

@@ -7,11 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -19,6 +17,7 @@ import (
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+	"github.com/gitops-service/gitops-service/reconcilers/netfailure"
 )
 
 // verifyTimeout bounds one check of a repository.
@@ -101,37 +100,17 @@ func sameOrigin(r *http.Request, via []*http.Request) error {
 	return nil
 }
 
-// describe turns a connection error into a few fixed words. The URL is the
-// tenant's choice and the sidecar connects from inside the platform's
-// network: no text of the error (addresses, what a server sent) is repeated.
+// describe turns a connection error into a few fixed words (netfailure:
+// the URL is the tenant's choice, nothing of the error is repeated).
 func describe(err error) string {
-	var certErr *tls.CertificateVerificationError
-	var unknownAuthority x509.UnknownAuthorityError
-	var dnsErr *net.DNSError
-	var rec tls.RecordHeaderError
-	var alert tls.AlertError
-	switch {
-	case errors.As(err, &certErr) || errors.As(err, &unknownAuthority):
+	switch k := netfailure.Classify(err); k {
+	case netfailure.UntrustedCertificate, netfailure.InvalidCertificate:
 		return "TLS handshake failed: the server's certificate is not trusted: add its CA to Argo CD's argocd-tls-certs-cm (argocd cert add-tls)"
-	case errors.As(err, &rec) || errors.As(err, &alert):
-		return "TLS handshake failed"
-	case errors.As(err, &dnsErr):
-		return "unknown host"
-	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
+	case netfailure.Timeout:
 		return fmt.Sprintf("timeout: no answer within %s", verifyTimeout)
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "connection refused"
-	case errors.Is(err, syscall.ECONNRESET):
-		return "connection reset"
-	case errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH):
-		return "host unreachable"
+	default:
+		return k.String()
 	}
-	return "connection failed"
-}
-
-func isTimeout(err error) bool {
-	var t interface{ Timeout() bool }
-	return errors.As(err, &t) && t.Timeout()
 }
 
 // checkSSHKey says whether key is a private key Argo CD can use (PEM or
