@@ -89,7 +89,7 @@ test-stack: ## Build kube-apiserver, kube-controller-manager, kubectl, Argo CD i
 
 .PHONY: unit
 unit: ## Pure unit tests (no servers).
-	go test ./api/... ./reconcilers/argocd/... ./reconcilers/kernel/... ./reconcilers/ownership/... ./reconcilers/kubeconfig/... ./applicationset-generator/ ./applicationset-generator/binding/ ./ui-proxy/
+	go test ./api/... ./reconcilers/argocd/... ./reconcilers/kernel/... ./reconcilers/ownership/... ./reconcilers/kubeconfig/... ./reconcilers/netfailure/ ./applicationset-generator/ ./applicationset-generator/binding/ ./ui-proxy/
 
 # The end-to-end tests that also run on Argo CD 2.14.21 (all of them run on 3.5.1): the core of
 # every API within CI's time budget; `make test E2E_RUN_2_14=.` runs all of them on 2.14 too.
