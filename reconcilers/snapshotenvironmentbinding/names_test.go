@@ -31,6 +31,11 @@ func generate(t *testing.T, seb *as.SnapshotEnvironmentBinding) (int, []argocd.G
 	t.Helper()
 	var req generator.Request
 	req.ApplicationSetName = argocd.ApplicationSetName(string(seb.UID))
+	// Argo CD asks only for an ApplicationSet that exists, and the generator
+	// answers only for ours: wait for the reconciler to have written it.
+	require.Eventually(t, func() bool {
+		return k8s.Get(context.Background(), client.ObjectKey{Namespace: argoNS, Name: req.ApplicationSetName}, &argov1alpha1.ApplicationSet{}) == nil
+	}, wait, tick, "the binding's ApplicationSet %s was never written", req.ApplicationSetName)
 	req.Input.Parameters = map[string]any{argocd.GeneratorInputNamespace: seb.Namespace, argocd.GeneratorInputBinding: seb.Name}
 	raw, err := json.Marshal(req)
 	require.NoError(t, err)
