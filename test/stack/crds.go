@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/yaml"
 )
 
@@ -74,6 +75,43 @@ func (k *Kube) InstallCRDs(ctx context.Context, paths ...string) error {
 				conds = last.Status.Conditions
 			}
 			return fmt.Errorf("CRD %s not established: %w (conditions: %+v)", crd.Name, err, conds)
+		}
+	}
+	return waitServed(ctx, k, crds)
+}
+
+// waitServed waits until discovery lists every served version of the CRDs:
+// Established comes before the discovery document has them, and a client
+// built meanwhile (a controller-runtime manager's REST mapper) fails with
+// "no matches for kind" (seen in CI under load).
+func waitServed(ctx context.Context, k *Kube, crds []*apiextensionsv1.CustomResourceDefinition) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(k.Config)
+	if err != nil {
+		return err
+	}
+	for _, crd := range crds {
+		for _, v := range crd.Spec.Versions {
+			if !v.Served {
+				continue
+			}
+			gv := crd.Spec.Group + "/" + v.Name
+			var last error
+			err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				list, err := dc.ServerResourcesForGroupVersion(gv)
+				if err != nil {
+					last = err
+					return false, nil
+				}
+				for _, r := range list.APIResources {
+					if r.Name == crd.Spec.Names.Plural {
+						return true, nil
+					}
+				}
+				return false, nil
+			})
+			if err != nil {
+				return fmt.Errorf("CRD %s: %s not served by discovery: %w (last error: %v)", crd.Name, gv, err, last)
+			}
 		}
 	}
 	return nil
