@@ -56,10 +56,18 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 
 .PHONY: manifests
+# The namespace provisioner's rights (namespaces, ServiceAccounts, RoleBindings
+# with bind, quotas) are their own ClusterRole, installed by the opt-in
+# component manifests/install/components/namespace-provisioner; the main
+# ClusterRole is generated from every other package's markers.
+PROVISIONER_PKG = reconcilers/provisioner/namespace
+MAIN_RBAC_PKGS = $(filter-out %/$(PROVISIONER_PKG),$(shell go list ./reconcilers/... ./extension/...))
+
 manifests: $(CONTROLLER_GEN) ## Regenerate CRDs and RBAC from markers.
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=false paths=./api/... output:crd:artifacts:config=manifests/crd
 	hack/crd-kustomization.sh manifests/crd
-	$(CONTROLLER_GEN) rbac:roleName=gitops-service paths=./reconcilers/... paths=./extension/... output:rbac:artifacts:config=manifests/rbac
+	$(CONTROLLER_GEN) rbac:roleName=gitops-service $(foreach p,$(MAIN_RBAC_PKGS),paths=$(p)) output:rbac:artifacts:config=manifests/rbac
+	$(CONTROLLER_GEN) rbac:roleName=gitops-service-namespace-provisioner paths=./$(PROVISIONER_PKG) output:rbac:artifacts:config=manifests/rbac/namespace-provisioner
 
 .PHONY: docs
 docs: ## Regenerate docs/flags.md (the sidecar's flag reference) from its --help.
