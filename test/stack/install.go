@@ -327,6 +327,12 @@ func envValue(ctx context.Context, cs kubernetes.Interface, d *appsv1.Deployment
 		switch e.ValueFrom.FieldRef.FieldPath {
 		case "metadata.namespace":
 			return d.Namespace, true, nil
+		case "metadata.name":
+			// No Pod runs here: the sidecar's Events about itself go to a
+			// Pod of this name, which the tests may look for.
+			return StackPodName, true, nil
+		case "metadata.uid":
+			return "", false, nil
 		}
 	case e.ValueFrom.ResourceFieldRef != nil:
 		// As the kubelet: the container's limit in units of the divisor (1 = bytes).
