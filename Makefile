@@ -79,6 +79,10 @@ docs: ## Regenerate docs/flags.md (the sidecar's flag reference) from its --help
 ui-extension: ## Copy the panel's JavaScript into manifests/install/components/ui-extension (the air-gapped install).
 	cp extension/ui/extension-gitops-service.js manifests/install/components/ui-extension/
 
+.PHONY: ui-extension-tarball
+ui-extension-tarball: ## Pack the panel for argocd-extension-installer: bin/ui-extension/extension-gitops-service-<version>.tar.gz and checksums.txt (publish both at components/ui-extension-installer's EXTENSION_URL).
+	go run ./hack/uiextension -version "$$($(STAMP) version)" -out $(BIN)/ui-extension
+
 .PHONY: verify
 verify: generate manifests docs ui-extension $(STATICCHECK) ## Fail if generated files are stale or gofmt, go vet or staticcheck complain.
 	gofmt -l . | (! grep .) || (echo "gofmt needed on the files above"; exit 1)
