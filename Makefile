@@ -56,10 +56,18 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 
 .PHONY: manifests
+# The namespace provisioner's rights (namespaces, ServiceAccounts, RoleBindings
+# with bind, quotas) are their own ClusterRole, installed by the opt-in
+# component manifests/install/components/namespace-provisioner; the main
+# ClusterRole is generated from every other package's markers.
+PROVISIONER_PKG = reconcilers/provisioner/namespace
+MAIN_RBAC_PKGS = $(filter-out %/$(PROVISIONER_PKG),$(shell go list ./reconcilers/... ./extension/...))
+
 manifests: $(CONTROLLER_GEN) ## Regenerate CRDs and RBAC from markers.
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=false paths=./api/... output:crd:artifacts:config=manifests/crd
 	hack/crd-kustomization.sh manifests/crd
-	$(CONTROLLER_GEN) rbac:roleName=gitops-service paths=./reconcilers/... paths=./extension/... output:rbac:artifacts:config=manifests/rbac
+	$(CONTROLLER_GEN) rbac:roleName=gitops-service $(foreach p,$(MAIN_RBAC_PKGS),paths=$(p)) output:rbac:artifacts:config=manifests/rbac
+	$(CONTROLLER_GEN) rbac:roleName=gitops-service-namespace-provisioner paths=./$(PROVISIONER_PKG) output:rbac:artifacts:config=manifests/rbac/namespace-provisioner
 
 .PHONY: docs
 docs: ## Regenerate docs/flags.md (the sidecar's flag reference) from its --help.
@@ -70,6 +78,10 @@ docs: ## Regenerate docs/flags.md (the sidecar's flag reference) from its --help
 .PHONY: ui-extension
 ui-extension: ## Copy the panel's JavaScript into manifests/install/components/ui-extension (the air-gapped install).
 	cp extension/ui/extension-gitops-service.js manifests/install/components/ui-extension/
+
+.PHONY: ui-extension-tarball
+ui-extension-tarball: ## Pack the panel for argocd-extension-installer: bin/ui-extension/extension-gitops-service-<version>.tar.gz and checksums.txt (publish both at components/ui-extension-installer's EXTENSION_URL).
+	go run ./hack/uiextension -version "$$($(STAMP) version)" -out $(BIN)/ui-extension
 
 .PHONY: verify
 verify: generate manifests docs ui-extension $(STATICCHECK) ## Fail if generated files are stale or gofmt, go vet or staticcheck complain.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -50,6 +52,11 @@ func main() {
 	flag.StringVar(&o.ArgoRedis.Compression, "argocd-redis-compression", envOr("REDIS_COMPRESSION", "gzip"), "Compression Argo CD uses in Redis: gzip or none (env REDIS_COMPRESSION, as Argo CD's).")
 	// The password only from the environment (Secret argocd-redis, key auth), never a flag.
 	o.ArgoRedis.Password = os.Getenv("REDIS_PASSWORD")
+	// The Pod (downward API), for Events about the sidecar itself.
+	if name := os.Getenv("POD_NAME"); name != "" {
+		o.Pod = &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Name: name,
+			Namespace: os.Getenv("POD_NAMESPACE"), UID: types.UID(os.Getenv("POD_UID"))}
+	}
 	flag.StringVar(&o.SidecarNamespace, "sidecar-namespace", envOr("POD_NAMESPACE", inClusterNamespace()), "The sidecar's own namespace, never a tenant (env POD_NAMESPACE; in a cluster its service account's namespace).")
 	neverTenants := flag.String("never-tenant-namespaces", strings.Join(nontenant.DefaultNeverTenants, ","), "Comma-separated namespaces that are never tenants: their CRs are refused with a condition, like those of the Argo CD namespace and the sidecar's own.")
 	flag.BoolVar(&o.AllowFileRepositories, "allow-file-repositories", false, "Let tenants use file:// repository URLs, which the repo-server reads from its own disk: only for demos and tests on one machine, never for a shared cluster.")

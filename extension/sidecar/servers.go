@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -35,6 +37,24 @@ type httpRunnable struct {
 	tokenFile, howTo string
 	// missing is whether the last check found no token (logged on change only).
 	missing atomic.Bool
+	// event, when set, records an Event on the sidecar's Pod, so that
+	// `kubectl describe pod` names the missing Secret too.
+	event func(eventtype, reason, message string)
+}
+
+// Reasons of the Events on the sidecar's Pod about a server's token.
+const (
+	ReasonTokenMissing = "TokenSecretMissing"
+	ReasonTokenFound   = "TokenSecretFound"
+)
+
+// podEvents records Events on the sidecar's own Pod; nil when the Pod is
+// unknown (POD_NAME not set, e.g. outside a cluster).
+func podEvents(rec record.EventRecorder, pod *corev1.ObjectReference) func(eventtype, reason, message string) {
+	if pod == nil || pod.Name == "" {
+		return nil
+	}
+	return func(eventtype, reason, message string) { rec.Event(pod, eventtype, reason, message) }
 }
 
 // check is its readiness check.
@@ -53,11 +73,17 @@ func (g *httpRunnable) check(*http.Request) error {
 		err = fmt.Errorf("the %s has no token (%v): %s", g.what, err, g.howTo)
 		if !g.missing.Swap(true) {
 			ctrl.Log.WithName(g.name).Error(err, "not ready", "file", g.tokenFile)
+			if g.event != nil {
+				g.event(corev1.EventTypeWarning, ReasonTokenMissing, err.Error())
+			}
 		}
 		return err
 	}
 	if g.missing.Swap(false) {
 		ctrl.Log.WithName(g.name).Info("token found: ready", "file", g.tokenFile)
+		if g.event != nil {
+			g.event(corev1.EventTypeNormal, ReasonTokenFound, fmt.Sprintf("the %s has its token (%s): ready", g.what, g.tokenFile))
+		}
 	}
 	return nil
 }

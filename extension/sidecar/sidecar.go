@@ -97,6 +97,10 @@ type Options struct {
 	// ReleaseTimeout is how long freeing a deleted DeploymentTarget's
 	// resources may fail before the target is marked Failed.
 	ReleaseTimeout time.Duration
+	// Pod is the sidecar's own Pod (downward API env POD_NAME, POD_NAMESPACE,
+	// POD_UID), where Events about the sidecar itself go (a missing token
+	// Secret); nil: none, only the log.
+	Pod *corev1.ObjectReference
 }
 
 // NewScheme has every type the sidecar reads or writes.
@@ -259,6 +263,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		servers = append(servers, uiProxyServer(o, mgr.GetClient()))
 	}
 	for _, srv := range servers {
+		srv.event = podEvents(mgr.GetEventRecorderFor("gitops-service"), o.Pod)
 		if err := mgr.Add(srv); err != nil {
 			return nil, err
 		}

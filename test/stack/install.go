@@ -26,6 +26,46 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// StackPodName is the Pod name an installed stack sidecar is told it runs
+// in (POD_NAME): its Events about itself name it.
+const StackPodName = "gitops-service-stack"
+
+// NamespaceProvisionerComponent grants the namespace provisioner its rights
+// on the local cluster; the stack's installed sidecar gets it, as a platform
+// that offers namespace DeploymentTargetClasses installs it.
+const NamespaceProvisionerComponent = "components/namespace-provisioner"
+
+// RenderInstall renders manifests/install with the given components (paths
+// under manifests/install) as a platform admin's kustomization would list
+// them, written into dir.
+func RenderInstall(ctx context.Context, dir string, components ...string) (*Rendered, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	install := filepath.Join(root, "manifests", "install")
+	if len(components) == 0 {
+		return RenderKustomization(ctx, install)
+	}
+	overlay := filepath.Join(dir, "install-overlay")
+	if err := os.MkdirAll(overlay, 0o700); err != nil {
+		return nil, err
+	}
+	// kustomize takes only relative paths.
+	rel, err := filepath.Rel(overlay, install)
+	if err != nil {
+		return nil, err
+	}
+	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- " + filepath.ToSlash(rel) + "\ncomponents:\n"
+	for _, c := range components {
+		k += "- " + filepath.ToSlash(filepath.Join(rel, c)) + "\n"
+	}
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(k), 0o600); err != nil {
+		return nil, err
+	}
+	return RenderKustomization(ctx, overlay)
+}
+
 // Rendered is what `kubectl kustomize` made of a kustomization directory.
 type Rendered struct {
 	Objects []*unstructured.Unstructured
@@ -165,15 +205,12 @@ type installed struct {
 	mounts map[string]string
 }
 
-// installSidecar renders manifests/install, applies its RBAC and the Secrets
+// installSidecar renders manifests/install (with the namespace-provisioner
+// component: the e2e tests provision namespaces), applies its RBAC and the Secrets
 // the README has the platform admin create, and prepares what the rendered
 // Deployment's container would get in a pod.
 func installSidecar(ctx context.Context, k *Kube, argoNamespace, dir string) (*installed, error) {
-	root, err := RepoRoot()
-	if err != nil {
-		return nil, err
-	}
-	r, err := RenderKustomization(ctx, filepath.Join(root, "manifests", "install"))
+	r, err := RenderInstall(ctx, dir, NamespaceProvisionerComponent)
 	if err != nil {
 		return nil, err
 	}
@@ -290,6 +327,12 @@ func envValue(ctx context.Context, cs kubernetes.Interface, d *appsv1.Deployment
 		switch e.ValueFrom.FieldRef.FieldPath {
 		case "metadata.namespace":
 			return d.Namespace, true, nil
+		case "metadata.name":
+			// No Pod runs here: the sidecar's Events about itself go to a
+			// Pod of this name, which the tests may look for.
+			return StackPodName, true, nil
+		case "metadata.uid":
+			return "", false, nil
 		}
 	case e.ValueFrom.ResourceFieldRef != nil:
 		// As the kubelet: the container's limit in units of the divisor (1 = bytes).

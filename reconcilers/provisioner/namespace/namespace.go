@@ -141,6 +141,37 @@ func refuse(format string, args ...any) error {
 	return kernel.Refuse(as.DeploymentTargetReasonProvisioningFailed, format, args...)
 }
 
+const (
+	// ReasonRightsMissing: the API server forbade the provisioner a write.
+	ReasonRightsMissing = "ProvisionerRightsMissing"
+	// ClusterRoleName and Component are what grants the provisioner its
+	// rights on the local cluster: they are not in the sidecar's main
+	// ClusterRole, so that a platform that does not offer namespaces does
+	// not give the sidecar namespace creation and RoleBinding bind.
+	ClusterRoleName = "gitops-service-namespace-provisioner"
+	Component       = "manifests/install/components/namespace-provisioner"
+)
+
+// forbidden says what to do about the API server's Forbidden on a write of
+// the provisioner: on the local cluster, install the component that grants
+// its ClusterRole; on an admin's cluster, grant the rights to the identity of
+// the class's cluster Secret. Any other error is returned as it is. The
+// server's message (it names the user, verb and resource, nothing a tenant
+// chose) is kept after the advice.
+func forbidden(err error, clusterSecret, verb, what string) error {
+	if !apierrors.IsForbidden(err) {
+		return err
+	}
+	if clusterSecret == "" {
+		return kernel.Refuse(ReasonRightsMissing,
+			"the GitOps Service may not %s %s on this cluster: install the kustomize component %s (ClusterRole %s bound to the sidecar's ServiceAccount) to provision namespaces here: %v",
+			verb, what, Component, ClusterRoleName, err)
+	}
+	return kernel.Refuse(ReasonRightsMissing,
+		"the identity of the cluster Secret %s may not %s %s on its cluster: grant it the rules of ClusterRole %s there: %v",
+		clusterSecret, verb, what, ClusterRoleName, err)
+}
+
 // cluster connects to the local cluster or the one of the admin's Secret.
 func (p *Provisioner) cluster(ctx context.Context, secretName, apiURL string) (*cluster, error) {
 	cfg := p.Local
@@ -331,7 +362,10 @@ func (p *Provisioner) Provision(ctx context.Context, claim *as.DeploymentTargetC
 	for _, obj := range objs {
 		if err := cl.c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			if apierrors.IsForbidden(err) {
-				return nil, refuse("the GitOps Service may not create %T %s in namespace %s (for ClusterRole %q it needs the bind verb): %v", obj, obj.GetName(), name, role, err)
+				if _, ok := obj.(*rbacv1.RoleBinding); ok {
+					return nil, forbidden(err, params.ClusterSecret, "create", fmt.Sprintf("the RoleBinding %s in namespace %s (to bind ClusterRole %q it needs the bind verb on it)", obj.GetName(), name, role))
+				}
+				return nil, forbidden(err, params.ClusterSecret, "create", fmt.Sprintf("%T %s in namespace %s", obj, obj.GetName(), name))
 			}
 			return nil, fmt.Errorf("creating %T %s/%s: %w", obj, name, obj.GetName(), err)
 		}
@@ -387,7 +421,7 @@ func (p *Provisioner) ensureNamespace(ctx context.Context, c client.Client, clas
 		return ns, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("creating namespace %s: %w", name, err)
+		return nil, fmt.Errorf("creating namespace %s: %w", name, forbidden(err, params.ClusterSecret, "create", "namespace "+name))
 	}
 	return ns, nil
 }
