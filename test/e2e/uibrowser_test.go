@@ -1,12 +1,16 @@
 package e2e
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,17 +37,54 @@ import (
 const extensionsDir = "/tmp/extensions"
 
 // installPanel puts the panel where every argocd-server on the machine loads
-// UI extensions from, in a folder of its own for this test (removed after).
+// UI extensions from, in a folder of its own for this test (removed after),
+// as argocd-extension-installer does: the extension tarball the project ships
+// (hack/uiextension, `make ui-extension-tarball`), unpacked there.
 func installPanel(t *testing.T) {
 	t.Helper()
 	root, err := stack.RepoRoot()
 	require.NoError(t, err)
-	src, err := os.ReadFile(filepath.Join(root, "extension", "ui", "extension-gitops-service.js"))
-	require.NoError(t, err)
+	out := t.TempDir()
+	cmd := exec.Command("go", "run", "./hack/uiextension", "-version", "e2e", "-out", out)
+	cmd.Dir = root
+	msg, err := cmd.CombinedOutput()
+	require.NoError(t, err, "packing the UI extension: %s", msg)
 	dir := filepath.Join(extensionsDir, "gitops-service-test-"+rand.String(8))
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "extension-gitops-service.js"), src, 0o644))
+	untar(t, filepath.Join(out, "extension-gitops-service-e2e.tar.gz"), dir)
+	_, err = os.Stat(filepath.Join(dir, "resources", "gitops-service", "extension-gitops-service.js"))
+	require.NoError(t, err, "the tarball does not hold the installer's layout")
+}
+
+// untar unpacks a gzipped tar of directories and regular files into dir.
+func untar(t *testing.T, tarball, dir string) {
+	t.Helper()
+	f, err := os.Open(tarball)
+	require.NoError(t, err)
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	require.NoError(t, err)
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return
+		}
+		require.NoError(t, err)
+		target := filepath.Join(dir, filepath.Clean("/"+h.Name))
+		switch h.Typeflag {
+		case tar.TypeDir:
+			require.NoError(t, os.MkdirAll(target, 0o755))
+		case tar.TypeReg:
+			require.NoError(t, os.MkdirAll(filepath.Dir(target), 0o755))
+			data, err := io.ReadAll(tr)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(target, data, 0o644))
+		default:
+			t.Fatalf("unexpected entry %s of type %c in the extension tarball", h.Name, h.Typeflag)
+		}
+	}
 }
 
 // waitAccess waits until user may get the Applications (argocd CLI).
