@@ -1,0 +1,57 @@
+package isolation
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+)
+
+// Second adversarial review of issue 21: look-alike Applications where
+// labels were still trusted. A deployment's Application name is
+// gitopsdepl-<its UID>, and the UID is no secret (it is in every label of
+// ours): a look-alike of that name, with the deployment's labels in another
+// project, taken before ours is made.
+func TestReviewLookAlikes(t *testing.T) {
+	ctx := context.Background()
+
+	t.Run("SyncRun on a look-alike of its deployment's Application", func(t *testing.T) {
+		t.Parallel()
+		e := freshTenant(t, "review-syncrun")
+		// Refused (no such environment), so the sidecar makes no Application
+		// and the name is free for the look-alike.
+		gd := deployment(e, "manual", func(gd *v1.GitOpsDeployment) {
+			gd.Spec.Type = v1.GitOpsDeploymentSpecTypeManual
+			gd.Spec.Destination.Environment = "missing"
+		})
+		create(t, gd)
+		waitFor(t, gd, errorOccurred("", ""))
+		name := argocd.ApplicationName(string(gd.UID))
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: argoNS, Name: name}, &argov1alpha1.Application{})
+		require.True(t, apierrors.IsNotFound(err), "the refused deployment has an Application: %v", err)
+		l, a := ownership.Meta(ownership.KindGitOpsDeployment, gd.Namespace, gd.Name, string(gd.UID))
+		look := held(t, name, l, a)
+		// Argo CD has compared it: a run would start at once.
+		now := metav1.Now()
+		look.Status = argov1alpha1.ApplicationStatus{ReconciledAt: &now, Sync: argov1alpha1.SyncStatus{Status: argov1alpha1.SyncStatusCodeOutOfSync}}
+		require.NoError(t, k8s.Update(ctx, look))
+
+		run := &v1.GitOpsDeploymentSyncRun{ObjectMeta: om(e.NS, "run"), Spec: v1.GitOpsDeploymentSyncRunSpec{GitopsDeploymentName: gd.Name}}
+		create(t, run)
+		waitFor(t, run, errorOccurred("", "is not the one of GitOpsDeployment"))
+		assert.Never(t, func() bool {
+			got := &argov1alpha1.Application{}
+			return k8s.Get(ctx, client.ObjectKeyFromObject(look), got) == nil && got.Operation != nil
+		}, 3*time.Second, tick, "a tenant's SyncRun started a sync of a look-alike")
+	})
+}
