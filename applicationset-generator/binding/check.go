@@ -58,11 +58,14 @@ func Check(params []argocd.GeneratorParams, allowFile bool) error {
 			return kernel.Refuse(appstudiov1alpha1.BindingReasonErrorOccurred, "component %v: replicas %s is not a count", p.Component, shown(p.Replicas))
 		}
 		// The images become the argument name=image of kustomize's
-		// "edit set image": no option, no second '='.
+		// "edit set image": no option, no second '='. Argo CD expands $VAR
+		// and ${VAR} in it first (its build environment: the tenant's path,
+		// repository URL, ...), which would bring both back; no image
+		// reference has a '$'.
 		for key, img := range map[string]string{"image": p.Image, "imageName": p.ImageName} {
-			if strings.HasPrefix(img, "-") || strings.ContainsAny(img, "= ") {
+			if strings.HasPrefix(img, "-") || strings.ContainsAny(img, "= $") {
 				return kernel.Refuse(appstudiov1alpha1.BindingReasonErrorOccurred,
-					"component %v: %s %s is not an image reference (no leading '-', '=' or blanks)", p.Component, key, shown(img))
+					"component %v: %s %s is not an image reference (no leading '-', '=', '$' or blanks)", p.Component, key, shown(img))
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package isolation
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
@@ -54,4 +56,27 @@ func TestReviewLookAlikes(t *testing.T) {
 			return k8s.Get(ctx, client.ObjectKeyFromObject(look), got) == nil && got.Operation != nil
 		}, 3*time.Second, tick, "a tenant's SyncRun started a sync of a look-alike")
 	})
+}
+
+// reviewCases: values valid at admission that mean something else to Argo
+// CD. Argo CD expands $VAR and ${VAR} in kustomize images (its build
+// environment: the tenant's own path and repository URL), so a Snapshot image
+// could bring back the '=' or leading '-' that binding.Check refuses.
+func reviewCases() []hostileCase {
+	var out []hostileCase
+	for _, img := range []string{"quay.io/x/web${ARGOCD_APP_SOURCE_PATH}", "$ARGOCD_APP_SOURCE_REPO_URL", "quay.io/x/web:$X"} {
+		img := img
+		out = append(out, hostileCase{Kind: "SnapshotEnvironmentBinding", Name: fmt.Sprintf("Snapshot image %q expanded by Argo CD", img),
+			Setup: func(t *testing.T, e tenantEnv) {
+				appStudioTenant(t, e, "shop", nil)
+				create(t, &as.Snapshot{ObjectMeta: om(e.NS, "hostile"), Spec: as.SnapshotSpec{Application: "shop",
+					Components: []as.SnapshotComponent{{Name: "shop-web", ContainerImage: img}}}})
+			},
+			Object: func(e tenantEnv) client.Object {
+				return &as.SnapshotEnvironmentBinding{ObjectMeta: om(e.NS, "shop-binding"),
+					Spec: as.SnapshotEnvironmentBindingSpec{Application: "shop", Environment: "shop", Snapshot: "hostile"}}
+			},
+			Want: errorOccurred(as.BindingReasonErrorOccurred, "not an image reference")})
+	}
+	return out
 }
