@@ -78,5 +78,20 @@ func reviewCases() []hostileCase {
 			},
 			Want: errorOccurred(as.BindingReasonErrorOccurred, "not an image reference")})
 	}
+	// Control characters the deployment's checks let through: in the
+	// scp-like repository form (its regexp's \s misses VT, ESC, C1), C1 and
+	// the Unicode separators in a path or revision. They reach git's
+	// configuration and command lines, and the terminals of admins who list
+	// the tenant's Applications (a terminal escape).
+	gd := func(name, msg string, mut func(*v1.GitOpsDeployment)) {
+		out = append(out, hostileCase{Kind: "GitOpsDeployment", Name: name, Want: errorOccurred("", msg),
+			Object: func(e tenantEnv) client.Object { return deployment(e, "app", mut) }})
+	}
+	for name, ch := range map[string]string{"ESC": "\x1b]0;pwned\x07", "VT": "\v", "NEL": "\u0085", "CSI": "\u009b2J", "LS": "\u2028"} {
+		ch := ch
+		gd("scp-like repoURL with "+name, "spec.source.repoURL", func(gd *v1.GitOpsDeployment) { gd.Spec.Source.RepoURL = "git@git.example.com:jane/apps" + ch + ".git" })
+		gd("path with "+name, "spec.source.path", func(gd *v1.GitOpsDeployment) { gd.Spec.Source.Path = "apps" + ch })
+		gd("targetRevision with "+name, "spec.source.targetRevision", func(gd *v1.GitOpsDeployment) { gd.Spec.Source.TargetRevision = "main" + ch })
+	}
 	return out
 }
