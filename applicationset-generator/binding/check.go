@@ -31,6 +31,17 @@ func Check(params []argocd.GeneratorParams, allowFile bool) error {
 		if msg := textProblem(p.Component); msg != "" {
 			return kernel.Refuse(appstudiov1alpha1.BindingReasonErrorOccurred, "component %s", msg)
 		}
+		// Every value reaches Argo CD's templates and the Application: none
+		// may carry control or line-break characters, whatever the template
+		// does with it (first: the repository checks below refuse
+		// them too, as a repository problem).
+		v := reflect.ValueOf(p)
+		for i := 0; i < v.NumField(); i++ {
+			key, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+			if msg := textProblem(v.Field(i).String()); msg != "" {
+				return kernel.Refuse(appstudiov1alpha1.BindingReasonErrorOccurred, "component %v: %s %s", p.Component, key, msg)
+			}
+		}
 		// Refused before the project lists it: Argo CD then refuses the
 		// generated Application too.
 		if msg := argocd.CheckRepoURL(p.RepoURL, allowFile); msg != "" {
@@ -44,25 +55,18 @@ func Check(params []argocd.GeneratorParams, allowFile bool) error {
 		if msg := argocd.CheckRevision(p.TargetRevision); msg != "" {
 			return kernel.Refuse(appstudiov1alpha1.BindingReasonGitOpsRepoNotReady, "component %v: GitOps repository branch: %s", p.Component, msg)
 		}
-		// Every value reaches Argo CD's templates and the Application: none
-		// may carry control or line-break characters, whatever the template
-		// does with it.
-		v := reflect.ValueOf(p)
-		for i := 0; i < v.NumField(); i++ {
-			key, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
-			if msg := textProblem(v.Field(i).String()); msg != "" {
-				return kernel.Refuse(appstudiov1alpha1.BindingReasonErrorOccurred, "component %v: %s %s", p.Component, key, msg)
-			}
-		}
 		if strings.Trim(p.Replicas, "0123456789") != "" || len(p.Replicas) > 9 {
 			return kernel.Refuse(appstudiov1alpha1.BindingReasonErrorOccurred, "component %v: replicas %s is not a count", p.Component, shown(p.Replicas))
 		}
 		// The images become the argument name=image of kustomize's
-		// "edit set image": no option, no second '='.
+		// "edit set image": no option, no second '='. Argo CD expands $VAR
+		// and ${VAR} in it first (its build environment: the tenant's path,
+		// repository URL, ...), which would bring both back; no image
+		// reference has a '$'.
 		for key, img := range map[string]string{"image": p.Image, "imageName": p.ImageName} {
-			if strings.HasPrefix(img, "-") || strings.ContainsAny(img, "= ") {
+			if strings.HasPrefix(img, "-") || strings.ContainsAny(img, "= $") {
 				return kernel.Refuse(appstudiov1alpha1.BindingReasonErrorOccurred,
-					"component %v: %s %s is not an image reference (no leading '-', '=' or blanks)", p.Component, key, shown(img))
+					"component %v: %s %s is not an image reference (no leading '-', '=', '$' or blanks)", p.Component, key, shown(img))
 			}
 		}
 	}

@@ -212,6 +212,9 @@ func TestCheck(t *testing.T) {
 		"replicas too big":         {func(p *argocd.GeneratorParams) { p.Replicas = "99999999999" }, false, as.BindingReasonErrorOccurred, "not a count"},
 		"option-like image":        {func(p *argocd.GeneratorParams) { p.Image = "--help" }, false, as.BindingReasonErrorOccurred, "image \"--help\" is not an image reference"},
 		"image name with =":        {func(p *argocd.GeneratorParams) { p.ImageName = "a=b" }, false, as.BindingReasonErrorOccurred, "imageName"},
+		// Argo CD expands these in kustomize images: the tenant's path "x=--help" makes "a=b=--help".
+		"image expanding the path": {func(p *argocd.GeneratorParams) { p.Image = "b${ARGOCD_APP_SOURCE_PATH}" }, false, as.BindingReasonErrorOccurred, `image "b${ARGOCD_APP_SOURCE_PATH}" is not an image reference`},
+		"image name expanding":     {func(p *argocd.GeneratorParams) { p.ImageName = "$ARGOCD_APP_SOURCE_PATH" }, false, as.BindingReasonErrorOccurred, "imageName"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			params, err := Params(inputs())

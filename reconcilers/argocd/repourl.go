@@ -5,7 +5,16 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"unicode"
 )
+
+// controlOrBreak: control characters (C0, DEL, C1: NEL, CSI, ...) and the
+// Unicode line and paragraph separators. A tenant's repository, path or
+// revision reaches git's configuration and command lines, Argo CD's objects
+// and the terminals of those who list them: none is ever needed there.
+func controlOrBreak(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return unicode.In(r, unicode.Cc, unicode.Zl, unicode.Zp) }) >= 0
+}
 
 // scpLike is git's user@host:path form (git@github.com:org/repo.git).
 var scpLike = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*@[A-Za-z0-9][A-Za-z0-9.-]*:[^:\s]+$`)
@@ -28,6 +37,9 @@ func CheckRepoURL(raw string, allowFile bool) string {
 	}
 	if strings.TrimSpace(raw) != raw || strings.ContainsAny(raw, " \t\r\n\x00") || strings.HasPrefix(raw, "-") {
 		return fmt.Sprintf("repository URL %q has blanks, control characters or a leading '-': %s", raw, want)
+	}
+	if controlOrBreak(raw) {
+		return fmt.Sprintf("repository URL %q has control or line-break characters: %s", raw, want)
 	}
 	if scpLike.MatchString(raw) && !strings.Contains(raw, "://") {
 		return ""
@@ -65,7 +77,7 @@ func CheckRevision(rev string) string {
 	if rev == "" {
 		return ""
 	}
-	if strings.HasPrefix(rev, "-") || strings.Contains(rev, "..") || strings.IndexFunc(rev, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+	if strings.HasPrefix(rev, "-") || strings.Contains(rev, "..") || strings.IndexFunc(rev, func(r rune) bool { return r <= ' ' }) >= 0 || controlOrBreak(rev) {
 		return fmt.Sprintf("revision %q is not a valid branch, tag or commit: no leading '-', blanks, control characters or '..'", rev)
 	}
 	return ""
@@ -83,6 +95,9 @@ func CheckPath(p string) string {
 		if seg == ".." {
 			return fmt.Sprintf("path %q must stay inside the repository (no '..' segments)", p)
 		}
+	}
+	if controlOrBreak(p) {
+		return fmt.Sprintf("path %q has control or line-break characters", p)
 	}
 	return ""
 }

@@ -40,6 +40,16 @@ func TestCheckRepoURL(t *testing.T) {
 		{url: ""},
 		{url: "git@:repo"},
 		{url: "git@host:"},
+		// The scp-like form's path admitted control characters other than
+		// \t\n\f\r: a terminal escape, VT, NEL, CSI, the separators.
+		{url: "git@github.com:org/repo\x1b[2J\x1b]0;pwned\x07"},
+		{url: "git@github.com:org/repo\v.git"},
+		{url: "git@github.com:org/re\u0085po.git"},
+		{url: "git@github.com:org/re\u009b31mpo.git"},
+		{url: "git@github.com:org/re\u2028po.git"},
+		{url: "https://github.com/org/re\u2029po.git"},
+		{url: "https://github.com/org/re\u0085po.git"},
+		{url: "https://github.com/org/r\u00e9po.git", ok: true},
 	} {
 		msg := CheckRepoURL(tc.url, tc.allowFile)
 		if tc.ok {
@@ -63,7 +73,7 @@ func TestCheckRevision(t *testing.T) {
 	for _, ok := range []string{"", "main", "HEAD", "v1.2.3", "release/2026-11", "0123456789abcdef0123456789abcdef01234567", "HEAD~1"} {
 		assert.Empty(t, CheckRevision(ok), ok)
 	}
-	for _, bad := range []string{"-x", "--upload-pack=touch /tmp/p", "main..evil", "a b", "main\n", "x\x00", "tab\there", "del\x7f"} {
+	for _, bad := range []string{"-x", "--upload-pack=touch /tmp/p", "main..evil", "a b", "main\n", "x\x00", "tab\there", "del\x7f", "main\u0085x", "main\u009b31m", "main\u2028"} {
 		assert.NotEmpty(t, CheckRevision(bad), bad)
 	}
 }
@@ -72,7 +82,7 @@ func TestCheckPath(t *testing.T) {
 	for _, ok := range []string{"", ".", "apps", "apps/web/base", "a..b", "..hidden/x", "x/"} {
 		assert.Empty(t, CheckPath(ok), ok)
 	}
-	for _, bad := range []string{"/", "/etc", "//x", "..", "../x", "a/../../b", "x/..", "/var/lib/argocd/../x"} {
+	for _, bad := range []string{"/", "/etc", "//x", "..", "../x", "a/../../b", "x/..", "/var/lib/argocd/../x", "apps\n", "apps\x1b[2J", "ap\u0085ps", "ap\u2029ps"} {
 		assert.NotEmpty(t, CheckPath(bad), bad)
 	}
 }

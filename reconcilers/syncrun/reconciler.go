@@ -28,6 +28,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
 )
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentsyncruns,verbs=get;list;watch;update;patch
@@ -35,6 +36,7 @@ import (
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentsyncruns/finalizers,verbs=update
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeployments,verbs=get;list;watch
 // +kubebuilder:rbac:groups=argoproj.io,resources=applications,verbs=get;list;watch;update;patch,namespace=argocd
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 const (
@@ -133,7 +135,9 @@ func (r *Reconciler) step(ctx context.Context, run *v1.GitOpsDeploymentSyncRun) 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if !ownership.IsOwnedBy(app.Labels, ownership.KindGitOpsDeployment, string(gd.UID)) {
+	if mine, err := r.made(ctx, app, gd); err != nil {
+		return ctrl.Result{}, err
+	} else if !mine {
 		r.setError(run, fmt.Sprintf("the Argo CD Application %s is not the one of GitOpsDeployment '%s'", app.Name, gd.Name))
 		return ctrl.Result{}, nil
 	}
@@ -146,6 +150,23 @@ func (r *Reconciler) step(ctx context.Context, run *v1.GitOpsDeploymentSyncRun) 
 		return ctrl.Result{RequeueAfter: waitRetry}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// made says whether app is the Application we made for gd: our labels for
+// gd AND in the project of gd's tenant (tenantproject.MadeFor). Labels alone
+// are forged by anyone who may create an Application in some project, and
+// one named for gd (its UID is no secret) must not be synced, followed or
+// terminated for gd's runs.
+func (r *Reconciler) made(ctx context.Context, app *argov1alpha1.Application, gd *v1.GitOpsDeployment) (bool, error) {
+	if !ownership.IsOwnedBy(app.Labels, ownership.KindGitOpsDeployment, string(gd.UID)) {
+		return false, nil
+	}
+	tenant := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: gd.Namespace}, tenant); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	kind, _, ok := tenantproject.MadeFor(app, gd.Namespace, string(tenant.UID))
+	return ok && kind == ownership.KindGitOpsDeployment, nil
 }
 
 // start asks Argo CD to sync when this run's turn has come and no other
@@ -348,8 +369,8 @@ func (r *Reconciler) terminate(ctx context.Context, run *v1.GitOpsDeploymentSync
 		if err := r.Client.Get(ctx, key, app); err != nil {
 			return client.IgnoreNotFound(err)
 		}
-		if !ownership.IsOwnedBy(app.Labels, ownership.KindGitOpsDeployment, string(gd.UID)) {
-			return nil
+		if mine, err := r.made(ctx, app, gd); err != nil || !mine {
+			return err
 		}
 		st := app.Status.OperationState
 		var change map[string]any

@@ -2,6 +2,7 @@ package syncrun_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,4 +72,38 @@ func TestStartsThenTerminatesWithPatchesOfItsOwnFields(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return k8s.Get(ctx, client.ObjectKeyFromObject(run), &v1.GitOpsDeploymentSyncRun{}) != nil
 	}, wait, tick, "the SyncRun was not released")
+}
+
+// An Application named for a deployment with the deployment's labels but in
+// another project (a look-alike: the name and UID are no secret) is neither
+// synced nor terminated for the deployment's runs: the run says why.
+func TestLookAlikeInAnotherProjectIsNotSynced(t *testing.T) {
+	ctx := context.Background()
+	ns := "tenant-" + rand.String(6)
+	require.NoError(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	gd := &v1.GitOpsDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "manual"},
+		Spec: v1.GitOpsDeploymentSpec{Source: v1.ApplicationSource{RepoURL: "https://git.example.com/jane/apps.git", Path: "p"},
+			Type: v1.GitOpsDeploymentSpecTypeManual}}
+	require.NoError(t, k8s.Create(ctx, gd))
+	app := &argov1alpha1.Application{}
+	key := types.NamespacedName{Namespace: argoNS, Name: argocd.ApplicationName(string(gd.UID))}
+	require.Eventually(t, func() bool { return k8s.Get(ctx, key, app) == nil }, wait, tick, "no Application")
+
+	// The name held in project default with the deployment's labels: the
+	// state a look-alike created before ours leaves (the deployment's
+	// reconciler then leaves it alone). Argo CD has compared it.
+	now := metav1.Now()
+	look := []byte(`{"spec":{"project":"default"},"status":{"reconciledAt":"` + now.UTC().Format(time.RFC3339) + `","sync":{"status":"OutOfSync","revision":"abc"}}}`)
+	require.NoError(t, k8s.Patch(ctx, app, client.RawPatch(types.MergePatchType, look)))
+
+	run := &v1.GitOpsDeploymentSyncRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "run"},
+		Spec: v1.GitOpsDeploymentSyncRunSpec{GitopsDeploymentName: gd.Name, RevisionID: "v2"}}
+	require.NoError(t, k8s.Create(ctx, run))
+	require.Eventually(t, func() bool {
+		return k8s.Get(ctx, client.ObjectKeyFromObject(run), run) == nil && len(run.Status.Conditions) > 0 &&
+			strings.Contains(run.Status.Conditions[0].Message, "is not the one of GitOpsDeployment")
+	}, wait, tick, "the run did not refuse the look-alike: %+v", run.Status)
+	require.NoError(t, k8s.Get(ctx, key, app))
+	assert.Nil(t, app.Operation, "a sync was started on a look-alike")
+	assert.Equal(t, "default", app.Spec.Project)
 }

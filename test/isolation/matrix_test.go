@@ -113,7 +113,7 @@ func allCases() []hostileCase {
 	var all []hostileCase
 	for _, kind := range [][]hostileCase{
 		neverTenantCases(), deploymentCases(), syncRunCases(), repositoryCredentialsCases(), managedEnvironmentCases(), infraCases(),
-		environmentCases(), bindingCases(), promotionRunCases(), deploymentTargetCases(), templateCases(),
+		environmentCases(), bindingCases(), promotionRunCases(), deploymentTargetCases(), templateCases(), reviewCases(),
 	} {
 		all = append(all, kind...)
 	}
