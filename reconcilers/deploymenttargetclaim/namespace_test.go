@@ -79,6 +79,13 @@ func TestNamespaceProvisionerOnAdminsCluster(t *testing.T) {
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: provisioned, Name: namespace.ServiceAccountName}},
 	})), "the credentials grant more than the class's role")
 
+	// A target's annotations are the tenant's to edit: one naming another of
+	// the admin's cluster Secrets is not where the namespace is released;
+	// the class says where (issue 21 review).
+	forged := dt.DeepCopy()
+	forged.Annotations[namespace.AnnotationClusterSecret] = "another-admins-cluster"
+	require.NoError(t, k8s.Patch(ctx, forged, client.MergeFrom(dt)))
+
 	// Reclaim Delete: claim, target, the kubeconfig and the namespace go.
 	require.NoError(t, k8s.Delete(ctx, c))
 	waitGone(t, c)

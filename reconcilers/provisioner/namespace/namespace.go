@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
@@ -188,7 +189,10 @@ func (p *Provisioner) cluster(ctx context.Context, secretName, apiURL string) (*
 			return nil, refuse("the cluster Secret %s has no valid kubeconfig", secretName)
 		}
 		if cfg, err = clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig(); err != nil {
-			return nil, refuse("the cluster Secret %s has no usable kubeconfig: %v", secretName, err)
+			// The reason stays in the sidecar's log: the kubeconfig is the
+			// admin's, and the refusal is shown to the tenant.
+			log.FromContext(ctx).Info("cluster Secret has no usable kubeconfig", "secret", secretName, "error", err.Error())
+			return nil, refuse("the cluster Secret %s has no usable kubeconfig", secretName)
 		}
 	}
 	c, err := client.New(cfg, client.Options{Scheme: p.Client.Scheme()})
@@ -462,7 +466,7 @@ func (p *Provisioner) Release(ctx context.Context, dt *as.DeploymentTarget) (boo
 	if name == "" {
 		return true, nil
 	}
-	cl, err := p.cluster(ctx, dt.Annotations[AnnotationClusterSecret], "")
+	cl, err := p.cluster(ctx, p.releaseSecret(ctx, dt), "")
 	if err != nil {
 		return false, err
 	}
@@ -486,6 +490,21 @@ func (p *Provisioner) Release(ctx context.Context, dt *as.DeploymentTarget) (boo
 		return false, err
 	}
 	return true, nil
+}
+
+// releaseSecret is the cluster Secret a target's namespace is released with.
+// The target's annotation is the tenant's to edit, and the Secret is one of
+// the admin's: the target's class (the admin's) says which, as long as it
+// exists; the annotation only when the class is gone.
+func (p *Provisioner) releaseSecret(ctx context.Context, dt *as.DeploymentTarget) string {
+	class := &as.DeploymentTargetClass{}
+	if err := p.Client.Get(ctx, types.NamespacedName{Name: string(dt.Spec.DeploymentTargetClassName)}, class); err == nil {
+		var params Parameters
+		if provisioner.ParseParameters(class, &params) == nil {
+			return params.ClusterSecret
+		}
+	}
+	return dt.Annotations[AnnotationClusterSecret]
 }
 
 // Abandon implements provisioner.Provisioner: a namespace made for the claim
