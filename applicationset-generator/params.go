@@ -12,6 +12,7 @@ import (
 	appstudiov1alpha1 "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/applicationset-generator/binding"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
@@ -66,11 +67,7 @@ func ours(ctx context.Context, c, uncached client.Reader, argoNamespace, setName
 	}
 	set := &argov1alpha1.ApplicationSet{}
 	key := types.NamespacedName{Namespace: argoNamespace, Name: setName}
-	err := c.Get(ctx, key, set)
-	if apierrors.IsNotFound(err) {
-		err = uncached.Get(ctx, key, set)
-	}
-	if err != nil {
+	if err := kernel.GetConfirmed(ctx, c, uncached, key, set); err != nil {
 		if apierrors.IsNotFound(err) {
 			return notOurs
 		}

@@ -203,10 +203,7 @@ func (r *Reconciler) promote(ctx context.Context, run *as.PromotionRun) (ctrl.Re
 // get reads a named input of the run; a missing one is confirmed on the API
 // server (the cache may not have it yet) and reported as a message.
 func (r *Reconciler) get(ctx context.Context, ns, name string, obj client.Object, kind string) (string, error) {
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
-	if apierrors.IsNotFound(err) {
-		err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
-	}
+	err := kernel.GetConfirmed(ctx, r.Client, r.APIReader, client.ObjectKey{Namespace: ns, Name: name}, obj)
 	if apierrors.IsNotFound(err) {
 		return fmt.Sprintf("%s %q not found", kind, name), nil
 	}
