@@ -93,9 +93,11 @@ func holders(ctx context.Context, c, api client.Reader, argoNamespace, tenantUID
 	holder := func(name string, uncached bool) (Holder, error) {
 		app := &argov1alpha1.Application{}
 		key := types.NamespacedName{Namespace: argoNamespace, Name: name}
-		err := c.Get(ctx, key, app)
-		if apierrors.IsNotFound(err) && uncached {
-			err = api.Get(ctx, key, app)
+		var err error
+		if uncached {
+			err = kernel.GetConfirmed(ctx, c, api, key, app)
+		} else {
+			err = c.Get(ctx, key, app)
 		}
 		switch {
 		case apierrors.IsNotFound(err):
@@ -103,7 +105,7 @@ func holders(ctx context.Context, c, api client.Reader, argoNamespace, tenantUID
 		case err != nil:
 			return Free, err
 		}
-		if _, _, ok := tenantproject.MadeFor(app, seb.Namespace, tenantUID); ok && ownership.IsOwnedBy(app.Labels, ownership.KindBinding, string(seb.UID)) {
+		if tenantproject.MadeForOwner(app, ownership.KindBinding, string(seb.UID), seb.Namespace, tenantUID) {
 			return ThisBinding, nil
 		}
 		return Other, nil

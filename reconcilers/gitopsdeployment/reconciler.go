@@ -201,8 +201,7 @@ func (r *Reconciler) currentApplication(ctx context.Context, gd *v1.GitOpsDeploy
 		return nil, nil, err
 	}
 	// Our labels in another project are a look-alike's: never written.
-	if kind, _, ok := tenantproject.MadeFor(app, gd.Namespace, string(tenant.UID)); !ok || kind != ownership.KindGitOpsDeployment ||
-		!ownership.IsOwnedBy(app.Labels, ownership.KindGitOpsDeployment, string(gd.UID)) {
+	if !tenantproject.MadeForOwner(app, ownership.KindGitOpsDeployment, string(gd.UID), gd.Namespace, string(tenant.UID)) {
 		return nil, collision(key.String(), gd), nil
 	}
 	return app, nil, nil

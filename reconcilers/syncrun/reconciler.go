@@ -158,15 +158,11 @@ func (r *Reconciler) step(ctx context.Context, run *v1.GitOpsDeploymentSyncRun) 
 // one named for gd (its UID is no secret) must not be synced, followed or
 // terminated for gd's runs.
 func (r *Reconciler) made(ctx context.Context, app *argov1alpha1.Application, gd *v1.GitOpsDeployment) (bool, error) {
-	if !ownership.IsOwnedBy(app.Labels, ownership.KindGitOpsDeployment, string(gd.UID)) {
-		return false, nil
-	}
 	tenant := &corev1.Namespace{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: gd.Namespace}, tenant); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
-	kind, _, ok := tenantproject.MadeFor(app, gd.Namespace, string(tenant.UID))
-	return ok && kind == ownership.KindGitOpsDeployment, nil
+	return tenantproject.MadeForOwner(app, ownership.KindGitOpsDeployment, string(gd.UID), gd.Namespace, string(tenant.UID)), nil
 }
 
 // start asks Argo CD to sync when this run's turn has come and no other

@@ -208,16 +208,23 @@ func Made(apps []argov1alpha1.Application, tenantNS, tenantUID string) []argov1a
 	return out
 }
 
-// ByOwner keeps the Applications we made (MadeFor) for the CR of kind with
-// UID ownerUID in tenant namespace tenantNS (UID tenantUID).
+// ByOwner keeps the Applications we made for the CR of kind with UID
+// ownerUID in tenant namespace tenantNS (UID tenantUID), as MadeForOwner says.
 func ByOwner(apps []argov1alpha1.Application, kind, ownerUID, tenantNS, tenantUID string) []argov1alpha1.Application {
 	var out []argov1alpha1.Application
 	for i := range apps {
-		if k, _, ok := MadeFor(&apps[i], tenantNS, tenantUID); ok && k == kind && ownership.IsOwnedBy(apps[i].Labels, kind, ownerUID) {
+		if MadeForOwner(&apps[i], kind, ownerUID, tenantNS, tenantUID) {
 			out = append(out, apps[i])
 		}
 	}
 	return out
+}
+
+// MadeForOwner says whether app is one we made (MadeFor) for the CR of kind
+// with UID ownerUID in tenant namespace tenantNS (UID tenantUID).
+func MadeForOwner(app *argov1alpha1.Application, kind, ownerUID, tenantNS, tenantUID string) bool {
+	_, _, ok := MadeFor(app, tenantNS, tenantUID)
+	return ok && ownership.IsOwnedBy(app.Labels, kind, ownerUID)
 }
 
 // MadeFor says whether app is an Application we made for a CR of tenant
