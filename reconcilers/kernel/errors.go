@@ -5,7 +5,39 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// The error model, the only one: every reconciler maps what one pass found to
+// one of these, and Outcome turns it into what controller-runtime does next.
+//
+//   - *Refusal: a problem the user must fix. A condition and a Warning Event;
+//     looked at again after its After (RefusalRetry by default), no backoff
+//     storm. Keep says what was already deployed stays as it is.
+//   - *Waiting: another object (or a deletion, or a time) we wait for. A
+//     condition but no Warning Event; looked at again after its After.
+//   - ErrStaleCache: our own write is not in the cache yet; its watch event
+//     requeues us and StaleCacheRetry covers a lost one.
+//   - anything else is transient: returned, so controller-runtime backs off.
+//     A conflict is transient too but retried at once (someone else wrote
+//     first; the next read sees it).
+
+// Named intervals, once per meaning. Flags may override the defaults built on them.
+const (
+	// StaleCacheRetry: our own write has not reached the cache yet.
+	StaleCacheRetry = 500 * time.Millisecond
+	// PollInterval: something we started ends without an event we watch
+	// (a deletion, a sync, a release).
+	PollInterval = 2 * time.Second
+	// UnwatchedRecheck: a state we cannot watch changes (an object that is not
+	// ours, Argo CD's resource tree, an input read around the cache).
+	UnwatchedRecheck = 10 * time.Second
+	// WaitingRetry: another object we wait for usually wakes us by its watch
+	// event; this covers an event that came before we were cached.
+	WaitingRetry = 30 * time.Second
+	// RefusalRetry: a problem the user must fix is looked at again this often.
+	RefusalRetry = 30 * time.Second
 )
 
 // Refusal is a problem the user must fix: the reason and message of a
@@ -13,6 +45,11 @@ import (
 type Refusal struct {
 	Reason  string
 	Message string
+	// Keep: what was deployed for the object stays (nothing is deleted or
+	// rewritten because of this refusal).
+	Keep bool
+	// After: when to look again; 0 means RefusalRetry.
+	After time.Duration
 }
 
 func (r *Refusal) Error() string { return r.Reason + ": " + r.Message }
@@ -22,34 +59,76 @@ func Refuse(reason, format string, args ...any) *Refusal {
 	return &Refusal{Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
-// ErrStaleCache says our own write has not reached the cache yet: its watch
-// event requeues us, and StaleCacheRetry covers a lost one.
+// Keeping marks the refusal as one that leaves what was deployed in place.
+func (r *Refusal) Keeping() *Refusal {
+	r.Keep = true
+	return r
+}
+
+// Retry sets when to look again.
+func (r *Refusal) Retry(after time.Duration) *Refusal {
+	r.After = after
+	return r
+}
+
+// ErrStaleCache says our own write has not reached the cache yet.
 var ErrStaleCache = errors.New("the cache does not show an object we wrote yet")
 
-// StaleCacheRetry is how soon a reconcile that met ErrStaleCache runs again.
-const StaleCacheRetry = 500 * time.Millisecond
-
-// Waiting says we wait for another object (or a deletion) and look again after
-// After, without an error (controller-runtime ignores RequeueAfter with one).
+// Waiting says we wait for another object (or a deletion, or a time) and look
+// again after After, without an error (controller-runtime ignores
+// RequeueAfter with one) and without a Warning Event.
 type Waiting struct {
-	After time.Duration
-	For   string
+	// Reason and For are the condition's reason and message (what we wait for).
+	Reason string
+	For    string
+	After  time.Duration
 }
 
 func (w *Waiting) Error() string { return "waiting for " + w.For }
 
-// Outcome turns the error model into a controller-runtime result: a stale
-// cache or a Waiting requeue without error, anything else is returned as is
-// (nil: result). Refusals are conditions, so callers handle them before.
-func Outcome(result ctrl.Result, err error) (ctrl.Result, error) {
+// Wait makes a Waiting with a formatted message.
+func Wait(reason string, after time.Duration, format string, args ...any) *Waiting {
+	return &Waiting{Reason: reason, For: fmt.Sprintf(format, args...), After: after}
+}
+
+// AsRefusal is err's Refusal, or nil.
+func AsRefusal(err error) *Refusal {
+	var r *Refusal
+	if errors.As(err, &r) {
+		return r
+	}
+	return nil
+}
+
+// AsWaiting is err's Waiting, or nil.
+func AsWaiting(err error) *Waiting {
 	var w *Waiting
-	switch {
-	case err == nil:
+	if errors.As(err, &w) {
+		return w
+	}
+	return nil
+}
+
+// Outcome turns the error model into a controller-runtime result. result is
+// used only when err is nil (e.g. a recheck of a healthy object).
+func Outcome(result ctrl.Result, err error) (ctrl.Result, error) {
+	if err == nil {
 		return result, nil
-	case errors.Is(err, ErrStaleCache):
+	}
+	if errors.Is(err, ErrStaleCache) {
 		return ctrl.Result{RequeueAfter: StaleCacheRetry}, nil
-	case errors.As(err, &w):
+	}
+	if w := AsWaiting(err); w != nil {
 		return ctrl.Result{RequeueAfter: w.After}, nil
+	}
+	if r := AsRefusal(err); r != nil {
+		if r.After > 0 {
+			return ctrl.Result{RequeueAfter: r.After}, nil
+		}
+		return ctrl.Result{RequeueAfter: RefusalRetry}, nil
+	}
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{Requeue: true}, nil
 	}
 	return ctrl.Result{}, err
 }
