@@ -1,3 +1,5 @@
+//go:build !unit
+
 // The real-API suite of the plugin generator: the sidecar's binding
 // reconciler on a real API server makes the ApplicationSets, the generator
 // answers from that API server. A package of its own so that `make unit`

@@ -1,3 +1,5 @@
+//go:build !unit
+
 package deploymenttarget_test
 
 import (

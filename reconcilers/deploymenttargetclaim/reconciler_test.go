@@ -1,3 +1,5 @@
+//go:build !unit
+
 package deploymenttargetclaim_test
 
 import (

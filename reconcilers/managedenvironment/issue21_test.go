@@ -1,3 +1,5 @@
+//go:build !unit
+
 package managedenvironment_test
 
 import (

@@ -1,3 +1,5 @@
+//go:build !unit
+
 package syncrun_test
 
 import (

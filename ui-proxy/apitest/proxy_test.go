@@ -1,3 +1,5 @@
+//go:build !unit
+
 // The real-API suite of the ui-proxy: the sidecar's reconcilers on a real API
 // server make the Applications, the proxy reads that API server. A package of
 // its own so that `make unit` (./ui-proxy/) stays free of servers.
