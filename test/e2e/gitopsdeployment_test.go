@@ -25,7 +25,11 @@ import (
 
 const (
 	deployWait = 90 * time.Second
-	poll       = 250 * time.Millisecond
+	// informerWait: argocd-server sees a new Application, project, RBAC or
+	// extension setting through its informers; seconds on a quiet machine,
+	// far longer on a shared CI machine (load 20+ on 2 cores).
+	informerWait = 90 * time.Second
+	poll         = 250 * time.Millisecond
 )
 
 func configMap(name, value string) string {

@@ -117,7 +117,7 @@ func (tt *argoTenant) eventually(t *testing.T, what string, ok func(out string, 
 	require.Eventually(t, func() bool {
 		out, err = tt.run(t, args...)
 		return ok(out, err)
-	}, 30*time.Second, 500*time.Millisecond, "%s: argocd %s as %s: %v\n%s", what, strings.Join(args, " "), tt.user, err, out)
+	}, informerWait, 500*time.Millisecond, "%s: argocd %s as %s: %v\n%s", what, strings.Join(args, " "), tt.user, err, out)
 }
 
 func succeeds(out string, err error) bool { return err == nil }

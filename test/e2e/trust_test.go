@@ -101,7 +101,7 @@ func TestUIPanelRefusesLookAlikes(t *testing.T) {
 	require.Eventually(t, func() bool {
 		status, body = callPanelAPI(t, app.Name, app.Spec.Project)
 		return status == http.StatusOK
-	}, 30*time.Second, poll, "the panel's API never answered for the tenant's own Application: %d %v", status, body)
+	}, informerWait, poll, "the panel's API never answered for the tenant's own Application: %d %v", status, body)
 
 	look := adminApplication(t, "look-alike-"+rand.String(5), app.Labels,
 		map[string]string{ownership.AnnotationOwnerName: app.Annotations[ownership.AnnotationOwnerName]})
@@ -110,7 +110,7 @@ func TestUIPanelRefusesLookAlikes(t *testing.T) {
 	require.Eventually(t, func() bool {
 		status, body = callPanelAPI(t, look.Name, "default")
 		return body["kind"] != nil || body["error"] != nil
-	}, 30*time.Second, poll, "the panel's API never answered for the look-alike: %d %v", status, body)
+	}, informerWait, poll, "the panel's API never answered for the look-alike: %d %v", status, body)
 	assert.Equal(t, http.StatusNotFound, status, "%v", body)
 	assert.Nil(t, body["kind"], "the look-alike got the tenant's deployment: %v", body)
 	assert.NotContains(t, body, "namespace")

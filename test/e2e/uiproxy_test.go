@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -57,7 +56,7 @@ func TestUIPanelThroughArgoCDServer(t *testing.T) {
 	require.Eventually(t, func() bool {
 		status, body = callPanelAPI(t, app.Name, app.Spec.Project)
 		return status == http.StatusOK
-	}, 30*time.Second, poll, "the panel's API never answered through argocd-server: %d %v", status, body)
+	}, informerWait, poll, "the panel's API never answered through argocd-server: %d %v", status, body)
 	assert.Equal(t, "GitOpsDeployment", body["kind"])
 	assert.Equal(t, ns, body["namespace"])
 	assert.Equal(t, "shown", body["name"])
