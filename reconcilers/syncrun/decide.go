@@ -40,38 +40,33 @@ const compareWait = 30 * time.Second
 // run's namespace. Anything but start and follow comes with why: a
 // *kernel.Refusal or a *kernel.Waiting.
 func decide(run *v1.GitOpsDeploymentSyncRun, gd *v1.GitOpsDeployment, app *argov1alpha1.Application, ours bool, runs []v1.GitOpsDeploymentSyncRun) (action, error) {
-	reason := string(v1.GitOpsDeploymentReasonErrorOccurred)
+	reason, badRevision, blocker := string(v1.GitOpsDeploymentReasonErrorOccurred), argocd.CheckRevision(run.Spec.RevisionID), firstBefore(run, runs)
 	switch {
 	case gd == nil:
 		// The deployment may still come: its creation requeues us.
 		return refuse, kernel.Refuse(reason, v1.ErrMsgSyncRunDeploymentFmt, run.Spec.GitopsDeploymentName)
 	case gd.Spec.Type == v1.GitOpsDeploymentSpecTypeAutomated:
 		return refuse, kernel.Refuse(reason, v1.ErrMsgSyncRunAutomatedFmt, run.Name)
-	}
-	if msg := argocd.CheckRevision(run.Spec.RevisionID); msg != "" {
-		return refuse, kernel.Refuse(reason, "spec.revisionId: %s", msg)
-	}
-	switch {
+	case badRevision != "":
+		return refuse, kernel.Refuse(reason, "spec.revisionId: %s", badRevision)
 	case app == nil:
 		return await, kernel.Wait(reasonApplication, kernel.PollInterval, "the Argo CD Application of GitOpsDeployment %s", gd.Name)
 	case !ours:
 		return refuse, kernel.Refuse(reason, "the Argo CD Application %s is not the one of GitOpsDeployment '%s'", app.Name, gd.Name)
 	case startedBy(app, run.UID) || run.Status.StartedAt != nil:
 		return follow, nil
-	}
 	// Earlier runs finishing, and Argo CD's operation state changing, requeue us.
-	if blocker := firstBefore(run, runs); blocker != "" {
-		return queue, kernel.Wait(reasonInLine, kernel.PollInterval, "GitOpsDeploymentSyncRun %s to finish", blocker)
-	}
-	if !compared(app) || app.Operation != nil || (app.Status.OperationState != nil && !app.Status.OperationState.Phase.Completed()) {
+	case blocker != nil:
+		return queue, kernel.Wait(reasonInLine, kernel.PollInterval, "GitOpsDeploymentSyncRun %s to finish", blocker.Name)
+	case !compared(app) || app.Operation != nil || (app.Status.OperationState != nil && !app.Status.OperationState.Phase.Completed()):
 		return queue, kernel.Wait(reasonArgoCD, kernel.PollInterval, "Argo CD to compare Argo CD Application %s and finish its operation", app.Name)
 	}
 	return start, nil
 }
 
-// firstBefore names the oldest unfinished run of the same deployment created
-// before this one, or "": runs go one after another, in creation order.
-func firstBefore(run *v1.GitOpsDeploymentSyncRun, runs []v1.GitOpsDeploymentSyncRun) string {
+// firstBefore is the oldest unfinished run of the same deployment created
+// before this one, or nil: runs go one after another, in creation order.
+func firstBefore(run *v1.GitOpsDeploymentSyncRun, runs []v1.GitOpsDeploymentSyncRun) *v1.GitOpsDeploymentSyncRun {
 	var first *v1.GitOpsDeploymentSyncRun
 	for i := range runs {
 		o := &runs[i]
@@ -80,10 +75,7 @@ func firstBefore(run *v1.GitOpsDeploymentSyncRun, runs []v1.GitOpsDeploymentSync
 			first = o
 		}
 	}
-	if first == nil {
-		return ""
-	}
-	return first.Name
+	return first
 }
 
 func before(a, b *v1.GitOpsDeploymentSyncRun) bool {

@@ -31,7 +31,7 @@ func NewEnvironmentGraph(envs []Environment) *EnvironmentGraph {
 	}
 	sort.Strings(g.names)
 	for _, name := range g.names {
-		if p := g.Parent(name); p != "" {
+		if p := g.byName[name].Spec.ParentEnvironment; p != "" && p != name {
 			g.children[p] = append(g.children[p], name)
 		}
 	}
@@ -53,7 +53,9 @@ func (g *EnvironmentGraph) Parent(name string) string {
 	return ""
 }
 
-// Children are the Environments whose parent is name, by name.
+// Children are the Environments that name as their parent (not themselves),
+// by name. name need not be among them (a cache may not show it yet); the
+// walks only visit the children of Environments they reach.
 func (g *EnvironmentGraph) Children(name string) []string { return g.children[name] }
 
 // Roots are the Environments without a parent in the graph, by name.

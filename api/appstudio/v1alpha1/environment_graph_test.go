@@ -56,7 +56,7 @@ func TestEnvironmentGraph(t *testing.T) {
 			envs: envs([2]string{"prod", "staging"}, [2]string{"qa", "dev"}, [2]string{"staging", "dev"}, [2]string{"dev", ""},
 				[2]string{"orphan", "gone"}, [2]string{"x", "y"}, [2]string{"y", "x"}, [2]string{"self", "self"}),
 			roots:        []string{"dev", "orphan", "self"},
-			children:     map[string][]string{"dev": {"qa", "staging"}, "x": {"y"}, "y": {"x"}, "self": nil, "gone": nil},
+			children:     map[string][]string{"dev": {"qa", "staging"}, "x": {"y"}, "y": {"x"}, "self": nil, "gone": {"orphan"}},
 			parents:      map[string]string{"orphan": "", "self": "", "x": "y", "y": "x", "unknown": ""},
 			breadthFirst: steps([]string{"dev", "orphan", "self", "qa", "staging", "prod", "x", "y"}, 0, 0, 0, 1, 1, 2, 0, 1),
 			depthFirst:   steps([]string{"dev", "qa", "staging", "prod", "orphan", "self", "x", "y"}, 0, 1, 1, 2, 0, 0, 0, 1),
