@@ -9,6 +9,7 @@ import (
 	"github.com/argoproj/gitops-engine/pkg/health"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
 // blocker names the run that holds this one up, or "": an Active run of the
@@ -21,19 +22,11 @@ func blocker(run *as.PromotionRun, runs []as.PromotionRun) string {
 			o.Status.State == as.PromotionRunStateCompleted || !o.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if o.Status.State == as.PromotionRunStateActive || older(o, run) {
+		if o.Status.State == as.PromotionRunStateActive || kernel.Older(o, run) {
 			return o.Name
 		}
 	}
 	return ""
-}
-
-// older orders runs by creation, then name (creation times have seconds).
-func older(a, b *as.PromotionRun) bool {
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
-	}
-	return a.Name < b.Name
 }
 
 // nextLevel is the next depth of an automated promotion: the children of

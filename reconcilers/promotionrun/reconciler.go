@@ -287,8 +287,7 @@ func (r *Reconciler) bind(ctx context.Context, run *as.PromotionRun, env string)
 		if b.Spec.Application != run.Spec.Application || b.Spec.Environment != env {
 			continue
 		}
-		if seb == nil || b.CreationTimestamp.Before(&seb.CreationTimestamp) ||
-			(b.CreationTimestamp.Equal(&seb.CreationTimestamp) && b.Name < seb.Name) {
+		if seb == nil || kernel.Older(b, seb) {
 			seb = b
 		}
 	}

@@ -71,18 +71,11 @@ func firstBefore(run *v1.GitOpsDeploymentSyncRun, runs []v1.GitOpsDeploymentSync
 	for i := range runs {
 		o := &runs[i]
 		if o.Spec.GitopsDeploymentName == run.Spec.GitopsDeploymentName && !o.Status.Finished() && o.DeletionTimestamp.IsZero() &&
-			before(o, run) && (first == nil || before(o, first)) {
+			kernel.Older(o, run) && (first == nil || kernel.Older(o, first)) {
 			first = o
 		}
 	}
 	return first
-}
-
-func before(a, b *v1.GitOpsDeploymentSyncRun) bool {
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
-	}
-	return a.Name < b.Name
 }
 
 // operation is the sync a run asks Argo CD for, as `argocd app sync` does:
@@ -193,11 +186,4 @@ func ours(op *argov1alpha1.Operation, uid types.UID) bool {
 		}
 	}
 	return false
-}
-
-func revisionName(rev string) string {
-	if rev == "" {
-		return "HEAD"
-	}
-	return rev
 }

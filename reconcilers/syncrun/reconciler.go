@@ -5,6 +5,7 @@
 package syncrun
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,7 +17,6 @@ import (
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
@@ -155,9 +155,6 @@ func (r *Reconciler) start(ctx context.Context, run *v1.GitOpsDeploymentSyncRun,
 		}
 		return patchApplication(ctx, r.Client, latest, map[string]any{"operation": op})
 	})
-	if kernel.AsWaiting(err) != nil {
-		return err
-	}
 	if err != nil {
 		return fmt.Errorf("starting the sync of Application %s: %w", app.Name, err)
 	}
@@ -165,42 +162,33 @@ func (r *Reconciler) start(ctx context.Context, run *v1.GitOpsDeploymentSyncRun,
 	run.Status.StartedAt = &now
 	run.Status.Phase = v1.OperationRunning
 	kernel.SetError(r.Recorder, run, &run.Status.Conditions, "", now)
-	r.Recorder.Eventf(run, corev1.EventTypeNormal, "SyncStarted", "Argo CD Application %s is syncing to %s", app.Name, revisionName(op.Sync.Revision))
+	r.Recorder.Eventf(run, corev1.EventTypeNormal, "SyncStarted", "Argo CD Application %s is syncing to %s", app.Name, cmp.Or(op.Sync.Revision, "HEAD"))
 	ctrl.LoggerFrom(ctx).Info("started sync", "application", app.Name, "revision", op.Sync.Revision)
 	return nil
 }
 
-// reconcileDelete terminates the run's sync if it is still running, then releases the run.
+// reconcileDelete stops the run's operation while it runs (see
+// termination), in the deployment's Application if that is ours, then
+// releases the run.
 func (r *Reconciler) reconcileDelete(ctx context.Context, run *v1.GitOpsDeploymentSyncRun) error {
-	if !controllerutil.ContainsFinalizer(run, Finalizer) {
-		return nil
-	}
-	if !run.Status.Finished() {
-		if err := r.terminate(ctx, run); err != nil {
-			return err
-		}
-	}
-	return kernel.RemoveFinalizer(ctx, r.Client, run, Finalizer)
-}
-
-// terminate stops this run's operation (see termination) in the
-// deployment's Application, if that is ours.
-func (r *Reconciler) terminate(ctx context.Context, run *v1.GitOpsDeploymentSyncRun) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		_, app, mine, err := r.read(ctx, run)
-		if err != nil || !mine {
-			return err
-		}
-		change := termination(app, run.UID)
-		if change == nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if run.Status.Finished() {
 			return nil
 		}
-		if err := patchApplication(ctx, r.Client, app, change); err != nil {
+		_, app, mine, err := r.read(ctx, run)
+		if err != nil || !mine || termination(app, run.UID) == nil {
+			return err
+		}
+		if err := patchApplication(ctx, r.Client, app, termination(app, run.UID)); err != nil {
 			return err
 		}
 		r.Recorder.Eventf(run, corev1.EventTypeNormal, "SyncTerminated", "the sync of Argo CD Application %s was terminated because the SyncRun was deleted", app.Name)
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return kernel.RemoveFinalizer(ctx, r.Client, run, Finalizer)
 }
 
 // patchApplication writes change into the Application as a merge patch, only
