@@ -31,9 +31,9 @@ func (s *Server) promotionPath(r *http.Request, ns string, current *as.SnapshotE
 	return buildPath(envs.Items, bindings.Items, snaps.Items, current), nil
 }
 
-// buildPath lays the Environments out parents first (breadth first from the
-// roots, by name within a level; Environments in a parent cycle or under a
-// missing parent come last as roots) with the application's binding in each:
+// buildPath lays the Environments out parents first (the graph's breadth
+// first walk: roots, including those under a missing parent, then a parent
+// cycle's members) with the application's binding in each:
 // the current one where it is, else the oldest, as PromotionRuns choose.
 func buildPath(envs []as.Environment, bindings []as.SnapshotEnvironmentBinding, snaps []as.Snapshot,
 	current *as.SnapshotEnvironmentBinding) []EnvironmentState {
@@ -57,44 +57,12 @@ func buildPath(envs []as.Environment, bindings []as.SnapshotEnvironmentBinding, 
 		snapshots[snaps[i].Name] = &snaps[i]
 	}
 
-	sort.Slice(envs, func(i, j int) bool { return envs[i].Name < envs[j].Name })
-	exists := map[string]bool{}
-	children := map[string][]*as.Environment{}
-	for i := range envs {
-		exists[envs[i].Name] = true
-	}
-	var roots []*as.Environment
-	for i := range envs {
-		e := &envs[i]
-		if p := e.Spec.ParentEnvironment; p != "" && p != e.Name && exists[p] {
-			children[p] = append(children[p], e)
-		} else {
-			roots = append(roots, e)
-		}
-	}
 	var out []EnvironmentState
 	index := map[string]int{}
-	visit := func(start []*as.Environment, depth int) {
-		level := start
-		for ; len(level) > 0; depth++ {
-			var next []*as.Environment
-			for _, e := range level {
-				if _, seen := index[e.Name]; seen {
-					continue
-				}
-				index[e.Name] = len(out)
-				out = append(out, environmentState(e, depth, byEnv[e.Name], snapshots, current))
-				next = append(next, children[e.Name]...)
-			}
-			level = next
-		}
-	}
-	visit(roots, 0)
-	// A parent cycle has no root: show its members anyway.
-	for i := range envs {
-		if _, seen := index[envs[i].Name]; !seen {
-			visit([]*as.Environment{&envs[i]}, 0)
-		}
+	g := as.NewEnvironmentGraph(envs)
+	for _, step := range g.BreadthFirst() {
+		index[step.Name] = len(out)
+		out = append(out, environmentState(g.Environment(step.Name), step.Depth, byEnv[step.Name], snapshots, current))
 	}
 	for i := range out {
 		if p, ok := index[out[i].Parent]; ok && out[i].Binding != "" && out[p].Binding != "" {

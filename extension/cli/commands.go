@@ -69,9 +69,6 @@ func dash(s string) string {
 	return s
 }
 
-// applicationName is the Argo CD Application of a GitOpsDeployment.
-func applicationName(gd *v1.GitOpsDeployment) string { return "gitopsdepl-" + string(gd.UID) }
-
 // listResult is what `list -o json|yaml` prints.
 type listResult struct {
 	Namespace   string                          `json:"namespace"`
@@ -96,7 +93,7 @@ func (c *cli) list(ctx context.Context) error {
 	for i := range gds.Items {
 		gd := &gds.Items[i]
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", gd.Name, gd.Spec.Type, dash(string(gd.Status.Sync.Status)),
-			dash(string(gd.Status.Health.Status)), dash(short(gd.Status.Sync.Revision)), applicationName(gd))
+			dash(string(gd.Status.Health.Status)), dash(short(gd.Status.Sync.Revision)), v1.ApplicationName(string(gd.UID)))
 	}
 	if len(sebs.Items) > 0 {
 		fmt.Fprintln(w, "\nBINDING\tAPPLICATION\tENVIRONMENT\tSNAPSHOT\tCOMPONENTS (SYNC/HEALTH)")
@@ -143,7 +140,7 @@ func (c *cli) status(ctx context.Context, name string) error {
 	fmt.Fprintf(w, "Source:\t%s %s@%s\n", gd.Spec.Source.RepoURL, gd.Spec.Source.Path, dash(gd.Spec.Source.TargetRevision))
 	fmt.Fprintf(w, "Sync:\t%s at %s\n", dash(string(gd.Status.Sync.Status)), dash(gd.Status.Sync.Revision))
 	fmt.Fprintf(w, "Health:\t%s\n", dash(string(gd.Status.Health.Status)))
-	fmt.Fprintf(w, "Argo CD Application:\t%s (argocd app get argocd/%s)\n", applicationName(gd), applicationName(gd))
+	fmt.Fprintf(w, "Argo CD Application:\t%s (argocd app get argocd/%s)\n", v1.ApplicationName(string(gd.UID)), v1.ApplicationName(string(gd.UID)))
 	fmt.Fprintf(w, "Resources:\t%d\n", len(gd.Status.Resources))
 	if op := gd.Status.OperationState; op != nil {
 		fmt.Fprintf(w, "Last operation:\t%s: %s\n", op.Phase, op.Message)
@@ -222,7 +219,7 @@ func (c *cli) sync(ctx context.Context, deployment string) error {
 			fmt.Fprintln(c.out, line)
 			last = line
 		}
-		return syncRunDone(st), nil
+		return st.Finished() || st.Refused(), nil
 	})
 	if err != nil {
 		return err
@@ -243,15 +240,6 @@ func findCondition(conds []v1.GitOpsDeploymentCondition, t v1.GitOpsConditionTyp
 		}
 	}
 	return nil
-}
-
-// syncRunDone: the run's operation finished, or the run was refused.
-func syncRunDone(st v1.GitOpsDeploymentSyncRunStatus) bool {
-	switch st.Phase {
-	case v1.OperationSucceeded, v1.OperationFailed, v1.OperationError:
-		return true
-	}
-	return findCondition(st.Conditions, v1.GitOpsDeploymentConditionErrorOccurred) != nil && st.StartedAt == nil
 }
 
 func syncRunSucceeded(st v1.GitOpsDeploymentSyncRunStatus) bool {
@@ -328,6 +316,8 @@ type envNode struct {
 	Strategy string    `json:"deploymentStrategy,omitempty"`
 	Runs     []envRuns `json:"runs,omitempty"`
 	Children []string  `json:"children,omitempty"`
+	// Depth indents the tree; not part of -o json|yaml output.
+	Depth int `json:"-"`
 }
 
 // envRuns is what an Environment runs: an application's Snapshot.
@@ -338,16 +328,14 @@ type envRuns struct {
 	Deployed    string `json:"deployed,omitempty"`
 }
 
-// environmentGraph builds the digraph of envs (roots first, children in name
-// order) with what each runs according to bindings.
+// environmentGraph lays out the digraph of envs depth first (roots first,
+// children in name order) with what each runs according to bindings.
 func environmentGraph(envs []as.Environment, bindings []as.SnapshotEnvironmentBinding) []envNode {
+	g := as.NewEnvironmentGraph(envs)
 	nodes := map[string]*envNode{}
-	var names []string
 	for _, e := range envs {
-		nodes[e.Name] = &envNode{Name: e.Name, Parent: e.Spec.ParentEnvironment, Strategy: string(e.Spec.DeploymentStrategy)}
-		names = append(names, e.Name)
+		nodes[e.Name] = &envNode{Name: e.Name, Parent: e.Spec.ParentEnvironment, Strategy: string(e.Spec.DeploymentStrategy), Children: g.Children(e.Name)}
 	}
-	sort.Strings(names)
 	for _, b := range bindings {
 		if n := nodes[b.Spec.Environment]; n != nil {
 			deployed := ""
@@ -357,35 +345,12 @@ func environmentGraph(envs []as.Environment, bindings []as.SnapshotEnvironmentBi
 			n.Runs = append(n.Runs, envRuns{Application: b.Spec.Application, Snapshot: b.Spec.Snapshot, Binding: b.Name, Deployed: deployed})
 		}
 	}
-	var roots []string
-	for _, name := range names {
-		n := nodes[name]
-		sort.Slice(n.Runs, func(i, j int) bool { return n.Runs[i].Application < n.Runs[j].Application })
-		if p := nodes[n.Parent]; p != nil && n.Parent != name {
-			p.Children = append(p.Children, name)
-		} else {
-			roots = append(roots, name)
-		}
-	}
 	var out []envNode
-	visited := map[string]bool{}
-	var walk func(string)
-	walk = func(name string) {
-		if visited[name] {
-			return
-		}
-		visited[name] = true
-		out = append(out, *nodes[name])
-		for _, ch := range nodes[name].Children {
-			walk(ch)
-		}
-	}
-	for _, r := range roots {
-		walk(r)
-	}
-	// A cycle has no root: show its members anyway.
-	for _, name := range names {
-		walk(name)
+	for _, step := range g.DepthFirst() {
+		n := nodes[step.Name]
+		sort.Slice(n.Runs, func(i, j int) bool { return n.Runs[i].Application < n.Runs[j].Application })
+		n.Depth = step.Depth
+		out = append(out, *n)
 	}
 	return out
 }
@@ -407,15 +372,10 @@ func (c *cli) envs(ctx context.Context) error {
 		fmt.Fprintf(c.out, "no Environments in namespace %s\n", c.namespace)
 		return nil
 	}
-	depth := map[string]int{}
 	for _, n := range graph {
-		depth[n.Name] = 0
-		if d, ok := depth[n.Parent]; ok && n.Parent != n.Name {
-			depth[n.Name] = d + 1
-		}
-		indent := strings.Repeat("   ", depth[n.Name])
+		indent := strings.Repeat("   ", n.Depth)
 		arrow := ""
-		if depth[n.Name] > 0 {
+		if n.Depth > 0 {
 			arrow = "└─ "
 		}
 		fmt.Fprintf(c.out, "%s%s%s (%s)\n", indent, arrow, n.Name, dash(n.Strategy))

@@ -9,13 +9,10 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
-// ApplicationNamePrefix + the GitOpsDeployment's UID is the Application's name, as in
-// the original service; clients look Applications up by it.
-const ApplicationNamePrefix = "gitopsdepl-"
-
-// ApplicationName returns the name of the Application of a GitOpsDeployment.
+// ApplicationName returns the name of the Application of a GitOpsDeployment
+// (the API package's rule, shared with the CLI).
 func ApplicationName(gitopsDeploymentUID string) string {
-	return ApplicationNamePrefix + gitopsDeploymentUID
+	return managedgitopsv1alpha1.ApplicationName(gitopsDeploymentUID)
 }
 
 // Target is where a GitOpsDeployment's Application deploys, already resolved and

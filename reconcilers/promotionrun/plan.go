@@ -9,22 +9,42 @@ import (
 	"github.com/argoproj/gitops-engine/pkg/health"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
-// nextLevel is the next depth of an automated promotion: the Environments whose
-// parent is in level and whose strategy is AppStudioAutomated, sorted by name.
-// Manual children are where the promotion stops; they are returned apart so the
-// run can say so. Environments already promoted to (a cycle in the digraph) are
-// never visited twice.
-func nextLevel(envs []as.Environment, level, visited []string) (automated, manual []string) {
-	for _, e := range envs {
-		if !slices.Contains(level, e.Spec.ParentEnvironment) || slices.Contains(visited, e.Name) {
+// blocker names the run that holds this one up, or "": an Active run of the
+// same application, or an older one not yet completed. Runs of another
+// namespace never count (tenants do not hold each other up), nor do deleted ones.
+func blocker(run *as.PromotionRun, runs []as.PromotionRun) string {
+	for i := range runs {
+		o := &runs[i]
+		if o.UID == run.UID || o.Namespace != run.Namespace || o.Spec.Application != run.Spec.Application ||
+			o.Status.State == as.PromotionRunStateCompleted || !o.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if e.Spec.DeploymentStrategy == as.DeploymentStrategyAppStudioAutomated {
-			automated = append(automated, e.Name)
-		} else {
-			manual = append(manual, e.Name)
+		if o.Status.State == as.PromotionRunStateActive || kernel.Older(o, run) {
+			return o.Name
+		}
+	}
+	return ""
+}
+
+// nextLevel is the next depth of an automated promotion: the children of
+// level in the Environment graph whose strategy is AppStudioAutomated, sorted
+// by name. Manual children are where the promotion stops; they are returned
+// apart so the run can say so. Environments already promoted to (a cycle in
+// the digraph) are never visited twice.
+func nextLevel(envs []as.Environment, level, visited []string) (automated, manual []string) {
+	g := as.NewEnvironmentGraph(envs)
+	for _, parent := range level {
+		for _, name := range g.Children(parent) {
+			switch {
+			case slices.Contains(visited, name):
+			case g.Environment(name).Spec.DeploymentStrategy == as.DeploymentStrategyAppStudioAutomated:
+				automated = append(automated, name)
+			default:
+				manual = append(manual, name)
+			}
 		}
 	}
 	slices.Sort(automated)

@@ -43,9 +43,8 @@ const (
 	BindingSuffix = "-generated-binding"
 	// msgSuccess is the original service's message for a deployed step.
 	msgSuccess = "All GitOpsDeployments are Synced/Healthy"
-	// recheck bounds how long a progressing run waits without an event (the
-	// deadline is checked then).
-	recheck = 15 * time.Second
+	// reason is that of every refusal: the condition's only one.
+	reason = as.PromotionRunReasonErrorOccurred
 )
 
 // Reconciler reconciles PromotionRuns.
@@ -84,80 +83,62 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if run.Status.State == as.PromotionRunStateCompleted || !run.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
+	starting := run.Status.State != as.PromotionRunStateActive
+	if starting {
+		// Who starts is decided and written under a per-application lock:
+		// deferred first, it is released after the status patch below.
+		defer r.lock(run)()
+	}
 	// The optimistic lock makes a status decided on an old copy of the run
 	// fail, above all a start: two runs never both become Active.
 	patcher := kernel.NewStatusPatcher(r.Client, run).WithOptimisticLock()
 	defer patcher.Patch(ctx, run, &err)
-	if run.Status.State != as.PromotionRunStateActive {
+	if starting {
 		// The start is written before anything is promoted: the next pass promotes.
-		if started, err := r.start(ctx, run, patcher); err != nil || !started {
-			return ctrl.Result{}, err
-		}
-		return ctrl.Result{Requeue: true}, nil
+		return kernel.Outcome(ctrl.Result{Requeue: true}, r.start(ctx, run))
 	}
-	return r.promote(ctx, run)
+	return kernel.Outcome(r.promote(ctx, run))
 }
 
-// start makes the run Active when no other run of its application is Active
-// and no older one is waiting; else it marks it Waiting. Runs of another
-// namespace never count: tenants do not hold each other up. The decision is
-// made and written under a per-application lock, on the API server's list of
-// runs.
-func (r *Reconciler) start(ctx context.Context, run *as.PromotionRun, patcher *kernel.StatusPatcher) (started bool, err error) {
-	key := run.Namespace + "/" + run.Spec.Application
-	mu, _ := r.starting.LoadOrStore(key, &sync.Mutex{})
+// lock takes the lock of the run's application (key ns/app) and returns its release.
+func (r *Reconciler) lock(run *as.PromotionRun) func() {
+	mu, _ := r.starting.LoadOrStore(run.Namespace+"/"+run.Spec.Application, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
-	defer mu.(*sync.Mutex).Unlock()
-	// The decision is written before the lock is released.
-	defer patcher.Patch(ctx, run, &err)
+	return mu.(*sync.Mutex).Unlock
+}
 
+// start makes the run Active when no run of its application holds it up
+// (see blocker), decided on the API server's list of runs; else the run waits.
+func (r *Reconciler) start(ctx context.Context, run *as.PromotionRun) error {
 	var list as.PromotionRunList
 	if err := r.APIReader.List(ctx, &list, client.InNamespace(run.Namespace)); err != nil {
-		return false, err
+		return err
 	}
-	blocker := ""
-	for i := range list.Items {
-		o := &list.Items[i]
-		if o.UID == run.UID || o.Spec.Application != run.Spec.Application || o.Status.State == as.PromotionRunStateCompleted || !o.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if o.Status.State == as.PromotionRunStateActive || older(o, run) {
-			blocker = o.Name
-			break
-		}
-	}
-	if blocker != "" {
+	if b := blocker(run, list.Items); b != "" {
 		if run.Status.State != as.PromotionRunStateWaiting {
-			r.Recorder.Eventf(run, corev1.EventTypeNormal, "Waiting", "Waiting for PromotionRun %s of Application %s to complete", blocker, run.Spec.Application)
+			r.Recorder.Eventf(run, corev1.EventTypeNormal, "Waiting", "Waiting for PromotionRun %s of Application %s to complete", b, run.Spec.Application)
 		}
 		run.Status.State = as.PromotionRunStateWaiting
-		return false, nil
+		// Its completion or deletion wakes this run (setup.go).
+		return kernel.Wait("Waiting", kernel.WaitingRetry, "PromotionRun %s of Application %s to complete", b, run.Spec.Application)
 	}
 	run.Status.State = as.PromotionRunStateActive
 	run.Status.PromotionStartTime = r.now()
-	return true, nil
-}
-
-// older orders runs by creation, then name (creation times have seconds).
-func older(a, b *as.PromotionRun) bool {
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
-	}
-	return a.Name < b.Name
+	return nil
 }
 
 // promote moves an Active run on: it checks its inputs, binds the current
 // step's Environments to the Snapshot, and records how far they are.
 func (r *Reconciler) promote(ctx context.Context, run *as.PromotionRun) (ctrl.Result, error) {
 	snap := &as.Snapshot{}
-	if msg, err := r.get(ctx, run.Namespace, run.Spec.Snapshot, snap, "Snapshot"); msg != "" || err != nil {
-		return r.fail(run, msg), err
+	if err := r.get(ctx, run.Namespace, run.Spec.Snapshot, snap, "Snapshot"); err != nil {
+		return r.fail(run, err)
 	}
 	if snap.Spec.Application != run.Spec.Application {
-		return r.fail(run, fmt.Sprintf("Snapshot %q is of Application %q, not %q", snap.Name, snap.Spec.Application, run.Spec.Application)), nil
+		return r.fail(run, kernel.Refuse(reason, "Snapshot %q is of Application %q, not %q", snap.Name, snap.Spec.Application, run.Spec.Application))
 	}
-	if msg, err := r.get(ctx, run.Namespace, run.Spec.Application, &as.Application{}, "Application"); msg != "" || err != nil {
-		return r.fail(run, msg), err
+	if err := r.get(ctx, run.Namespace, run.Spec.Application, &as.Application{}, "Application"); err != nil {
+		return r.fail(run, err)
 	}
 	var envs as.EnvironmentList
 	if err := r.Client.List(ctx, &envs, client.InNamespace(run.Namespace)); err != nil {
@@ -173,8 +154,8 @@ func (r *Reconciler) promote(ctx context.Context, run *as.PromotionRun) (ctrl.Re
 			if slices.ContainsFunc(envs.Items, func(e as.Environment) bool { return e.Name == name }) {
 				continue
 			}
-			if msg, err := r.get(ctx, run.Namespace, name, &as.Environment{}, "Environment"); msg != "" || err != nil {
-				return r.fail(run, msg), err
+			if err := r.get(ctx, run.Namespace, name, &as.Environment{}, "Environment"); err != nil {
+				return r.fail(run, err)
 			}
 		}
 		done, err := r.deploy(ctx, run, snap, level)
@@ -201,13 +182,13 @@ func (r *Reconciler) promote(ctx context.Context, run *as.PromotionRun) (ctrl.Re
 }
 
 // get reads a named input of the run; a missing one is confirmed on the API
-// server (the cache may not have it yet) and reported as a message.
-func (r *Reconciler) get(ctx context.Context, ns, name string, obj client.Object, kind string) (string, error) {
+// server (the cache may not have it yet) and refused.
+func (r *Reconciler) get(ctx context.Context, ns, name string, obj client.Object, kind string) error {
 	err := kernel.GetConfirmed(ctx, r.Client, r.APIReader, client.ObjectKey{Namespace: ns, Name: name}, obj)
 	if apierrors.IsNotFound(err) {
-		return fmt.Sprintf("%s %q not found", kind, name), nil
+		return kernel.Refuse(reason, "%s %q not found", kind, name)
 	}
-	return "", err
+	return err
 }
 
 // first is the Environment the run begins with.
@@ -252,14 +233,14 @@ func (r *Reconciler) deploy(ctx context.Context, run *as.PromotionRun, snap *as.
 	run.Status.ActiveBindings = nil
 	all := true
 	for _, env := range level {
-		seb, msg, err := r.bind(ctx, run, env)
+		seb, err := r.bind(ctx, run, env)
+		if refusal := kernel.AsRefusal(err); refusal != nil {
+			setStep(run, env, as.PromotionRunEnvironmentStatusFailure, refusal.Message)
+			r.complete(run, as.PromotionRunCompleteResultFailure, refusal.Message)
+			return false, nil
+		}
 		if err != nil {
 			return false, err
-		}
-		if msg != "" {
-			setStep(run, env, as.PromotionRunEnvironmentStatusFailure, msg)
-			r.complete(run, as.PromotionRunCompleteResultFailure, msg)
-			return false, nil
 		}
 		run.Status.ActiveBindings = append(run.Status.ActiveBindings, seb.Name)
 		if c := meta.FindStatusCondition(seb.Status.BindingConditions, as.BindingConditionErrorOccurred); c != nil &&
@@ -294,11 +275,11 @@ func (r *Reconciler) deploy(ctx context.Context, run *as.PromotionRun, snap *as.
 // bind points the binding of the run's application and env at the Snapshot,
 // creating <app>-<env>-generated-binding when there is none. An existing
 // binding is the oldest one for the pair (the one that deploys; any other is a
-// duplicate). It returns a message when the binding cannot be used.
-func (r *Reconciler) bind(ctx context.Context, run *as.PromotionRun, env string) (*as.SnapshotEnvironmentBinding, string, error) {
+// duplicate). It refuses a binding that cannot be used.
+func (r *Reconciler) bind(ctx context.Context, run *as.PromotionRun, env string) (*as.SnapshotEnvironmentBinding, error) {
 	var list as.SnapshotEnvironmentBindingList
 	if err := r.Client.List(ctx, &list, client.InNamespace(run.Namespace)); err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	var seb *as.SnapshotEnvironmentBinding
 	for i := range list.Items {
@@ -306,8 +287,7 @@ func (r *Reconciler) bind(ctx context.Context, run *as.PromotionRun, env string)
 		if b.Spec.Application != run.Spec.Application || b.Spec.Environment != env {
 			continue
 		}
-		if seb == nil || b.CreationTimestamp.Before(&seb.CreationTimestamp) ||
-			(b.CreationTimestamp.Equal(&seb.CreationTimestamp) && b.Name < seb.Name) {
+		if seb == nil || kernel.Older(b, seb) {
 			seb = b
 		}
 	}
@@ -323,34 +303,34 @@ func (r *Reconciler) bind(ctx context.Context, run *as.PromotionRun, env string)
 			// name deploys something else.
 			existing := &as.SnapshotEnvironmentBinding{}
 			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(seb), existing); err != nil {
-				return nil, "", err
+				return nil, err
 			}
 			if existing.Spec.Application != run.Spec.Application || existing.Spec.Environment != env {
-				return nil, fmt.Sprintf("SnapshotEnvironmentBinding %s exists for Application %q and Environment %q", seb.Name,
-					existing.Spec.Application, existing.Spec.Environment), nil
+				return nil, kernel.Refuse(reason, "SnapshotEnvironmentBinding %s exists for Application %q and Environment %q", seb.Name,
+					existing.Spec.Application, existing.Spec.Environment)
 			}
-			return nil, "", fmt.Errorf("binding %s not in the cache yet", seb.Name)
+			return nil, fmt.Errorf("SnapshotEnvironmentBinding %s: %w", seb.Name, kernel.ErrStaleCache)
 		}
 		if apierrors.IsInvalid(err) {
 			// Application and Environment names too long for a binding's name or
 			// labels: no retry can help, and the run would block the application's next.
-			return nil, fmt.Sprintf("cannot create SnapshotEnvironmentBinding %s: %v", seb.Name, err), nil
+			return nil, kernel.Refuse(reason, "cannot create SnapshotEnvironmentBinding %s: %v", seb.Name, err)
 		}
 		if err != nil {
-			return nil, "", fmt.Errorf("creating SnapshotEnvironmentBinding %s: %w", seb.Name, err)
+			return nil, fmt.Errorf("creating SnapshotEnvironmentBinding %s: %w", seb.Name, err)
 		}
 		r.Recorder.Eventf(run, corev1.EventTypeNormal, "BindingCreated", "Created SnapshotEnvironmentBinding %s for Environment %s", seb.Name, env)
-		return seb, "", nil
+		return seb, nil
 	}
 	if seb.Spec.Snapshot != run.Spec.Snapshot {
 		patch := client.MergeFromWithOptions(seb.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		seb.Spec.Snapshot = run.Spec.Snapshot
 		if err := r.Client.Patch(ctx, seb, patch); err != nil {
-			return nil, "", fmt.Errorf("pointing SnapshotEnvironmentBinding %s at Snapshot %s: %w", seb.Name, run.Spec.Snapshot, err)
+			return nil, fmt.Errorf("pointing SnapshotEnvironmentBinding %s at Snapshot %s: %w", seb.Name, run.Spec.Snapshot, err)
 		}
 		r.Recorder.Eventf(run, corev1.EventTypeNormal, "BindingUpdated", "SnapshotEnvironmentBinding %s now deploys Snapshot %s", seb.Name, run.Spec.Snapshot)
 	}
-	return seb, "", nil
+	return seb, nil
 }
 
 func setStep(run *as.PromotionRun, env string, status as.PromotionRunEnvironmentStatusField, msg string) {
@@ -367,7 +347,7 @@ func (r *Reconciler) waitOrTimeout(run *as.PromotionRun) ctrl.Result {
 	deadline := run.Status.PromotionStartTime.Add(time.Duration(len(run.Status.EnvironmentStatus)) * r.timeout())
 	left := deadline.Sub(r.now().Time)
 	if left > 0 {
-		return ctrl.Result{RequeueAfter: min(left, recheck)}
+		return ctrl.Result{RequeueAfter: min(left, kernel.UnwatchedRecheck)}
 	}
 	var msg string
 	for _, env := range current(run) {
@@ -382,15 +362,18 @@ func (r *Reconciler) waitOrTimeout(run *as.PromotionRun) ctrl.Result {
 	return ctrl.Result{}
 }
 
-// fail ends the run with an error that is not a step's (its inputs).
-func (r *Reconciler) fail(run *as.PromotionRun, msg string) ctrl.Result {
-	if msg != "" {
-		for _, env := range current(run) {
-			setStep(run, env, as.PromotionRunEnvironmentStatusFailure, msg)
-		}
-		r.complete(run, as.PromotionRunCompleteResultFailure, msg)
+// fail ends the run when its inputs are refused (a PromotionRun is not
+// retried); any other error is returned.
+func (r *Reconciler) fail(run *as.PromotionRun, err error) (ctrl.Result, error) {
+	refusal := kernel.AsRefusal(err)
+	if refusal == nil {
+		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}
+	for _, env := range current(run) {
+		setStep(run, env, as.PromotionRunEnvironmentStatusFailure, refusal.Message)
+	}
+	r.complete(run, as.PromotionRunCompleteResultFailure, refusal.Message)
+	return ctrl.Result{}, nil
 }
 
 // complete ends the run, with an ErrorOccurred condition and a Warning on failure.
@@ -401,7 +384,8 @@ func (r *Reconciler) complete(run *as.PromotionRun, result as.PromotionRunComple
 		r.Recorder.Eventf(run, corev1.EventTypeNormal, "PromotionSucceeded", "Snapshot %s promoted to %s", run.Spec.Snapshot, strings.Join(promoted(run), ", "))
 		return
 	}
-	meta.SetStatusCondition(&run.Status.Conditions, metav1.Condition{Type: as.PromotionRunConditionErrorOccurred, Status: metav1.ConditionTrue,
-		Reason: as.PromotionRunReasonErrorOccurred, Message: msg, ObservedGeneration: run.Generation})
+	// The Warning is the run's own (PromotionFailed), once: a completed run is done.
+	kernel.SetCondition(r.Recorder, run, &run.Status.Conditions, metav1.Condition{Type: as.PromotionRunConditionErrorOccurred, Status: metav1.ConditionTrue,
+		Reason: reason, Message: msg, ObservedGeneration: run.Generation}, r.now(), false)
 	r.Recorder.Event(run, corev1.EventTypeWarning, "PromotionFailed", msg)
 }

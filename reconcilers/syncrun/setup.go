@@ -44,7 +44,7 @@ func (r *Reconciler) runsOf(ctx context.Context, namespace, deployment string) [
 	var out []reconcile.Request
 	for i := range list.Items {
 		run := &list.Items[i]
-		if run.Spec.GitopsDeploymentName == deployment && (!Finished(run) || !run.DeletionTimestamp.IsZero()) {
+		if run.Spec.GitopsDeploymentName == deployment && (!run.Status.Finished() || !run.DeletionTimestamp.IsZero()) {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(run)})
 		}
 	}

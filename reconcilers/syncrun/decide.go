@@ -1,0 +1,189 @@
+package syncrun
+
+import (
+	"time"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	synccommon "github.com/argoproj/gitops-engine/pkg/sync/common"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+)
+
+// The decisions of a pass, pure functions of what was read.
+
+// action is what one pass does with an unfinished run.
+type action int
+
+const (
+	await  action = iota // for the deployment's Application; the run's status stays as it is
+	queue                // in line or for Argo CD; no refusal holds any more
+	refuse               // the run cannot start as it is
+	start                // the run's sync
+	follow               // the run's sync
+)
+
+// What a run waits for (no condition of the run shows it).
+const reasonApplication, reasonInLine, reasonArgoCD = "WaitingForApplication", "WaitingInLine", "WaitingForArgoCD"
+
+// compareWait bounds how long a finished sync waits for Argo CD's next comparison.
+const compareWait = 30 * time.Second
+
+// decide says what to do with an unfinished run given its deployment (nil:
+// not found), the deployment's Application (nil: not found), whether that
+// Application is the one we made for the deployment, and the runs of the
+// run's namespace. Anything but start and follow comes with why: a
+// *kernel.Refusal or a *kernel.Waiting.
+func decide(run *v1.GitOpsDeploymentSyncRun, gd *v1.GitOpsDeployment, app *argov1alpha1.Application, ours bool, runs []v1.GitOpsDeploymentSyncRun) (action, error) {
+	reason, badRevision, blocker := string(v1.GitOpsDeploymentReasonErrorOccurred), argocd.CheckRevision(run.Spec.RevisionID), firstBefore(run, runs)
+	switch {
+	case gd == nil:
+		// The deployment may still come: its creation requeues us.
+		return refuse, kernel.Refuse(reason, v1.ErrMsgSyncRunDeploymentFmt, run.Spec.GitopsDeploymentName)
+	case gd.Spec.Type == v1.GitOpsDeploymentSpecTypeAutomated:
+		return refuse, kernel.Refuse(reason, v1.ErrMsgSyncRunAutomatedFmt, run.Name)
+	case badRevision != "":
+		return refuse, kernel.Refuse(reason, "spec.revisionId: %s", badRevision)
+	case app == nil:
+		return await, kernel.Wait(reasonApplication, kernel.PollInterval, "the Argo CD Application of GitOpsDeployment %s", gd.Name)
+	case !ours:
+		return refuse, kernel.Refuse(reason, "the Argo CD Application %s is not the one of GitOpsDeployment '%s'", app.Name, gd.Name)
+	case startedBy(app, run.UID) || run.Status.StartedAt != nil:
+		return follow, nil
+	// Earlier runs finishing, and Argo CD's operation state changing, requeue us.
+	case blocker != nil:
+		return queue, kernel.Wait(reasonInLine, kernel.PollInterval, "GitOpsDeploymentSyncRun %s to finish", blocker.Name)
+	case !compared(app) || app.Operation != nil || (app.Status.OperationState != nil && !app.Status.OperationState.Phase.Completed()):
+		return queue, kernel.Wait(reasonArgoCD, kernel.PollInterval, "Argo CD to compare Argo CD Application %s and finish its operation", app.Name)
+	}
+	return start, nil
+}
+
+// firstBefore is the oldest unfinished run of the same deployment created
+// before this one, or nil: runs go one after another, in creation order.
+func firstBefore(run *v1.GitOpsDeploymentSyncRun, runs []v1.GitOpsDeploymentSyncRun) *v1.GitOpsDeploymentSyncRun {
+	var first *v1.GitOpsDeploymentSyncRun
+	for i := range runs {
+		o := &runs[i]
+		if o.Spec.GitopsDeploymentName == run.Spec.GitopsDeploymentName && !o.Status.Finished() && o.DeletionTimestamp.IsZero() &&
+			kernel.Older(o, run) && (first == nil || kernel.Older(o, first)) {
+			first = o
+		}
+	}
+	return first
+}
+
+// operation is the sync a run asks Argo CD for, as `argocd app sync` does:
+// the run's revision or the deployment's, with the Application's sync
+// options, tagged with the run's UID.
+func operation(run *v1.GitOpsDeploymentSyncRun, gd *v1.GitOpsDeployment, app *argov1alpha1.Application) *argov1alpha1.Operation {
+	revision := run.Spec.RevisionID
+	if revision == "" {
+		revision = gd.Spec.Source.TargetRevision
+	}
+	op := &argov1alpha1.Operation{
+		Sync:        &argov1alpha1.SyncOperation{Revision: revision},
+		InitiatedBy: argov1alpha1.OperationInitiator{Username: Initiator},
+		Info:        []*argov1alpha1.Info{{Name: InfoKey, Value: string(run.UID)}},
+	}
+	if app.Spec.SyncPolicy != nil {
+		op.Sync.SyncOptions = app.Spec.SyncPolicy.SyncOptions
+	}
+	return op
+}
+
+// progress records the state of the run's sync from the Application in
+// run.Status, and its end as an Event.
+func progress(rec record.EventRecorder, run *v1.GitOpsDeploymentSyncRun, app *argov1alpha1.Application, now metav1.Time) {
+	if run.Status.StartedAt == nil {
+		// Started by an earlier incarnation of the sidecar whose status write was lost.
+		run.Status.StartedAt = &now
+	}
+	st := app.Status.OperationState
+	if st == nil || !ours(&st.Operation, run.UID) || !st.Phase.Completed() || !comparedSince(app, st, now) {
+		run.Status.Phase = v1.OperationRunning
+		return
+	}
+	run.Status.Phase = v1.OperationPhase(st.Phase)
+	if st.SyncResult != nil {
+		run.Status.Revision = st.SyncResult.Revision
+	}
+	run.Status.SyncStatus = v1.SyncStatusCode(app.Status.Sync.Status)
+	run.Status.Health = v1.HealthStatusCode(app.Status.Health.Status)
+	if st.Phase == synccommon.OperationSucceeded {
+		run.Status.Conditions = v1.SetCondition(run.Status.Conditions, v1.GitOpsDeploymentConditionErrorOccurred,
+			v1.GitOpsConditionStatusFalse, v1.GitOpsDeploymentReasonErrorOccurred, MsgSucceeded, now)
+		rec.Event(run, corev1.EventTypeNormal, "SyncSucceeded", MsgSucceeded)
+		return
+	}
+	msg := "The synchronize operation " + string(st.Phase) + ": " + st.Message
+	run.Status.Conditions = v1.SetCondition(run.Status.Conditions, v1.GitOpsDeploymentConditionErrorOccurred,
+		v1.GitOpsConditionStatusTrue, v1.GitOpsDeploymentReasonErrorOccurred, msg, now)
+	rec.Event(run, corev1.EventTypeWarning, "SyncFailed", msg)
+}
+
+// termination is the change to the Application that stops the run's
+// operation, as `argocd app terminate-op` does: an operation not yet picked
+// up is withdrawn, a running one set to Terminating; nil when there is none.
+func termination(app *argov1alpha1.Application, uid types.UID) map[string]any {
+	st := app.Status.OperationState
+	switch {
+	case st != nil && ours(&st.Operation, uid) && st.Phase == synccommon.OperationRunning:
+		return map[string]any{"status": map[string]any{"operationState": map[string]any{"phase": synccommon.OperationTerminating}}}
+	case ours(app.Operation, uid) && (st == nil || !ours(&st.Operation, uid)):
+		return map[string]any{"operation": nil}
+	}
+	return nil
+}
+
+// compared says whether Argo CD has compared the Application with git and
+// accepts its spec (its project exists): a sync started earlier fails at once.
+func compared(app *argov1alpha1.Application) bool {
+	if app.Status.ReconciledAt == nil {
+		return false
+	}
+	for _, c := range app.Status.Conditions {
+		if c.Type == argov1alpha1.ApplicationConditionInvalidSpecError {
+			return false
+		}
+	}
+	return true
+}
+
+// comparedSince says whether Argo CD has compared the Application with git
+// since the operation finished, so its sync status and health are those after
+// the sync: it reports Synced at the synced revision, or compared in a later
+// second (times have second resolution); after compareWait it is taken as it is.
+func comparedSince(app *argov1alpha1.Application, st *argov1alpha1.OperationState, now metav1.Time) bool {
+	finished := st.FinishedAt
+	if finished == nil {
+		return true
+	}
+	if st.SyncResult != nil && app.Status.Sync.Status == argov1alpha1.SyncStatusCodeSynced && app.Status.Sync.Revision == st.SyncResult.Revision {
+		return true
+	}
+	at := app.Status.ReconciledAt
+	return (at != nil && at.After(finished.Time)) || now.Sub(finished.Time) > compareWait
+}
+
+// startedBy says whether the Application's requested or last operation is this run's.
+func startedBy(app *argov1alpha1.Application, uid types.UID) bool {
+	return ours(app.Operation, uid) || (app.Status.OperationState != nil && ours(&app.Status.OperationState.Operation, uid))
+}
+
+func ours(op *argov1alpha1.Operation, uid types.UID) bool {
+	if op == nil {
+		return false
+	}
+	for _, i := range op.Info {
+		if i != nil && i.Name == InfoKey && i.Value == string(uid) {
+			return true
+		}
+	}
+	return false
+}
