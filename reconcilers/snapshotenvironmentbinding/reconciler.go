@@ -88,6 +88,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	defer patcher.Patch(ctx, seb, &err)
 	components, err := r.reconcileNormal(ctx, seb)
 	refusal := kernel.AsRefusal(err)
+	if refusal != nil {
+		// Some inputs are read around the cache (names held by Applications
+		// that are not ours, Argo CD's failed generation), and a watched one
+		// created just before the binding can be missed by the watch mapping.
+		refusal.Retry(kernel.UnwatchedRecheck)
+	}
 	if err == nil || refusal != nil {
 		// A transient error leaves the status as it was.
 		if err := r.setStatus(ctx, seb, refusal, components); err != nil {
@@ -98,26 +104,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 }
 
 // reconcileNormal writes the ApplicationSet and returns how many components
-// the binding deploys, or a *kernel.Refusal saying why it cannot. Refusals
-// are looked at again after UnwatchedRecheck: some inputs are read around the
-// cache (names held by Applications that are not ours, Argo CD's failed
-// generation), and a watched input created just before the binding can be
-// missed by the watch mapping.
+// the binding deploys, or a *kernel.Refusal saying why it cannot.
 func (r *Reconciler) reconcileNormal(ctx context.Context, seb *as.SnapshotEnvironmentBinding) (int, error) {
-	components, err := r.apply(ctx, seb)
-	if refusal := kernel.AsRefusal(err); refusal != nil && refusal.After == 0 {
-		refusal.Retry(kernel.UnwatchedRecheck)
-	}
-	return components, err
-}
-
-// apply writes the ApplicationSet, or returns why it cannot.
-func (r *Reconciler) apply(ctx context.Context, seb *as.SnapshotEnvironmentBinding) (int, error) {
-	if dup, err := r.olderDuplicate(ctx, seb); err != nil {
+	if err := r.olderDuplicate(ctx, seb); err != nil {
 		return 0, err
-	} else if dup != "" {
-		return 0, kernel.Refuse(as.BindingReasonErrorOccurred, "duplicate combination of Application (%s) and Environment (%s). Duplicated by: %s",
-			seb.Spec.Application, seb.Spec.Environment, dup)
 	}
 	// The generator answers Argo CD only with what passes the same check.
 	params, err := binding.Generate(ctx, r.Client, r.APIReader, r.ArgoNamespace, seb, r.AllowFileRepositories)
@@ -142,21 +132,23 @@ func (r *Reconciler) apply(ctx context.Context, seb *as.SnapshotEnvironmentBindi
 	return len(params), err
 }
 
-// olderDuplicate names an older binding of the same application and environment.
-func (r *Reconciler) olderDuplicate(ctx context.Context, seb *as.SnapshotEnvironmentBinding) (string, error) {
+// olderDuplicate refuses seb when an older binding has the same application
+// and environment.
+func (r *Reconciler) olderDuplicate(ctx context.Context, seb *as.SnapshotEnvironmentBinding) error {
 	var list as.SnapshotEnvironmentBindingList
 	if err := r.Client.List(ctx, &list, client.InNamespace(seb.Namespace)); err != nil {
-		return "", err
+		return err
 	}
 	for _, o := range list.Items {
 		if o.UID == seb.UID || o.Spec.Application != seb.Spec.Application || o.Spec.Environment != seb.Spec.Environment {
 			continue
 		}
 		if o.CreationTimestamp.Before(&seb.CreationTimestamp) || (o.CreationTimestamp.Equal(&seb.CreationTimestamp) && o.Name < seb.Name) {
-			return o.Name, nil
+			return kernel.Refuse(as.BindingReasonErrorOccurred, "duplicate combination of Application (%s) and Environment (%s). Duplicated by: %s",
+				seb.Spec.Application, seb.Spec.Environment, o.Name)
 		}
 	}
-	return "", nil
+	return nil
 }
 
 func hashOf(params []argocd.GeneratorParams) string {
@@ -190,23 +182,13 @@ func (r *Reconciler) writeApplicationSet(ctx context.Context, seb *as.SnapshotEn
 		current = desired // just created
 	}
 	argoErr := generationError(current)
-	retry := argoErr != "" && r.retryDue(current)
-	if retry || current.Annotations[annotationInputHash] != inputHash {
-		if err := r.requestGeneration(ctx, current, inputHash, retry); err != nil {
-			return err
-		}
+	retry := argoErr != nil && r.retryDue(current)
+	if !retry && current.Annotations[annotationInputHash] == inputHash {
+		return argoErr
 	}
-	if argoErr != "" {
-		return kernel.Refuse(as.BindingReasonErrorGeneratingGitOpsDeployment, "Argo CD cannot generate the Applications: %s", argoErr)
-	}
-	return nil
-}
-
-// requestGeneration asks Argo CD to generate set's Applications again now.
-// Requests to Argo CD, not state we own: a merge patch, so that Argo CD
-// removing the refresh annotation is not undone by our next apply. The hash
-// goes with the request, so a failed request is made again.
-func (r *Reconciler) requestGeneration(ctx context.Context, set *argov1alpha1.ApplicationSet, inputHash string, retry bool) error {
+	// Requests to Argo CD, not state we own: a merge patch, so that Argo CD
+	// removing the refresh annotation is not undone by our next apply.
+	// The hash goes with the request, so a failed request is made again.
 	requests := map[string]string{annotationRefresh: "true", annotationInputHash: inputHash}
 	if retry {
 		// Argo CD keeps the refresh annotation after a failure and reacts to a
@@ -217,7 +199,10 @@ func (r *Reconciler) requestGeneration(ctx context.Context, set *argov1alpha1.Ap
 	if err != nil {
 		return err
 	}
-	return client.IgnoreNotFound(r.Client.Patch(ctx, set, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(kernel.FieldManager)))
+	if err := r.Client.Patch(ctx, current, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(kernel.FieldManager)); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	return argoErr
 }
 
 // owned writes the ApplicationSets of seb.
@@ -234,15 +219,15 @@ func (r *Reconciler) retryDue(set *argov1alpha1.ApplicationSet) bool {
 	return err != nil || r.Now.Now().Sub(last) >= kernel.UnwatchedRecheck
 }
 
-// generationError is Argo CD's message when it could not generate the set's
-// Applications the last time it tried.
-func generationError(set *argov1alpha1.ApplicationSet) string {
+// generationError is the refusal of Argo CD's error when it could not
+// generate the set's Applications the last time it tried, or nil.
+func generationError(set *argov1alpha1.ApplicationSet) error {
 	for _, c := range set.Status.Conditions {
 		if c.Type == argov1alpha1.ApplicationSetConditionErrorOccurred && c.Status == argov1alpha1.ApplicationSetConditionStatusTrue {
-			return c.Message
+			return kernel.Refuse(as.BindingReasonErrorGeneratingGitOpsDeployment, "Argo CD cannot generate the Applications: %s", c.Message)
 		}
 	}
-	return ""
+	return nil
 }
 
 // setStatus mirrors the generated Applications and the refusal, if any, as
