@@ -26,7 +26,7 @@ const (
 
 // GeneratorParams is one parameter set our plugin generator returns, one per
 // component of a binding: the template of ApplicationSet reads these keys
-// (missingkey=error), applicationset-generator/binding fills them and the binding
+// (missingkey=error), reconcilers/binding fills them and the binding
 // reconciler reads them back. Every value is a string. The fields stand in
 // the order of their keys, so their JSON is that of a map of the same keys.
 type GeneratorParams struct {

@@ -21,27 +21,29 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	generator "github.com/gitops-service/gitops-service/applicationset-generator"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
+
+// getParamsPath is where Argo CD's plugin generator sends its requests (its
+// protocol, written out: this package does not import the generator's).
+const getParamsPath = "/api/v1/getparams.execute"
 
 // generate asks the sidecar's plugin generator for seb's parameters, as Argo
 // CD's applicationset-controller does; it returns the HTTP status and, on
 // success, the parameters, else the error.
 func generate(t *testing.T, seb *as.SnapshotEnvironmentBinding) (int, []argocd.GeneratorParams, string) {
 	t.Helper()
-	var req generator.Request
-	req.ApplicationSetName = argocd.ApplicationSetName(string(seb.UID))
+	setName := argocd.ApplicationSetName(string(seb.UID))
 	// Argo CD asks only for an ApplicationSet that exists, and the generator
 	// answers only for ours: wait for the reconciler to have written it.
 	require.Eventually(t, func() bool {
-		return k8s.Get(context.Background(), client.ObjectKey{Namespace: argoNS, Name: req.ApplicationSetName}, &argov1alpha1.ApplicationSet{}) == nil
-	}, wait, tick, "the binding's ApplicationSet %s was never written", req.ApplicationSetName)
-	req.Input.Parameters = map[string]any{argocd.GeneratorInputNamespace: seb.Namespace, argocd.GeneratorInputBinding: seb.Name}
-	raw, err := json.Marshal(req)
+		return k8s.Get(context.Background(), client.ObjectKey{Namespace: argoNS, Name: setName}, &argov1alpha1.ApplicationSet{}) == nil
+	}, wait, tick, "the binding's ApplicationSet %s was never written", setName)
+	raw, err := json.Marshal(map[string]any{"applicationSetName": setName, "input": map[string]any{
+		"parameters": map[string]any{argocd.GeneratorInputNamespace: seb.Namespace, argocd.GeneratorInputBinding: seb.Name}}})
 	require.NoError(t, err)
-	httpReq, err := http.NewRequest(http.MethodPost, generatorURL+generator.Path, bytes.NewReader(raw))
+	httpReq, err := http.NewRequest(http.MethodPost, generatorURL+getParamsPath, bytes.NewReader(raw))
 	require.NoError(t, err)
 	httpReq.Header.Set("Authorization", "Bearer "+generatorToken)
 	resp, err := http.DefaultClient.Do(httpReq)

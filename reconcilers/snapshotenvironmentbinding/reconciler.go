@@ -1,6 +1,6 @@
 // Package snapshotenvironmentbinding reconciles SnapshotEnvironmentBindings into
 // one Argo CD ApplicationSet each, whose plugin generator (our
-// applicationset-generator, answering from its binding package, which this
+// applicationset-generator, answering from reconcilers/binding, which this
 // reconciler shares) yields one Application per component, and mirrors the
 // generated Applications back into the binding's status.
 package snapshotenvironmentbinding
@@ -11,7 +11,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -20,7 +19,6 @@ import (
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -28,8 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	"github.com/gitops-service/gitops-service/applicationset-generator/binding"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/binding"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
@@ -53,8 +51,6 @@ const (
 	// annotationRetry is when Argo CD was last asked to try a failed
 	// generation again.
 	annotationRetry = "managed-gitops.redhat.com/generation-retry"
-	deletePoll      = 2 * time.Second
-	inputRetry      = 10 * time.Second
 )
 
 // Reconciler reconciles SnapshotEnvironmentBindings.
@@ -75,55 +71,48 @@ type Reconciler struct {
 	statusWrites *kernel.StatusWrites
 }
 
-// Reconcile brings one binding's ApplicationSet and status in line.
+// Reconcile brings one binding's ApplicationSet and status in line, in the
+// kernel's shape (see kernel/doc.go).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	seb := &as.SnapshotEnvironmentBinding{}
 	if err := r.Client.Get(ctx, req.NamespacedName, seb); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !seb.DeletionTimestamp.IsZero() {
-		return r.finalize(ctx, seb)
+		return kernel.Outcome(ctrl.Result{}, r.reconcileDelete(ctx, seb))
 	}
-	patcher := kernel.NewStatusPatcher(r.Client, seb).Remembering(r.statusWrites)
-	defer patcher.Patch(ctx, seb, &err)
 	if err := kernel.AddFinalizer(ctx, r.Client, seb, Finalizer); err != nil {
 		return ctrl.Result{}, err
 	}
-	refusal, err := r.apply(ctx, seb)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.setStatus(ctx, seb, refusal); err != nil {
-		return ctrl.Result{}, err
-	}
+	patcher := kernel.NewStatusPatcher(r.Client, seb).Remembering(r.statusWrites)
+	defer patcher.Patch(ctx, seb, &err)
+	components, err := r.reconcileNormal(ctx, seb)
+	refusal := kernel.AsRefusal(err)
 	if refusal != nil {
-		// Inputs are watched, but an input created just before the binding can
-		// be missed by the watch mapping; look again later as a safety net.
-		return ctrl.Result{RequeueAfter: inputRetry}, nil
+		// Some inputs are read around the cache (names held by Applications
+		// that are not ours, Argo CD's failed generation), and a watched one
+		// created just before the binding can be missed by the watch mapping.
+		refusal.Retry(kernel.UnwatchedRecheck)
 	}
-	return ctrl.Result{}, nil
+	if err == nil || refusal != nil {
+		// A transient error leaves the status as it was.
+		if err := r.setStatus(ctx, seb, refusal, components); err != nil {
+			return kernel.Outcome(ctrl.Result{}, err)
+		}
+	}
+	return kernel.Outcome(ctrl.Result{}, err)
 }
 
-// apply writes the ApplicationSet, or returns why it cannot.
-func (r *Reconciler) apply(ctx context.Context, seb *as.SnapshotEnvironmentBinding) (*kernel.Refusal, error) {
-	if dup, err := r.olderDuplicate(ctx, seb); err != nil || dup != "" {
-		return kernel.Refuse(as.BindingReasonErrorOccurred, "duplicate combination of Application (%s) and Environment (%s). Duplicated by: %s",
-			seb.Spec.Application, seb.Spec.Environment, dup), err
-	}
-	params, err := r.params(ctx, seb)
-	var refusal *kernel.Refusal
-	if errors.As(err, &refusal) {
-		return refusal, nil
-	}
-	if err != nil {
-		return nil, err
+// reconcileNormal writes the ApplicationSet and returns how many components
+// the binding deploys, or a *kernel.Refusal saying why it cannot.
+func (r *Reconciler) reconcileNormal(ctx context.Context, seb *as.SnapshotEnvironmentBinding) (int, error) {
+	if err := r.olderDuplicate(ctx, seb); err != nil {
+		return 0, err
 	}
 	// The generator answers Argo CD only with what passes the same check.
-	if err := binding.Check(params, r.AllowFileRepositories); err != nil {
-		if errors.As(err, &refusal) {
-			return refusal, nil
-		}
-		return nil, err
+	params, err := binding.Generate(ctx, r.Client, r.APIReader, r.ArgoNamespace, seb, r.AllowFileRepositories)
+	if err != nil {
+		return 0, err
 	}
 	var repos []string
 	for _, p := range params {
@@ -131,46 +120,35 @@ func (r *Reconciler) apply(ctx context.Context, seb *as.SnapshotEnvironmentBindi
 	}
 	if _, err := r.Projects.Ensure(ctx, seb.Namespace, repos...); err != nil {
 		if errors.Is(err, tenantproject.ErrNotOurs) {
-			return kernel.Refuse(as.BindingReasonErrorOccurred, "%s", err.Error()), nil
+			return 0, kernel.Refuse(as.BindingReasonErrorOccurred, "%s", err.Error())
 		}
-		return nil, err
+		return 0, err
 	}
-	argoErr, err := r.writeApplicationSet(ctx, seb, hashOf(params), repos)
+	err = r.writeApplicationSet(ctx, seb, hashOf(params), repos)
 	var notOurs *kernel.NotOursError
-	switch {
-	case errors.As(err, &notOurs):
-		return kernel.Refuse(as.BindingReasonErrorOccurred, "%s: delete or rename it", notOurs.Error()), nil
-	case argoErr != "":
-		return kernel.Refuse(as.BindingReasonErrorGeneratingGitOpsDeployment, "Argo CD cannot generate the Applications: %s", argoErr), err
+	if errors.As(err, &notOurs) {
+		return 0, kernel.Refuse(as.BindingReasonErrorOccurred, "%s: delete or rename it", notOurs.Error())
 	}
-	return nil, err
+	return len(params), err
 }
 
-// params are what the generator will answer for seb (a refusal when the
-// user's objects do not allow an answer).
-func (r *Reconciler) params(ctx context.Context, seb *as.SnapshotEnvironmentBinding) ([]argocd.GeneratorParams, error) {
-	in, err := binding.Resolve(ctx, r.Client, r.APIReader, r.ArgoNamespace, seb)
-	if err != nil {
-		return nil, err
-	}
-	return binding.Params(in)
-}
-
-// olderDuplicate names an older binding of the same application and environment.
-func (r *Reconciler) olderDuplicate(ctx context.Context, seb *as.SnapshotEnvironmentBinding) (string, error) {
+// olderDuplicate refuses seb when an older binding has the same application
+// and environment.
+func (r *Reconciler) olderDuplicate(ctx context.Context, seb *as.SnapshotEnvironmentBinding) error {
 	var list as.SnapshotEnvironmentBindingList
 	if err := r.Client.List(ctx, &list, client.InNamespace(seb.Namespace)); err != nil {
-		return "", err
+		return err
 	}
 	for _, o := range list.Items {
 		if o.UID == seb.UID || o.Spec.Application != seb.Spec.Application || o.Spec.Environment != seb.Spec.Environment {
 			continue
 		}
 		if o.CreationTimestamp.Before(&seb.CreationTimestamp) || (o.CreationTimestamp.Equal(&seb.CreationTimestamp) && o.Name < seb.Name) {
-			return o.Name, nil
+			return kernel.Refuse(as.BindingReasonErrorOccurred, "duplicate combination of Application (%s) and Environment (%s). Duplicated by: %s",
+				seb.Spec.Application, seb.Spec.Environment, o.Name)
 		}
 	}
-	return "", nil
+	return nil
 }
 
 func hashOf(params []argocd.GeneratorParams) string {
@@ -182,9 +160,9 @@ func hashOf(params []argocd.GeneratorParams) string {
 // writeApplicationSet creates or updates the binding's ApplicationSet and asks
 // Argo CD to regenerate when the generator's answer changed, or while Argo CD
 // reports that it could not generate (e.g. the generator's token was not there
-// yet: the applicationset-controller does not retry that by itself). It
-// returns Argo CD's error, if any.
-func (r *Reconciler) writeApplicationSet(ctx context.Context, seb *as.SnapshotEnvironmentBinding, inputHash string, repos []string) (string, error) {
+// yet: the applicationset-controller does not retry that by itself). Argo
+// CD's error is a refusal.
+func (r *Reconciler) writeApplicationSet(ctx context.Context, seb *as.SnapshotEnvironmentBinding, inputHash string, repos []string) error {
 	desired := argocd.ApplicationSet(r.ArgoNamespace, seb)
 	sort.Strings(repos)
 	desired.Annotations[argocd.AnnotationRepositories] = strings.Join(slices.Compact(repos), ",")
@@ -193,20 +171,20 @@ func (r *Reconciler) writeApplicationSet(ctx context.Context, seb *as.SnapshotEn
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), current); apierrors.IsNotFound(err) {
 		cur = nil
 	} else if err != nil {
-		return "", err
+		return err
 	} else if !ownership.IsOwnedBy(current.Labels, ownership.KindBinding, string(seb.UID)) {
-		return "", &kernel.NotOursError{Kind: "ApplicationSet", Namespace: current.Namespace, Name: current.Name}
+		return &kernel.NotOursError{Kind: "ApplicationSet", Namespace: current.Namespace, Name: current.Name}
 	}
 	if err := r.owned(seb).Apply(ctx, cur, desired); err != nil {
-		return "", err
+		return err
 	}
 	if cur == nil {
 		current = desired // just created
 	}
 	argoErr := generationError(current)
-	retry := argoErr != "" && r.retryDue(current)
+	retry := argoErr != nil && r.retryDue(current)
 	if !retry && current.Annotations[annotationInputHash] == inputHash {
-		return argoErr, nil
+		return argoErr
 	}
 	// Requests to Argo CD, not state we own: a merge patch, so that Argo CD
 	// removing the refresh annotation is not undone by our next apply.
@@ -219,9 +197,12 @@ func (r *Reconciler) writeApplicationSet(ctx context.Context, seb *as.SnapshotEn
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": requests}})
 	if err != nil {
-		return "", err
+		return err
 	}
-	return argoErr, client.IgnoreNotFound(r.Client.Patch(ctx, current, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(kernel.FieldManager)))
+	if err := r.Client.Patch(ctx, current, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(kernel.FieldManager)); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	return argoErr
 }
 
 // owned writes the ApplicationSets of seb.
@@ -232,34 +213,26 @@ func (r *Reconciler) owned(seb *as.SnapshotEnvironmentBinding) kernel.Owned {
 }
 
 // retryDue says whether Argo CD was last asked to generate again more than
-// inputRetry ago.
+// UnwatchedRecheck ago (it would wait 3 minutes).
 func (r *Reconciler) retryDue(set *argov1alpha1.ApplicationSet) bool {
 	last, err := time.Parse(time.RFC3339, set.Annotations[annotationRetry])
-	return err != nil || r.Now.Now().Sub(last) >= inputRetry
+	return err != nil || r.Now.Now().Sub(last) >= kernel.UnwatchedRecheck
 }
 
-// generationError is Argo CD's message when it could not generate the set's
-// Applications the last time it tried.
-func generationError(set *argov1alpha1.ApplicationSet) string {
+// generationError is the refusal of Argo CD's error when it could not
+// generate the set's Applications the last time it tried, or nil.
+func generationError(set *argov1alpha1.ApplicationSet) error {
 	for _, c := range set.Status.Conditions {
 		if c.Type == argov1alpha1.ApplicationSetConditionErrorOccurred && c.Status == argov1alpha1.ApplicationSetConditionStatusTrue {
-			return c.Message
+			return kernel.Refuse(as.BindingReasonErrorGeneratingGitOpsDeployment, "Argo CD cannot generate the Applications: %s", c.Message)
 		}
 	}
-	return ""
+	return nil
 }
 
-// setStatus mirrors the generated Applications and the refusal, if any.
-func (r *Reconciler) setStatus(ctx context.Context, seb *as.SnapshotEnvironmentBinding, refusal *kernel.Refusal) error {
-	cond := metav1.Condition{Type: as.BindingConditionErrorOccurred, Status: metav1.ConditionFalse,
-		Reason: as.BindingConditionErrorOccurred + "Resolved", ObservedGeneration: seb.Generation}
-	if refusal != nil {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, refusal.Reason, refusal.Message
-	}
-	// A binding that never failed gets no ErrorOccurred condition.
-	if refusal != nil || meta.FindStatusCondition(seb.Status.BindingConditions, cond.Type) != nil {
-		kernel.SetCondition(r.Recorder, seb, &seb.Status.BindingConditions, cond, r.Now.Now(), refusal != nil)
-	}
+// setStatus mirrors the generated Applications and the refusal, if any, as
+// decideStatus says; components is how many the binding deploys.
+func (r *Reconciler) setStatus(ctx context.Context, seb *as.SnapshotEnvironmentBinding, refusal *kernel.Refusal, components int) error {
 	var apps argov1alpha1.ApplicationList
 	if err := r.Client.List(ctx, &apps, client.InNamespace(r.ArgoNamespace), client.MatchingFields{ownerUIDIndex: string(seb.UID)}); err != nil {
 		return err
@@ -268,72 +241,34 @@ func (r *Reconciler) setStatus(ctx context.Context, seb *as.SnapshotEnvironmentB
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: seb.Namespace}, tenant); err != nil {
 		return err
 	}
-	var deployed []as.BindingStatusGitOpsDeployment
-	synced := 0
-	var syncErrors []string
-	// Look-alikes (the binding's labels in another project) are not shown.
-	for _, a := range tenantproject.ByOwner(apps.Items, ownership.KindBinding, string(seb.UID), seb.Namespace, string(tenant.UID)) {
-		if e := argocd.SyncError(&a); e != "" {
-			syncErrors = append(syncErrors, fmt.Sprintf("component %s: %s", a.Labels[as.LabelComponent], e))
-		}
-		deployed = append(deployed, as.BindingStatusGitOpsDeployment{
-			ComponentName:                a.Labels[as.LabelComponent],
-			GitOpsDeployment:             a.Name,
-			GitOpsDeploymentSyncStatus:   string(a.Status.Sync.Status),
-			GitOpsDeploymentHealthStatus: string(a.Status.Health.Status),
-			GitOpsDeploymentCommitID:     a.Status.Sync.Revision,
-		})
-		if a.Status.Sync.Status == argov1alpha1.SyncStatusCodeSynced {
-			synced++
-		}
+	status := decideStatus(seb, refusal, apps.Items, string(tenant.UID), components)
+	now := r.Now.Now()
+	if status.errorOccurred != nil {
+		kernel.SetCondition(r.Recorder, seb, &seb.Status.BindingConditions, *status.errorOccurred, now, refusal != nil)
 	}
-	sort.Slice(deployed, func(i, j int) bool { return deployed[i].ComponentName < deployed[j].ComponentName })
-	seb.Status.GitOpsDeployments = deployed
-	if refusal != nil {
-		return nil
+	seb.Status.GitOpsDeployments = status.deployed
+	if status.allDeployed != nil {
+		kernel.SetCondition(r.Recorder, seb, &seb.Status.ComponentDeploymentConditions, *status.allDeployed, now, false)
 	}
-	want := r.componentCount(ctx, seb)
-	all := metav1.Condition{Type: as.ComponentDeploymentConditionAllComponentsDeployed, ObservedGeneration: seb.Generation,
-		Message: fmt.Sprintf("%d of %d components deployed", synced, want)}
-	if len(syncErrors) > 0 {
-		// What Argo CD refused (e.g. the project fence) is shown, not only "unsynced".
-		sort.Strings(syncErrors)
-		all.Status, all.Reason = metav1.ConditionFalse, as.ComponentDeploymentConditionErrorOccurred
-		all.Message += "; SyncError: " + strings.Join(syncErrors, "; ")
-	} else if synced == want && want > 0 {
-		all.Status, all.Reason = metav1.ConditionTrue, as.ComponentDeploymentConditionCommitsSynced
-	} else {
-		all.Status, all.Reason = metav1.ConditionFalse, as.ComponentDeploymentConditionCommitsUnsynced
-	}
-	kernel.SetCondition(r.Recorder, seb, &seb.Status.ComponentDeploymentConditions, all, r.Now.Now(), false)
 	return nil
 }
 
-// componentCount is the number of components the binding deploys (its Snapshot's).
-func (r *Reconciler) componentCount(ctx context.Context, seb *as.SnapshotEnvironmentBinding) int {
-	snap := &as.Snapshot{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: seb.Namespace, Name: seb.Spec.Snapshot}, snap); err != nil {
-		return 0
-	}
-	return len(snap.Spec.Components)
-}
-
-// finalize deletes the binding's ApplicationSet (Argo CD then deletes the
-// generated Applications and, through their finalizer, what they deployed) and
-// lets the binding go once it is gone.
-func (r *Reconciler) finalize(ctx context.Context, seb *as.SnapshotEnvironmentBinding) (ctrl.Result, error) {
+// reconcileDelete deletes the binding's ApplicationSet (Argo CD then deletes
+// the generated Applications and, through their finalizer, what they
+// deployed) and lets the binding go once it is gone.
+func (r *Reconciler) reconcileDelete(ctx context.Context, seb *as.SnapshotEnvironmentBinding) error {
 	set := &argov1alpha1.ApplicationSet{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.ArgoNamespace, Name: argocd.ApplicationSetName(string(seb.UID))}, set)
 	if err == nil && ownership.IsOwnedBy(set.Labels, ownership.KindBinding, string(seb.UID)) {
 		if set.DeletionTimestamp.IsZero() {
 			if err := r.Client.Delete(ctx, set, client.Preconditions{UID: &set.UID}, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil && !apierrors.IsNotFound(err) {
-				return ctrl.Result{}, err
+				return err
 			}
 		}
-		return ctrl.Result{RequeueAfter: deletePoll}, nil
+		return kernel.Wait("ApplicationSetDeleting", kernel.PollInterval, "the deletion of ApplicationSet %s/%s", set.Namespace, set.Name)
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, err
+		return err
 	}
-	return ctrl.Result{}, kernel.RemoveFinalizer(ctx, r.Client, seb, Finalizer)
+	return kernel.RemoveFinalizer(ctx, r.Client, seb, Finalizer)
 }

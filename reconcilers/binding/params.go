@@ -1,7 +1,8 @@
 // Package binding is a SnapshotEnvironmentBinding's domain: the inputs it is
-// resolved from and the parameters of each of its components. The plugin
-// generator serves them to Argo CD and the binding reconciler checks them
-// before it writes the ApplicationSet.
+// resolved from, the parameters of each of its components and which plugin
+// requests get them (Generate, Answer). The plugin generator (an HTTP adapter)
+// serves them to Argo CD and the binding reconciler checks them before it
+// writes the ApplicationSet.
 package binding
 
 import (
