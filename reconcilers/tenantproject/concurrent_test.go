@@ -78,14 +78,16 @@ func TestConcurrentDeploymentsKeepEveryRepository(t *testing.T) {
 	var mu sync.Mutex
 	var succeeded []string // repositories whose Ensure reported success
 	missing := func() []string {
+		// What had succeeded before the project is read.
+		mu.Lock()
+		ensured := slices.Clone(succeeded)
+		mu.Unlock()
 		proj := &argov1alpha1.AppProject{}
 		if err := c.Get(ctx, key, proj); err != nil {
 			return []string{"(project: " + err.Error() + ")"}
 		}
-		mu.Lock()
-		defer mu.Unlock()
 		var out []string
-		for _, r := range succeeded {
+		for _, r := range ensured {
 			if !slices.Contains(proj.Spec.SourceRepos, r) {
 				out = append(out, r)
 			}
