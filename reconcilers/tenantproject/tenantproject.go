@@ -47,8 +47,8 @@ type Projects struct {
 	// DefaultGrace when 0.
 	Grace time.Duration
 
-	mu      sync.Mutex
-	writers map[string]*writer
+	// writers holds a *writer per project name.
+	writers sync.Map
 }
 
 // writer is what Projects knows of one project between passes.
@@ -97,17 +97,8 @@ func (p *Projects) Ensure(ctx context.Context, namespace string, repos ...string
 }
 
 func (p *Projects) writer(name string) *writer {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.writers == nil {
-		p.writers = map[string]*writer{}
-	}
-	w := p.writers[name]
-	if w == nil {
-		w = &writer{pending: pending{}}
-		p.writers[name] = w
-	}
-	return w
+	w, _ := p.writers.LoadOrStore(name, &writer{pending: pending{}})
+	return w.(*writer)
 }
 
 // ensure is one read-decide-write pass of Ensure, under w's lock.
