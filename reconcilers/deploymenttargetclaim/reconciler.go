@@ -303,8 +303,8 @@ func (r *Reconciler) provision(ctx context.Context, claim *as.DeploymentTargetCl
 			"waiting for provisioner %s, which this GitOps Service does not run (or whose API is not installed), to provision a DeploymentTarget", name)
 	}
 	dt, err := p.Provision(ctx, claim, class)
-	if refusal := kernel.AsRefusal(err); refusal != nil {
-		return pending, kernel.Refuse(refusal.Reason, "%s", refusal.Message)
+	if kernel.AsRefusal(err) != nil {
+		return pending, err
 	}
 	if err != nil {
 		return "", fmt.Errorf("provisioner %s: %w", name, err)
