@@ -10,13 +10,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -39,12 +36,10 @@ import (
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=deploymenttargetclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// RetryInterval is how often a claim the user must fix is looked at again.
-const RetryInterval = 30 * time.Second
-
 // errConflict: another writer changed the target or claim under us; the pass
-// starts again from fresh reads.
-var errConflict = errors.New("conflict")
+// starts again at once from fresh reads (kernel.Outcome retries conflicts).
+var errConflict = apierrors.NewConflict(as.GroupVersion.WithResource("deploymenttargetclaims").GroupResource(), "",
+	errors.New("the claim or a target changed under the binder"))
 
 // Reconciler binds DeploymentTargetClaims.
 type Reconciler struct {
@@ -58,139 +53,110 @@ type Reconciler struct {
 	Now kernel.Clock
 }
 
-// outcome is what one pass decided: the claim's phase and condition; a
-// refusal is the user's to fix (Warning Event, slow retry).
-type outcome struct {
-	phase   as.DeploymentTargetClaimPhase
-	status  metav1.ConditionStatus
-	reason  string
-	message string
-	requeue time.Duration
-}
-
-func waiting(phase as.DeploymentTargetClaimPhase, reason, format string, args ...any) outcome {
-	return outcome{phase: phase, status: metav1.ConditionFalse, reason: reason, message: fmt.Sprintf(format, args...)}
-}
-
-func refused(phase as.DeploymentTargetClaimPhase, reason, format string, args ...any) outcome {
-	return outcome{phase: phase, status: metav1.ConditionTrue, reason: reason, message: fmt.Sprintf(format, args...), requeue: RetryInterval}
-}
-
-// Reconcile: fetch -> ensure the finalizer -> reconcile or reconcileDelete ->
-// one deferred status patch, written only when it changed.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+// Reconcile: fetch -> ensure the finalizer -> one deferred status patch ->
+// reconcileNormal or reconcileDelete -> Outcome.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	claim := &as.DeploymentTargetClaim{}
 	if err := r.Client.Get(ctx, req.NamespacedName, claim); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !claim.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, claim)
+		return kernel.Outcome(r.reconcileDelete(ctx, claim))
 	}
 	if err := kernel.AddFinalizer(ctx, r.Client, claim, as.FinalizerBinder); err != nil {
 		return ctrl.Result{}, err
 	}
 	patcher := kernel.NewStatusPatcher(r.Client, claim)
-	var out outcome
+	var phase as.DeploymentTargetClaimPhase
+	recorded := false
 	defer func() {
-		if retErr == nil && out.reason != "" {
-			retErr = r.writeStatus(ctx, patcher, claim, out)
+		patcher.Patch(ctx, claim, &err)
+		if err == nil && recorded && phase == as.DeploymentTargetClaimPhaseBound && claim.Annotations[as.AnnBindCompleted] != as.AnnBinderValueTrue {
+			// Once Bound is recorded, the bind-complete annotation follows.
+			patch := client.MergeFrom(claim.DeepCopy())
+			metav1.SetMetaDataAnnotation(&claim.ObjectMeta, as.AnnBindCompleted, as.AnnBinderValueTrue)
+			err = client.IgnoreNotFound(r.Client.Patch(ctx, claim, patch))
 		}
 	}()
-	var err error
-	out, err = r.reconcile(ctx, claim)
-	if errors.Is(err, errConflict) {
-		return ctrl.Result{Requeue: true}, nil
-	}
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{RequeueAfter: out.requeue}, nil
+	phase, err = r.reconcileNormal(ctx, claim)
+	recorded = r.setStatus(claim, phase, err)
+	return kernel.Outcome(ctrl.Result{}, err)
 }
 
-// reconcile decides the claim's binding.
-func (r *Reconciler) reconcile(ctx context.Context, claim *as.DeploymentTargetClaim) (outcome, error) {
+// setStatus records what the pass decided, and says whether it did: the
+// phase, and the ErrorOccurred condition (True with a Warning Event for a
+// refusal, False while waiting or once bound). A transient error leaves the
+// status as it was.
+func (r *Reconciler) setStatus(claim *as.DeploymentTargetClaim, phase as.DeploymentTargetClaimPhase, err error) bool {
+	var c metav1.Condition
+	refusal, waiting := kernel.AsRefusal(err), kernel.AsWaiting(err)
+	switch {
+	case refusal != nil:
+		c = condition(claim.Generation, metav1.ConditionTrue, refusal.Reason, refusal.Message)
+	case waiting != nil:
+		c = condition(claim.Generation, metav1.ConditionFalse, waiting.Reason, waiting.For)
+	case err == nil:
+		c = condition(claim.Generation, metav1.ConditionFalse, as.DeploymentTargetReasonSuccess, "bound to DeploymentTarget "+claim.Spec.TargetName)
+	default:
+		return false
+	}
+	claim.Status.Phase = phase
+	kernel.SetCondition(r.Recorder, claim, &claim.Status.Conditions, c, r.Now.Now(), refusal != nil)
+	return true
+}
+
+// reconcileNormal decides the claim's binding: the claim's phase with nil
+// (bound to claim.Spec.TargetName), a *kernel.Refusal or a *kernel.Waiting;
+// any other error is transient.
+func (r *Reconciler) reconcileNormal(ctx context.Context, claim *as.DeploymentTargetClaim) (as.DeploymentTargetClaimPhase, error) {
 	if claim.Spec.TargetName != "" {
 		return r.reconcileNamed(ctx, claim)
 	}
 	dts, err := r.targets(ctx, claim.Namespace)
 	if err != nil {
-		return outcome{}, err
+		return "", err
 	}
-	// A target already pre-bound to this claim (a provisioned one, or ours
-	// from a pass that stopped half way) comes first.
-	slices.SortStableFunc(dts, func(a, b *as.DeploymentTarget) int {
-		if (a.Spec.ClaimRef == claim.Name) != (b.Spec.ClaimRef == claim.Name) {
-			if a.Spec.ClaimRef == claim.Name {
-				return -1
-			}
-			return 1
-		}
-		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
-	})
-	for _, dt := range dts {
-		if mismatch(claim, dt) != "" {
-			continue
-		}
+	for _, dt := range candidates(claim, dts) {
 		err := r.bind(ctx, claim, dt, true)
 		if errors.Is(err, errTaken) {
 			continue
 		}
 		if err != nil {
-			return outcome{}, err
+			return "", err
 		}
-		return bound(dt), nil
+		return as.DeploymentTargetClaimPhaseBound, nil
 	}
 	return r.provision(ctx, claim)
 }
 
 // reconcileNamed handles a claim whose targetName is set: by the user (bind to
 // exactly that target) or by us (keep it bound, or Lost).
-func (r *Reconciler) reconcileNamed(ctx context.Context, claim *as.DeploymentTargetClaim) (outcome, error) {
+func (r *Reconciler) reconcileNamed(ctx context.Context, claim *as.DeploymentTargetClaim) (as.DeploymentTargetClaimPhase, error) {
 	name := claim.Spec.TargetName
-	wasBound := claim.Status.Phase == as.DeploymentTargetClaimPhaseBound || claim.Status.Phase == as.DeploymentTargetClaimPhaseLost ||
-		claim.Annotations[as.AnnBindCompleted] == as.AnnBinderValueTrue
 	// A path-like name ("../other/target") is no object name: the client would
 	// refuse the read on every retry and the claim would show nothing.
 	if len(validation.IsDNS1123Subdomain(name)) > 0 {
-		return refused(as.DeploymentTargetClaimPhasePending, as.DeploymentTargetReasonMismatch,
-			"spec.targetName %q is not the name of a DeploymentTarget in this namespace", name), nil
+		return as.DeploymentTargetClaimPhasePending, kernel.Refuse(as.DeploymentTargetReasonMismatch,
+			"spec.targetName %q is not the name of a DeploymentTarget in this namespace", name)
 	}
 	dt := &as.DeploymentTarget{}
 	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: name}, dt)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return outcome{}, err
+	if apierrors.IsNotFound(err) {
+		dt = nil
+	} else if err != nil {
+		return "", err
 	}
-	gone := apierrors.IsNotFound(err) || !dt.DeletionTimestamp.IsZero()
-	switch {
-	case wasBound && gone:
-		return refused(as.DeploymentTargetClaimPhaseLost, as.DeploymentTargetReasonLost,
-			"the DeploymentTarget %s bound to this claim was deleted", name), nil
-	case wasBound && dt.Spec.ClaimRef != claim.Name:
-		return refused(as.DeploymentTargetClaimPhaseLost, as.DeploymentTargetReasonLost,
-			"the DeploymentTarget %s bound to this claim is now bound to claim %q", name, dt.Spec.ClaimRef), nil
-	case gone:
-		return waiting(as.DeploymentTargetClaimPhasePending, as.DeploymentTargetReasonWaitingForTarget,
-			"waiting for the DeploymentTarget %s to exist", name), nil
-	case dt.Spec.ClaimRef != "" && dt.Spec.ClaimRef != claim.Name:
-		return refused(as.DeploymentTargetClaimPhasePending, as.DeploymentTargetReasonClaimedByAnother,
-			"the DeploymentTarget %s is bound to another claim (%s)", name, dt.Spec.ClaimRef), nil
-	}
-	if why := mismatch(claim, dt); why != "" {
-		return refused(as.DeploymentTargetClaimPhasePending, as.DeploymentTargetReasonMismatch,
-			"the DeploymentTarget %s does not satisfy this claim: %s", name, why), nil
+	if phase, err := named(claim, dt); err != nil {
+		return phase, err
 	}
 	err = r.bind(ctx, claim, dt, false)
 	if errors.Is(err, errTaken) {
-		return outcome{}, errConflict
+		return "", errConflict
 	}
 	if err != nil {
-		return outcome{}, err
+		return "", err
 	}
-	return bound(dt), nil
-}
-
-func bound(dt *as.DeploymentTarget) outcome {
-	return waiting(as.DeploymentTargetClaimPhaseBound, as.DeploymentTargetReasonSuccess, "bound to DeploymentTarget %s", dt.Name)
+	return as.DeploymentTargetClaimPhaseBound, nil
 }
 
 // targets lists the claim namespace's DeploymentTargets from the API server.
@@ -204,29 +170,6 @@ func (r *Reconciler) targets(ctx context.Context, namespace string) ([]*as.Deplo
 		out = append(out, &list.Items[i])
 	}
 	return out, nil
-}
-
-// mismatch says why dt cannot be bound to claim ("" when it can): the same
-// class, phase empty or Available, credentials set, and claimRef empty or
-// naming the claim; a claim marked for dynamic provisioning takes only a
-// target pre-bound to it.
-func mismatch(claim *as.DeploymentTargetClaim, dt *as.DeploymentTarget) string {
-	c := dt.Spec.KubernetesClusterCredentials
-	switch {
-	case !dt.DeletionTimestamp.IsZero():
-		return "it is being deleted"
-	case dt.Spec.DeploymentTargetClassName != claim.Spec.DeploymentTargetClassName:
-		return fmt.Sprintf("its class is %q, the claim's is %q", dt.Spec.DeploymentTargetClassName, claim.Spec.DeploymentTargetClassName)
-	case dt.Status.Phase != "" && dt.Status.Phase != as.DeploymentTargetPhaseAvailable && !(dt.Status.Phase == as.DeploymentTargetPhaseBound && dt.Spec.ClaimRef == claim.Name):
-		return fmt.Sprintf("its phase is %s", dt.Status.Phase)
-	case c.APIURL == "" || c.ClusterCredentialsSecret == "" || c.DefaultNamespace == "":
-		return "its kubernetesCredentials are incomplete (apiURL, clusterCredentialsSecret and defaultNamespace are required)"
-	case dt.Spec.ClaimRef != "" && dt.Spec.ClaimRef != claim.Name:
-		return fmt.Sprintf("it is bound to claim %q", dt.Spec.ClaimRef)
-	case claim.Annotations[as.AnnTargetProvisioner] != "" && dt.Spec.ClaimRef != claim.Name:
-		return "the claim waits for a dynamically provisioned target"
-	}
-	return ""
 }
 
 // errTaken: the target was bound to another claim meanwhile.
@@ -249,7 +192,7 @@ func (r *Reconciler) bind(ctx context.Context, claim *as.DeploymentTargetClaim, 
 	if dt.Status.Phase != as.DeploymentTargetPhaseBound {
 		orig := dt.DeepCopy()
 		dt.Status.Phase = as.DeploymentTargetPhaseBound
-		meta.SetStatusCondition(&dt.Status.Conditions, condition(dt.Generation, metav1.ConditionFalse, as.DeploymentTargetReasonSuccess, "bound to claim "+claim.Name))
+		kernel.SetCondition(r.Recorder, dt, &dt.Status.Conditions, condition(dt.Generation, metav1.ConditionFalse, as.DeploymentTargetReasonSuccess, "bound to claim "+claim.Name), r.Now.Now(), false)
 		if err := r.Client.Status().Patch(ctx, dt, client.MergeFrom(orig)); err != nil {
 			return fmt.Errorf("marking DeploymentTarget %s Bound: %w", dt.Name, client.IgnoreNotFound(err))
 		}
@@ -333,14 +276,15 @@ func (r *Reconciler) current(ctx context.Context, claim *as.DeploymentTargetClai
 }
 
 // provision handles a claim no existing target satisfies.
-func (r *Reconciler) provision(ctx context.Context, claim *as.DeploymentTargetClaim) (outcome, error) {
+func (r *Reconciler) provision(ctx context.Context, claim *as.DeploymentTargetClaim) (as.DeploymentTargetClaimPhase, error) {
+	pending := as.DeploymentTargetClaimPhasePending
 	class := &as.DeploymentTargetClass{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: string(claim.Spec.DeploymentTargetClassName)}, class); err != nil {
 		if apierrors.IsNotFound(err) {
-			return refused(as.DeploymentTargetClaimPhasePending, as.DeploymentTargetReasonClassNotFound,
-				"the DeploymentTargetClass %q does not exist", claim.Spec.DeploymentTargetClassName), nil
+			return pending, kernel.Refuse(as.DeploymentTargetReasonClassNotFound,
+				"the DeploymentTargetClass %q does not exist", claim.Spec.DeploymentTargetClassName)
 		}
-		return outcome{}, err
+		return "", err
 	}
 	name := class.Spec.Provisioner
 	if claim.Annotations[as.AnnTargetProvisioner] != string(name) {
@@ -348,37 +292,35 @@ func (r *Reconciler) provision(ctx context.Context, claim *as.DeploymentTargetCl
 		metav1.SetMetaDataAnnotation(&claim.ObjectMeta, as.AnnTargetProvisioner, string(name))
 		status := claim.Status
 		if err := r.Client.Patch(ctx, claim, patch); err != nil {
-			return outcome{}, fmt.Errorf("marking claim %s for provisioning: %w", claim.Name, err)
+			return "", fmt.Errorf("marking claim %s for provisioning: %w", claim.Name, err)
 		}
 		claim.Status = status
 	}
 	p := r.Provisioners[name]
 	if p == nil {
 		// Maybe an external provisioner's job (as with PersistentVolumes): wait.
-		return waiting(as.DeploymentTargetClaimPhasePending, as.DeploymentTargetReasonWaitingForProvisioner,
-			"waiting for provisioner %s, which this GitOps Service does not run (or whose API is not installed), to provision a DeploymentTarget", name), nil
+		return pending, kernel.Wait(as.DeploymentTargetReasonWaitingForProvisioner, kernel.WaitingRetry,
+			"waiting for provisioner %s, which this GitOps Service does not run (or whose API is not installed), to provision a DeploymentTarget", name)
 	}
 	dt, err := p.Provision(ctx, claim, class)
-	var refusal *kernel.Refusal
-	if errors.As(err, &refusal) {
-		return refused(as.DeploymentTargetClaimPhasePending, refusal.Reason, "%s", refusal.Message), nil
+	if kernel.AsRefusal(err) != nil {
+		return pending, err
 	}
 	if err != nil {
-		return outcome{}, fmt.Errorf("provisioner %s: %w", name, err)
+		return "", fmt.Errorf("provisioner %s: %w", name, err)
 	}
 	if dt == nil {
-		out := waiting(as.DeploymentTargetClaimPhasePending, as.DeploymentTargetReasonWaitingForProvisioner,
+		// The provisioner waits for something it may not watch.
+		return pending, kernel.Wait(as.DeploymentTargetReasonWaitingForProvisioner, kernel.PollInterval,
 			"waiting for provisioner %s to provision a DeploymentTarget", name)
-		out.requeue = provisioner.PollInterval
-		return out, nil
 	}
 	if err := r.bind(ctx, claim, dt, true); err != nil {
 		if errors.Is(err, errTaken) {
-			return outcome{}, errConflict
+			return "", errConflict
 		}
-		return outcome{}, err
+		return "", err
 	}
-	return bound(dt), nil
+	return as.DeploymentTargetClaimPhaseBound, nil
 }
 
 // reconcileDelete deletes or releases the claim's target per the class's
@@ -417,7 +359,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, claim *as.DeploymentTa
 			return ctrl.Result{}, fmt.Errorf("freeing what was provisioned for claim %s: %w", claim.Name, err)
 		}
 		if !done {
-			return ctrl.Result{RequeueAfter: provisioner.PollInterval}, nil
+			return ctrl.Result{RequeueAfter: kernel.PollInterval}, nil
 		}
 	}
 	return ctrl.Result{}, kernel.RemoveFinalizer(ctx, r.Client, claim, as.FinalizerBinder)
@@ -445,31 +387,13 @@ func (r *Reconciler) reclaim(ctx context.Context, claim *as.DeploymentTargetClai
 	}
 	orig := updated.DeepCopy()
 	updated.Status.Phase = as.DeploymentTargetPhaseReleased
-	meta.SetStatusCondition(&updated.Status.Conditions, condition(updated.Generation, metav1.ConditionFalse, as.DeploymentTargetReasonSuccess,
-		"released: claim "+claim.Name+" was deleted (reclaimPolicy Retain)"))
+	kernel.SetCondition(r.Recorder, updated, &updated.Status.Conditions, condition(updated.Generation, metav1.ConditionFalse, as.DeploymentTargetReasonSuccess,
+		"released: claim "+claim.Name+" was deleted (reclaimPolicy Retain)"), r.Now.Now(), false)
 	if err := r.Client.Status().Patch(ctx, updated, client.MergeFrom(orig)); err != nil {
 		return fmt.Errorf("marking DeploymentTarget %s Released: %w", dt.Name, client.IgnoreNotFound(err))
 	}
 	r.Recorder.Eventf(claim, corev1.EventTypeNormal, "DeploymentTargetReleased",
 		"Released DeploymentTarget %s (reclaimPolicy Retain)", dt.Name)
-	return nil
-}
-
-// writeStatus writes the claim's phase and condition when they changed, with
-// a Warning Event when a refusal appears or changes; once Bound is recorded,
-// the bind-complete annotation follows.
-func (r *Reconciler) writeStatus(ctx context.Context, patcher *kernel.StatusPatcher, claim *as.DeploymentTargetClaim, out outcome) (err error) {
-	claim.Status.Phase = out.phase
-	kernel.SetCondition(r.Recorder, claim, &claim.Status.Conditions, condition(claim.Generation, out.status, out.reason, out.message),
-		r.Now.Now(), out.status == metav1.ConditionTrue)
-	if patcher.Patch(ctx, claim, &err); err != nil {
-		return err
-	}
-	if out.phase == as.DeploymentTargetClaimPhaseBound && claim.Annotations[as.AnnBindCompleted] != as.AnnBinderValueTrue {
-		patch := client.MergeFrom(claim.DeepCopy())
-		metav1.SetMetaDataAnnotation(&claim.ObjectMeta, as.AnnBindCompleted, as.AnnBinderValueTrue)
-		return client.IgnoreNotFound(r.Client.Patch(ctx, claim, patch))
-	}
 	return nil
 }
 

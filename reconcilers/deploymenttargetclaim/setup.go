@@ -35,13 +35,7 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concu
 	return b.Complete(r)
 }
 
-// claimsFor enqueues the claims a change of a target concerns: the one it
-// names, the one naming it, and, when it is free, every unbound claim of its
-// namespace of its class.
+// claimsFor enqueues the claims of its namespace a change of a target concerns.
 func claimsFor(c client.Reader) handler.MapFunc {
-	return kernel.MapListed(c, func() client.ObjectList { return &as.DeploymentTargetClaimList{} },
-		func(dt *as.DeploymentTarget, claim *as.DeploymentTargetClaim) bool {
-			return claim.Name == dt.Spec.ClaimRef || claim.Spec.TargetName == dt.Name ||
-				(dt.Spec.ClaimRef == "" && claim.Spec.TargetName == "" && claim.Spec.DeploymentTargetClassName == dt.Spec.DeploymentTargetClassName)
-		})
+	return kernel.MapListed(c, func() client.ObjectList { return &as.DeploymentTargetClaimList{} }, concerns)
 }

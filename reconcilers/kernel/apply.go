@@ -36,6 +36,11 @@ type Owned struct {
 	// Ours says whether an existing object is ours (labels and owner UID):
 	// one that is not is never written.
 	Ours func(client.Object) bool
+	// Locked makes an apply to an existing object fail with a conflict when
+	// the object changed since current was read (for an object several
+	// writers change by read-modify-write, e.g. a list server-side apply
+	// replaces as a whole).
+	Locked bool
 }
 
 // NotOursError: an object of the name we need exists and is not ours.
@@ -92,6 +97,9 @@ func (o Owned) Apply(ctx context.Context, current, desired client.Object) error 
 		}
 		// Fails if the object was replaced since we read it.
 		want.SetUID(current.GetUID())
+		if o.Locked {
+			want.SetResourceVersion(current.GetResourceVersion())
+		}
 	}
 	// Forced: these fields are ours, whoever edited them since.
 	if err := o.Client.Patch(ctx, want, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {

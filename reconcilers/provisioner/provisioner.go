@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,10 +20,6 @@ import (
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
-
-// PollInterval is how soon the binder looks at a claim again while its
-// provisioner waits for something it does not watch.
-const PollInterval = 2 * time.Second
 
 // Provisioner makes DeploymentTargets for claims of the classes that name it,
 // and frees what it made. Every method is idempotent and is called again until

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
@@ -29,7 +30,11 @@ import (
 // used (its destinations could be anything), so nothing is deployed.
 var ErrNotOurs = errors.New("AppProject name taken")
 
-// Projects writes tenant AppProjects.
+// Projects writes tenant AppProjects. It is the one writer of each: the
+// reconcilers that need a tenant's project share one Projects and take turns
+// per project, and each write is conditional on the version read, so no
+// writer drops a repository another has just added (sourceRepos is an atomic
+// list under server-side apply).
 type Projects struct {
 	Client client.Client
 	// APIReader reads around the cache, which holds only AppProjects labelled
@@ -37,12 +42,29 @@ type Projects struct {
 	APIReader     client.Reader
 	ArgoNamespace string
 	// Grace is how long a new AppProject is kept even though no Application
-	// uses it yet (its first Application is being written); DefaultGrace when 0.
+	// uses it yet (its first Application is being written), and a repository
+	// added for a caller though the cache shows no Application using it;
+	// DefaultGrace when 0.
 	Grace time.Duration
+
+	// writers holds a *writer per project name.
+	writers sync.Map
+}
+
+// writer is what Projects knows of one project between passes.
+type writer struct {
+	sync.Mutex
+	// known is the version of the project we last wrote or read from the API
+	// server: a cached project at another version is read again around the cache.
+	known   string
+	pending pending
 }
 
 // DefaultGrace is Projects.Grace when unset.
 const DefaultGrace = 30 * time.Second
+
+// attempts bounds the retries of a write that conflicted with another's.
+const attempts = 5
 
 // Ensure makes the tenant's AppProject match what the tenant's Applications need,
 // plus the repositories about to be used (repos), and returns its name. It writes
@@ -50,52 +72,110 @@ const DefaultGrace = 30 * time.Second
 // CR call it: a tenant with nothing valid gets no AppProject. With repos and an
 // existing project, repositories it allows are kept rather than recomputed from
 // every Application of the tenant (the tenant reconciler, which calls it without
-// repos, drops unused ones).
+// repos, drops unused ones). Once it returns, repos are in the project until an
+// Application uses them or the grace ends.
 func (p *Projects) Ensure(ctx context.Context, namespace string, repos ...string) (string, error) {
 	ns := &corev1.Namespace{}
 	if err := p.Client.Get(ctx, types.NamespacedName{Name: namespace}, ns); err != nil {
 		return "", fmt.Errorf("reading tenant namespace %s: %w", namespace, err)
 	}
 	name := argocd.ProjectName(string(ns.UID))
-	current := &argov1alpha1.AppProject{}
-	var cur client.Object = current
-	if err := p.Client.Get(ctx, types.NamespacedName{Namespace: p.ArgoNamespace, Name: name}, current); apierrors.IsNotFound(err) {
-		cur = nil
-	} else if err != nil {
-		return "", fmt.Errorf("reading AppProject %s: %w", name, err)
-	} else if !ownership.IsOwnedBy(current.Labels, ownership.KindTenant, string(ns.UID)) {
-		return "", p.notOurs(name, namespace)
-	}
-	var desired *argov1alpha1.AppProject
+	w := p.writer(name)
+	w.Lock()
+	defer w.Unlock()
 	var err error
-	if cur != nil && len(repos) > 0 && current.DeletionTimestamp.IsZero() {
-		// A reconciler adding its CR's repositories to the tenant's project:
-		// the repositories it already allows stay, and the tenant reconciler,
-		// which runs on every change of the tenant's Applications,
-		// ApplicationSets, ManagedEnvironments and namespace, drops those no
-		// longer used. Listing every Application of the tenant here made each
-		// reconcile cost O(the tenant's Applications) (issue 13, N=10,000).
-		desired, err = p.build(ctx, ns, append(append([]string(nil), current.Spec.SourceRepos...), repos...))
-	} else {
-		desired, err = p.desired(ctx, ns, repos)
+	for i, fresh := 0, false; i < attempts; i, fresh = i+1, true {
+		// A conflict: someone else wrote since we read; read again past the cache.
+		if err = p.ensure(ctx, ns, w, fresh, repos); !apierrors.IsConflict(err) && !errors.Is(err, kernel.ErrStaleCache) {
+			break
+		}
 	}
 	if err != nil {
 		return "", err
 	}
-	owned := kernel.Owned{Client: p.Client, APIReader: p.APIReader, Ours: func(o client.Object) bool {
+	return name, nil
+}
+
+func (p *Projects) writer(name string) *writer {
+	w, _ := p.writers.LoadOrStore(name, &writer{pending: pending{}})
+	return w.(*writer)
+}
+
+// ensure is one read-decide-write pass of Ensure, under w's lock.
+func (p *Projects) ensure(ctx context.Context, ns *corev1.Namespace, w *writer, fresh bool, repos []string) error {
+	key := types.NamespacedName{Namespace: p.ArgoNamespace, Name: argocd.ProjectName(string(ns.UID))}
+	current, err := p.read(ctx, key, w.known, fresh)
+	if err != nil {
+		return err
+	}
+	ours := func(o client.Object) bool {
 		return ownership.IsOwnedBy(o.GetLabels(), ownership.KindTenant, string(ns.UID))
-	}}
-	// Ours but not cached yet: our own write, the cache catches up.
-	err = owned.Apply(ctx, cur, desired)
+	}
+	var cur client.Object
+	var have []string
+	exists := false
+	if current != nil {
+		if !ours(current) {
+			return p.notOurs(key.Name, ns.Name)
+		}
+		cur, have, exists = current, current.Spec.SourceRepos, current.DeletionTimestamp.IsZero()
+	}
+	var used []string
+	now := time.Now()
+	if recompute(exists, repos) {
+		if used, err = p.used(ctx, ns.Name); err != nil {
+			return err
+		}
+		w.pending.settle(used, now, p.grace())
+	}
+	desired, err := p.build(ctx, ns, sourceRepos(have, repos, exists, used, w.pending.list()))
+	if err != nil {
+		return err
+	}
+	err = kernel.Owned{Client: p.Client, APIReader: p.APIReader, Ours: ours, Locked: true}.Apply(ctx, cur, desired)
 	var foreign *kernel.NotOursError
 	switch {
 	case errors.As(err, &foreign):
 		// Someone else's project under our name (not labelled as ours, so not cached).
-		return "", p.notOurs(desired.Name, namespace)
-	case err != nil && !errors.Is(err, kernel.ErrStaleCache):
-		return "", err
+		return p.notOurs(key.Name, ns.Name)
+	case err != nil:
+		return err
 	}
-	return desired.Name, nil
+	// Apply leaves desired as stored when it wrote, else as built (no version).
+	if w.known = desired.ResourceVersion; w.known == "" && current != nil {
+		w.known = current.ResourceVersion
+	}
+	w.pending.add(added(have, repos, exists), now)
+	return nil
+}
+
+// read is the tenant's project, nil when there is none: from the cache when
+// it shows the version we know, else from the API server.
+func (p *Projects) read(ctx context.Context, key types.NamespacedName, known string, fresh bool) (*argov1alpha1.AppProject, error) {
+	current := &argov1alpha1.AppProject{}
+	if !fresh {
+		err := p.Client.Get(ctx, key, current)
+		if err == nil && (known == "" || current.ResourceVersion == known) {
+			return current, nil
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("reading AppProject %s: %w", key.Name, err)
+		}
+	}
+	// Not cached (new, or someone else's) or behind our last write.
+	if err := p.APIReader.Get(ctx, key, current); apierrors.IsNotFound(err) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("reading AppProject %s: %w", key.Name, err)
+	}
+	return current, nil
+}
+
+func (p *Projects) grace() time.Duration {
+	if p.Grace == 0 {
+		return DefaultGrace
+	}
+	return p.Grace
 }
 
 func (p *Projects) notOurs(name, namespace string) error {
@@ -103,18 +183,17 @@ func (p *Projects) notOurs(name, namespace string) error {
 		ErrNotOurs, p.ArgoNamespace, name, namespace)
 }
 
-// desired is the tenant's AppProject: the repositories of the tenant's existing
-// Applications plus extraRepos.
-func (p *Projects) desired(ctx context.Context, ns *corev1.Namespace, extraRepos []string) (*argov1alpha1.AppProject, error) {
-	apps, err := p.Applications(ctx, ns.Name)
+// used are the repositories of the tenant's existing Applications and ApplicationSets.
+func (p *Projects) used(ctx context.Context, tenantNS string) ([]string, error) {
+	apps, err := p.Applications(ctx, tenantNS)
 	if err != nil {
 		return nil, err
 	}
-	sets, err := p.ApplicationSets(ctx, ns.Name)
+	sets, err := p.ApplicationSets(ctx, tenantNS)
 	if err != nil {
 		return nil, err
 	}
-	repos := append([]string(nil), extraRepos...)
+	var repos []string
 	for i := range apps {
 		if src := apps[i].Spec.Source; src != nil {
 			repos = append(repos, src.RepoURL)
@@ -125,7 +204,7 @@ func (p *Projects) desired(ctx context.Context, ns *corev1.Namespace, extraRepos
 			repos = append(repos, strings.Split(r, ",")...)
 		}
 	}
-	return p.build(ctx, ns, repos)
+	return repos, nil
 }
 
 // build is the tenant's AppProject allowing repos, with the destinations of

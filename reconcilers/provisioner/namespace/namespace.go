@@ -253,20 +253,35 @@ func classLabel(class string) string {
 // permitted refuses a claim whose tenant namespace the class's selector
 // does not select (read uncached: an admin's label change counts at once).
 func (p *Provisioner) permitted(ctx context.Context, class *as.DeploymentTargetClass, params Parameters, claim *as.DeploymentTargetClaim) error {
-	if params.TenantNamespaceSelector == nil {
-		return nil
-	}
-	sel, err := metav1.LabelSelectorAsSelector(params.TenantNamespaceSelector)
-	if err != nil {
-		return refuse("the tenantNamespaceSelector of DeploymentTargetClass %s is invalid: %v", class.Name, err)
+	sel, err := tenantSelector(class.Name, params)
+	if sel == nil || err != nil {
+		return err
 	}
 	ns := &corev1.Namespace{}
 	if err := p.APIReader.Get(ctx, types.NamespacedName{Name: claim.Namespace}, ns); err != nil {
 		return fmt.Errorf("reading namespace %s: %w", claim.Namespace, err)
 	}
+	return selected(sel, class.Name, ns)
+}
+
+// tenantSelector is the class's tenantNamespaceSelector, nil when it has
+// none; an invalid one is refused.
+func tenantSelector(class string, params Parameters) (labels.Selector, error) {
+	if params.TenantNamespaceSelector == nil {
+		return nil, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(params.TenantNamespaceSelector)
+	if err != nil {
+		return nil, refuse("the tenantNamespaceSelector of DeploymentTargetClass %s is invalid: %v", class, err)
+	}
+	return sel, nil
+}
+
+// selected refuses a claim of tenant namespace ns that sel does not select.
+func selected(sel labels.Selector, class string, ns *corev1.Namespace) error {
 	if !sel.Matches(labels.Set(ns.Labels)) {
 		return kernel.Refuse(as.DeploymentTargetReasonClassNotPermitted,
-			"the DeploymentTargetClass %s may not be used from namespace %s (its tenantNamespaceSelector does not select it): ask the platform admin", class.Name, claim.Namespace)
+			"the DeploymentTargetClass %s may not be used from namespace %s (its tenantNamespaceSelector does not select it): ask the platform admin", class, ns.Name)
 	}
 	return nil
 }
@@ -294,17 +309,23 @@ func withinLimit(ctx context.Context, c client.Client, class *as.DeploymentTarge
 	}); err != nil {
 		return fmt.Errorf("listing the namespaces provisioned for %s: %w", claim.Namespace, err)
 	}
+	return belowLimit(class.Name, params.MaxClaimsPerNamespace, claim, list.Items)
+}
+
+// belowLimit refuses a new namespace for claim when its tenant has limit of the
+// class's namespaces (provisioned) already, not counting claim's own or one
+// being deleted (its claim is gone).
+func belowLimit(class string, limit int, claim *as.DeploymentTargetClaim, provisioned []corev1.Namespace) error {
 	n := 0
-	for _, ns := range list.Items {
-		// One being deleted is on its way out (its claim is gone).
+	for _, ns := range provisioned {
 		if ns.Labels[ownership.LabelOwnerUID] != string(claim.UID) && ns.DeletionTimestamp.IsZero() {
 			n++
 		}
 	}
-	if n >= params.MaxClaimsPerNamespace {
+	if n >= limit {
 		return kernel.Refuse(as.DeploymentTargetReasonClaimLimitReached,
 			"namespace %s has %d targets of DeploymentTargetClass %s, the most the class allows (maxClaimsPerNamespace %d): delete a claim of the class first",
-			claim.Namespace, n, class.Name, params.MaxClaimsPerNamespace)
+			claim.Namespace, n, class, limit)
 	}
 	return nil
 }
