@@ -71,7 +71,9 @@ func TestTarget(t *testing.T) {
 		{"local, own namespace by default", func(*v1.GitOpsDeploymentSpec) {}, nil, argocd.Target{Server: argocd.LocalServer, Namespace: "jane"}, false},
 		{"local, own namespace named", func(s *v1.GitOpsDeploymentSpec) { s.Destination.Namespace = "jane" }, nil,
 			argocd.Target{Server: argocd.LocalServer, Namespace: "jane"}, false},
-		{"environment connected", func(s *v1.GitOpsDeploymentSpec) { s.Destination = v1.ApplicationDestination{Environment: "prod", Namespace: "apps"} },
+		{"environment connected", func(s *v1.GitOpsDeploymentSpec) {
+			s.Destination = v1.ApplicationDestination{Environment: "prod", Namespace: "apps"}
+		},
 			connected(metav1.ConditionTrue), argocd.Target{Server: remote, Namespace: "apps"}, false},
 		{"environment connected, tenant's namespace by default", func(s *v1.GitOpsDeploymentSpec) { s.Destination.Environment = "prod" },
 			connected(metav1.ConditionTrue), argocd.Target{Server: remote, Namespace: "jane"}, false},
