@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,6 +27,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/reconcilers/tenantsecret"
 )
 
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=environments,verbs=get;list;watch
@@ -185,17 +185,10 @@ func (r *Reconciler) claim(ctx context.Context, env *as.Environment) (*as.Deploy
 // uncached and only from env's own namespace.
 func (r *Reconciler) readCredentials(ctx context.Context, env *as.Environment, src *Source) ([]byte, error) {
 	name := src.CredentialsSecret
-	notFound := kernel.Refuse(as.EnvironmentReasonSecretNotFound,
-		"the secret %s referenced by the Environment resource was not found in namespace %s", name, env.Namespace)
-	if len(validation.IsDNS1123Subdomain(name)) > 0 {
-		return nil, notFound
-	}
-	secret := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: name}, secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, notFound
-		}
-		return nil, fmt.Errorf("reading Secret %s/%s: %w", env.Namespace, name, err)
+	secret, err := tenantsecret.Read(ctx, r.APIReader, env.Namespace, name, kernel.Refuse(as.EnvironmentReasonSecretNotFound,
+		"the secret %s referenced by the Environment resource was not found in namespace %s", name, env.Namespace))
+	if err != nil {
+		return nil, err
 	}
 	if secret.Type != v1.ManagedEnvironmentSecretType && !src.AnySecretType {
 		return nil, kernel.Refuse(as.EnvironmentReasonInvalidSecretType,

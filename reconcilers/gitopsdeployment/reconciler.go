@@ -306,14 +306,11 @@ func (r *Reconciler) deleteApplications(ctx context.Context, key types.Namespace
 	}
 	for i := range apps {
 		app := &apps[i]
-		if cascade && !controllerutil.ContainsFinalizer(app, argov1alpha1.ResourcesFinalizerName) {
-			patch := client.MergeFrom(app.DeepCopy())
-			controllerutil.AddFinalizer(app, argov1alpha1.ResourcesFinalizerName)
-			if err := r.Client.Patch(ctx, app, patch); err != nil {
-				if apierrors.IsNotFound(err) {
-					continue
-				}
-				return fmt.Errorf("adding the resources finalizer to Application %s: %w", app.Name, err)
+		if cascade {
+			if err := kernel.AddFinalizer(ctx, r.Client, app, argov1alpha1.ResourcesFinalizerName); apierrors.IsNotFound(err) {
+				continue
+			} else if err != nil {
+				return err
 			}
 		}
 		if !app.DeletionTimestamp.IsZero() {

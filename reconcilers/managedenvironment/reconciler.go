@@ -12,9 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,6 +22,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/argosecret"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/kubeconfig"
+	"github.com/gitops-service/gitops-service/reconcilers/tenantsecret"
 )
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentmanagedenvironments,verbs=get;list;watch;update;patch
@@ -179,17 +177,12 @@ func (r *Reconciler) credentials(ctx context.Context, env *v1.GitOpsDeploymentMa
 // environment's own namespace, and parses its kubeconfig.
 func (r *Reconciler) readKubeconfig(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (kubeconfig.Kubeconfig, *kernel.Refusal, error) {
 	name := env.Spec.ClusterCredentialsSecret
-	notFound := kernel.Refuse(v1.ManagedEnvironmentReasonSecretNotFound,
-		"secret '%s' referenced by managed environment '%s' in '%s', could not be retrieved: not found", name, env.Name, env.Namespace)
-	if len(validation.IsDNS1123Subdomain(name)) > 0 {
-		return kubeconfig.Kubeconfig{}, notFound, nil
-	}
-	secret := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: name}, secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return kubeconfig.Kubeconfig{}, notFound, nil
-		}
-		return kubeconfig.Kubeconfig{}, nil, fmt.Errorf("reading Secret %s/%s: %w", env.Namespace, name, err)
+	secret, err := tenantsecret.Read(ctx, r.APIReader, env.Namespace, name, kernel.Refuse(v1.ManagedEnvironmentReasonSecretNotFound,
+		"secret '%s' referenced by managed environment '%s' in '%s', could not be retrieved: not found", name, env.Name, env.Namespace))
+	if refusal := kernel.AsRefusal(err); refusal != nil {
+		return kubeconfig.Kubeconfig{}, refusal, nil
+	} else if err != nil {
+		return kubeconfig.Kubeconfig{}, nil, err
 	}
 	if secret.Type != v1.ManagedEnvironmentSecretType {
 		return kubeconfig.Kubeconfig{}, kernel.Refuse(v1.ManagedEnvironmentReasonInvalidSecretType,

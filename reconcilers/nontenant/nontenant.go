@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -134,15 +133,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 // releaseFinalizers removes the finalizers clients set for the sidecar.
 func (r *Reconciler) releaseFinalizers(ctx context.Context, obj client.Object) error {
-	orig := obj.DeepCopyObject().(client.Object)
-	removed := false
 	for _, f := range ourFinalizers {
-		removed = controllerutil.RemoveFinalizer(obj, f) || removed
+		if err := kernel.RemoveFinalizer(ctx, r.Client, obj, f); err != nil {
+			return err
+		}
 	}
-	if !removed {
-		return nil
-	}
-	return client.IgnoreNotFound(r.Client.Patch(ctx, obj, client.MergeFrom(orig)))
+	return nil
 }
 
 // refuse sets the kind's error condition, with a Warning Event when it is

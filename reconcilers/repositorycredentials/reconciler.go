@@ -17,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +25,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/argosecret"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+	"github.com/gitops-service/gitops-service/reconcilers/tenantsecret"
 )
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentrepositorycredentials,verbs=get;list;watch;update;patch
@@ -155,16 +155,12 @@ func (r *Reconciler) credentials(ctx context.Context, rc *v1.GitOpsDeploymentRep
 	if name == "" {
 		return none, kernel.Refuse(v1.RepositoryCredentialReasonSecretNotSpecified, "spec.secret is empty: name the Secret holding the credentials"), nil
 	}
-	notFound := kernel.Refuse(v1.RepositoryCredentialReasonSecretNotFound, "Secret '%s' was not found in namespace '%s'", name, rc.Namespace)
-	if len(validation.IsDNS1123Subdomain(name)) > 0 {
-		return none, notFound, nil
-	}
-	secret := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: rc.Namespace, Name: name}, secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return none, notFound, nil
-		}
-		return none, nil, fmt.Errorf("reading Secret %s/%s: %w", rc.Namespace, name, err)
+	secret, err := tenantsecret.Read(ctx, r.APIReader, rc.Namespace, name,
+		kernel.Refuse(v1.RepositoryCredentialReasonSecretNotFound, "Secret '%s' was not found in namespace '%s'", name, rc.Namespace))
+	if refusal := kernel.AsRefusal(err); refusal != nil {
+		return none, refusal, nil
+	} else if err != nil {
+		return none, nil, err
 	}
 	creds, refusal := Credentials(rc, secret)
 	return creds, refusal, nil

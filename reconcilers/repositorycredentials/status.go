@@ -1,6 +1,8 @@
 package repositorycredentials
 
 import (
+	"cmp"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
@@ -19,16 +21,11 @@ var credentialReasons = map[string]bool{
 // credentials from Argo CD, else what checking them found (Argo CD keeps
 // them then: Keep), else nil.
 func firstRefusal(refusal *kernel.Refusal, v Verdict) *kernel.Refusal {
-	if refusal != nil {
-		return refusal
+	if found := cmp.Or(v.URL, v.Credential); refusal == nil && found != nil {
+		kept := *found
+		return kept.Keeping()
 	}
-	for _, found := range []*kernel.Refusal{v.URL, v.Credential} {
-		if found != nil {
-			kept := *found
-			return kept.Keeping()
-		}
-	}
-	return nil
+	return refusal
 }
 
 // conditions derives the three conditions from refusal, when Argo CD was not
