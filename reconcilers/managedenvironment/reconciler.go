@@ -89,8 +89,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	kernel.SetCondition(r.Recorder, env, &env.Status.Conditions, condition(env, refusal), r.Now.Now(), refusal != nil)
 	if refusal != nil {
-		// A cluster that comes back changes nothing we watch (a changed
-		// credentials Secret is watched).
 		refusal.Retry(r.RetryInterval)
 	}
 	return kernel.Outcome(ctrl.Result{RequeueAfter: r.RecheckInterval}, err)

@@ -99,8 +99,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		kernel.SetCondition(r.Recorder, rc, &rc.Status.Conditions, c, r.Now.Now(), warn)
 	}
 	if refusal = firstRefusal(refusal, verdict); refusal != nil {
-		// The repository may come back, and a Secret of the wrong type is
-		// not watched: looked at again at the (configurable) retry interval.
 		return kernel.Outcome(ctrl.Result{}, refusal.Retry(r.RetryInterval))
 	}
 	return ctrl.Result{RequeueAfter: r.RecheckInterval}, nil
