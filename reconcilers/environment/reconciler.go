@@ -10,6 +10,7 @@ package environment
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -81,16 +82,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	patcher := kernel.NewStatusPatcher(r.Client, env)
 	defer patcher.Patch(ctx, env, &err)
-	wanted, err := r.reconcileNormal(ctx, env)
+	result, err := r.reconcileNormal(ctx, env)
 	if err != nil && kernel.AsRefusal(err) == nil && kernel.AsWaiting(err) == nil {
 		// Transient: the condition stays as it was until the retry.
 		return kernel.Outcome(ctrl.Result{}, err)
 	}
 	r.setCondition(env, err)
-	var result ctrl.Result
-	if wanted {
-		result.RequeueAfter = r.RecheckInterval
-	}
 	if refusal := kernel.AsRefusal(err); refusal != nil && refusal.After == 0 {
 		refusal.After = r.RetryInterval
 	}
@@ -99,17 +96,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 // reconcileNormal writes env's Secret and ManagedEnvironment when env has
 // usable credentials, and removes them when it has none or they are unusable
-// (but not while it waits for, or lost, a claim's target). wanted says that
-// env has a working ManagedEnvironment to recheck.
-func (r *Reconciler) reconcileNormal(ctx context.Context, env *as.Environment) (wanted bool, _ error) {
+// (but not while it waits for, or lost, a claim's target). A working one is
+// looked at again after RecheckInterval.
+func (r *Reconciler) reconcileNormal(ctx context.Context, env *as.Environment) (ctrl.Result, error) {
 	key := client.ObjectKeyFromObject(env)
 	claim, dt, err := r.claim(ctx, env)
 	if err != nil {
-		return false, err
+		return ctrl.Result{}, err
 	}
 	src, err := credentialsSource(env, claim, dt)
 	if keeps(err) {
-		return false, err
+		return ctrl.Result{}, err
 	}
 	if src == nil {
 		// The tenant's own namespace on the local cluster, or an Environment
@@ -119,45 +116,34 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, env *as.Environment) (
 			r.Recorder.Eventf(env, corev1.EventTypeNormal, "ManagedEnvironmentDeleted",
 				"Deleted GitOpsDeploymentManagedEnvironment %s: the Environment no longer has usable cluster credentials", ownership.ManagedEnvironmentName(env.Name))
 		}
-		return false, firstOf(rmErr, err)
+		return ctrl.Result{}, cmp.Or(rmErr, err)
 	}
 	kubeconfig, err := r.readCredentials(ctx, env, src)
 	if kernel.AsRefusal(err) != nil {
 		// Fail closed: the copy of credentials the user removed or broke goes.
 		_, rmErr := r.remove(ctx, key)
-		return false, firstOf(rmErr, err)
+		return ctrl.Result{}, cmp.Or(rmErr, err)
 	}
 	if err != nil {
-		return false, err
+		return ctrl.Result{}, err
 	}
 	me, err := r.currentManagedEnvironment(ctx, env)
 	if err != nil && kernel.AsRefusal(err) == nil {
-		return false, err
+		return ctrl.Result{}, err
 	}
 	secret, secretErr := r.currentSecret(ctx, env)
 	if secretErr != nil && kernel.AsRefusal(secretErr) == nil {
-		return false, secretErr
+		return ctrl.Result{}, secretErr
 	}
-	if refusal := firstOf(err, secretErr); refusal != nil {
+	if refusal := cmp.Or(err, secretErr); refusal != nil {
 		// A foreign object has one of our names: it is left alone, and ours go.
 		_, rmErr := r.remove(ctx, key)
-		return false, firstOf(rmErr, refusal)
+		return ctrl.Result{}, cmp.Or(rmErr, refusal)
 	}
 	if secret, err = r.writeSecret(ctx, secret, desiredSecret(env, kubeconfig)); err != nil {
-		return false, err
+		return ctrl.Result{}, err
 	}
-	return true, r.writeManagedEnvironment(ctx, env, me, desiredManagedEnvironment(env, src, secret.ResourceVersion))
-}
-
-// firstOf is the first error that is not nil: a transient error of cleaning
-// up comes before the refusal that asked for it.
-func firstOf(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return ctrl.Result{RequeueAfter: r.RecheckInterval}, r.writeManagedEnvironment(ctx, env, me, desiredManagedEnvironment(env, src, secret.ResourceVersion))
 }
 
 // claim reads the DeploymentTargetClaim env deploys through and, once it is
