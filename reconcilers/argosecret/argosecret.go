@@ -97,10 +97,15 @@ func (s Store) Current(ctx context.Context, name string, uid types.UID) (current
 		}
 		return nil, false, err
 	}
-	if !ownership.IsOwnedBy(sec.Labels, s.Kind, string(uid)) {
+	if !s.ours(sec, uid) {
 		return nil, true, nil
 	}
 	return sec, false, nil
+}
+
+// ours says whether sec is this Store's Secret for the owner with uid.
+func (s Store) ours(sec client.Object, uid types.UID) bool {
+	return ownership.IsOwnedBy(sec.GetLabels(), s.Kind, string(uid))
 }
 
 // Write creates desired, or brings current (ours, as cached) to it: only the
@@ -109,10 +114,8 @@ func (s Store) Current(ctx context.Context, name string, uid types.UID) (current
 // already has them. collided says the name is taken by a Secret that is not
 // ours.
 func (s Store) Write(ctx context.Context, current, desired *corev1.Secret) (collided bool, err error) {
-	uid := desired.Labels[ownership.LabelOwnerUID]
-	owned := kernel.Owned{Client: s.Client, APIReader: s.APIReader, Ours: func(o client.Object) bool {
-		return ownership.IsOwnedBy(o.GetLabels(), s.Kind, uid)
-	}}
+	uid := types.UID(desired.Labels[ownership.LabelOwnerUID])
+	owned := kernel.Owned{Client: s.Client, APIReader: s.APIReader, Ours: func(o client.Object) bool { return s.ours(o, uid) }}
 	var cur client.Object
 	if current != nil {
 		cur = current
@@ -188,16 +191,24 @@ func (s Store) DeleteFor(ctx context.Context, key types.NamespacedName, match fu
 	if err := s.Client.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingFields{s.Index: key.String()}); err != nil {
 		return fmt.Errorf("listing the Secrets of %s: %w", key, err)
 	}
-	for i := range list.Items {
-		sec := &list.Items[i]
-		uid := types.UID(sec.Labels[ownership.LabelOwnerUID])
-		if ownership.IsOwnedBy(sec.Labels, s.Kind, string(uid)) && match(uid) {
-			if err := s.Delete(ctx, sec); err != nil {
-				return err
-			}
+	for _, sec := range s.selected(list.Items, match) {
+		if err := s.Delete(ctx, sec); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// selected are the Secrets of this Store in list whose owner UID satisfies match.
+func (s Store) selected(list []corev1.Secret, match func(types.UID) bool) []*corev1.Secret {
+	var out []*corev1.Secret
+	for i := range list {
+		sec := &list[i]
+		if uid := types.UID(sec.Labels[ownership.LabelOwnerUID]); s.ours(sec, uid) && match(uid) {
+			out = append(out, sec)
+		}
+	}
+	return out
 }
 
 // Delete deletes exactly the Secret read (UID precondition), nothing newer.

@@ -13,7 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -38,8 +37,6 @@ const (
 	// DefaultReleaseTimeout: a release still failing after this long marks the
 	// target Failed (the original service's 2 minutes); it is still retried.
 	DefaultReleaseTimeout = 2 * time.Minute
-	// releaseRetry is how often a pending release is tried again.
-	releaseRetry = 2 * time.Second
 )
 
 // Reconciler reconciles DeploymentTargets.
@@ -54,8 +51,10 @@ type Reconciler struct {
 	Now kernel.Clock
 }
 
-// Reconcile: fetch -> reconcile or reconcileDelete -> one deferred status
-// patch, written only when it changed.
+// Reconcile: fetch -> one deferred status patch, written only when it
+// changed -> reconcileNormal or reconcileDelete. The provisioner finalizer is
+// the provisioners' (they create targets with it; reconcileNormal puts it
+// back), so this reconciler adds none of its own.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	dt := &as.DeploymentTarget{}
 	if err := r.Client.Get(ctx, req.NamespacedName, dt); err != nil {
@@ -65,35 +64,35 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// conflict is retried); our own writes of this pass are not stale.
 	defer kernel.NewStatusPatcher(r.Client, dt).WithOptimisticLock().Patch(ctx, dt, &err)
 	if !dt.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, dt)
+		return kernel.Outcome(ctrl.Result{}, r.reconcileDelete(ctx, dt))
 	}
-	return r.reconcile(ctx, dt)
+	return kernel.Outcome(ctrl.Result{}, r.reconcileNormal(ctx, dt))
 }
 
-// reconcile keeps the phase: Available when free, Bound when its claim names
-// it, Released (or deleted, when provisioned and the policy is Delete) when
-// the claim it was bound to is gone.
-func (r *Reconciler) reconcile(ctx context.Context, dt *as.DeploymentTarget) (ctrl.Result, error) {
+// reconcileNormal keeps the phase: Available when free, Bound when its claim
+// names it, Released (or deleted, when provisioned and the policy is Delete)
+// when the claim it was bound to is gone.
+func (r *Reconciler) reconcileNormal(ctx context.Context, dt *as.DeploymentTarget) error {
 	if p := dt.Annotations[as.AnnDynamicallyProvisioned]; p != "" && r.Provisioners[as.Provisioner(p)] != nil &&
 		!controllerutil.ContainsFinalizer(dt, as.FinalizerProvisioner) {
 		// Our provisioners create targets with it; put back if removed while live.
 		if err := r.patchMeta(ctx, dt, func() { controllerutil.AddFinalizer(dt, as.FinalizerProvisioner) }); err != nil {
-			return ctrl.Result{}, err
+			return err
 		}
 	}
 	switch {
 	case dt.Spec.ClaimRef == "":
 		if dt.Status.Phase == "" || dt.Status.Phase == as.DeploymentTargetPhasePending {
-			setPhase(dt, as.DeploymentTargetPhaseAvailable, metav1.ConditionFalse, as.DeploymentTargetReasonSuccess, "available for a claim")
+			r.setPhase(dt, as.DeploymentTargetPhaseAvailable, nil, "available for a claim")
 		}
-		return ctrl.Result{}, nil
+		return nil
 	case dt.Status.Phase != as.DeploymentTargetPhaseBound:
 		// Pre-bound (by a user or a provisioner) to a claim the binder has
 		// not bound yet: the binder decides.
 		if dt.Status.Phase == "" {
-			setPhase(dt, as.DeploymentTargetPhaseAvailable, metav1.ConditionFalse, as.DeploymentTargetReasonSuccess, "reserved for claim "+dt.Spec.ClaimRef)
+			r.setPhase(dt, as.DeploymentTargetPhaseAvailable, nil, "reserved for claim "+dt.Spec.ClaimRef)
 		}
-		return ctrl.Result{}, nil
+		return nil
 	}
 	claim := &as.DeploymentTargetClaim{}
 	key := types.NamespacedName{Namespace: dt.Namespace, Name: dt.Spec.ClaimRef}
@@ -102,11 +101,11 @@ func (r *Reconciler) reconcile(ctx context.Context, dt *as.DeploymentTarget) (ct
 	// bench measured. A claim the cache shows is there (its deletion's event
 	// wakes us again); one it does not show is confirmed gone by the API server.
 	if err := r.Client.Get(ctx, key, claim); err == nil || !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, err
+		return err
 	}
 	err := r.APIReader.Get(ctx, key, claim)
 	if err == nil || !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, err
+		return err
 	}
 	// Bound to a claim that is gone without the binder's finalizer having run.
 	policy := as.ReclaimPolicyRetain
@@ -114,32 +113,31 @@ func (r *Reconciler) reconcile(ctx context.Context, dt *as.DeploymentTarget) (ct
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: string(dt.Spec.DeploymentTargetClassName)}, class); err == nil {
 		policy = class.Spec.ReclaimPolicy
 	} else if !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, err
+		return err
 	}
 	if policy == as.ReclaimPolicyDelete && dt.Annotations[as.AnnDynamicallyProvisioned] != "" {
 		uid := dt.UID
 		if err := r.Client.Delete(ctx, dt, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, fmt.Errorf("deleting DeploymentTarget %s: %w", dt.Name, err)
+			return fmt.Errorf("deleting DeploymentTarget %s: %w", dt.Name, err)
 		}
 		r.Recorder.Eventf(dt, corev1.EventTypeNormal, "Deleted", "Claim %s is gone and the reclaimPolicy is Delete", dt.Spec.ClaimRef)
-		return ctrl.Result{}, nil
+		return nil
 	}
 	claimName := dt.Spec.ClaimRef
 	if err := r.patchMeta(ctx, dt, func() { dt.Spec.ClaimRef = "" }); err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
-	setPhase(dt, as.DeploymentTargetPhaseReleased, metav1.ConditionFalse, as.DeploymentTargetReasonSuccess,
-		"released: claim "+claimName+" is gone (reclaimPolicy Retain)")
+	r.setPhase(dt, as.DeploymentTargetPhaseReleased, nil, "released: claim "+claimName+" is gone (reclaimPolicy Retain)")
 	r.Recorder.Eventf(dt, corev1.EventTypeNormal, "Released", "Claim %s is gone; the target is Released", claimName)
-	return ctrl.Result{}, nil
+	return nil
 }
 
 // reconcileDelete has the provisioner free what it made, then removes the
 // provisioner finalizer. A release still failing after ReleaseTimeout marks
 // the target Failed (once, with a Warning Event) and keeps being retried.
-func (r *Reconciler) reconcileDelete(ctx context.Context, dt *as.DeploymentTarget) (ctrl.Result, error) {
+func (r *Reconciler) reconcileDelete(ctx context.Context, dt *as.DeploymentTarget) error {
 	if !controllerutil.ContainsFinalizer(dt, as.FinalizerProvisioner) {
-		return ctrl.Result{}, nil
+		return nil
 	}
 	name := as.Provisioner(dt.Annotations[as.AnnDynamicallyProvisioned])
 	p := r.Provisioners[name]
@@ -155,20 +153,19 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, dt *as.DeploymentTarge
 		}
 	}
 	if done {
-		return ctrl.Result{}, r.patchMeta(ctx, dt, func() { controllerutil.RemoveFinalizer(dt, as.FinalizerProvisioner) })
+		return r.patchMeta(ctx, dt, func() { controllerutil.RemoveFinalizer(dt, as.FinalizerProvisioner) })
 	}
 	if r.Now.Now().Sub(dt.DeletionTimestamp.Time) < r.ReleaseTimeout {
-		return ctrl.Result{RequeueAfter: releaseRetry}, nil
+		// The release ends without an event we watch.
+		return kernel.Wait("Releasing", kernel.PollInterval, "the provisioner to free the target's resources")
 	}
 	if why == "" {
 		why = fmt.Sprintf("the external resources are not freed after %s", r.ReleaseTimeout)
 	}
-	msg := "releasing the target's resources failed: " + why
-	if dt.Status.Phase != as.DeploymentTargetPhaseFailed {
-		r.Recorder.Event(dt, corev1.EventTypeWarning, as.DeploymentTargetReasonReleaseFailed, msg)
-	}
-	setPhase(dt, as.DeploymentTargetPhaseFailed, metav1.ConditionTrue, as.DeploymentTargetReasonReleaseFailed, msg)
-	return ctrl.Result{RequeueAfter: 10 * releaseRetry}, nil
+	// Failed, and still retried at the refusal interval.
+	refusal := kernel.Refuse(as.DeploymentTargetReasonReleaseFailed, "releasing the target's resources failed: %s", why)
+	r.setPhase(dt, as.DeploymentTargetPhaseFailed, refusal, "")
+	return refusal
 }
 
 // patchMeta patches what mutate changes outside the status, with optimistic
@@ -184,9 +181,16 @@ func (r *Reconciler) patchMeta(ctx context.Context, dt *as.DeploymentTarget, mut
 	return nil
 }
 
-func setPhase(dt *as.DeploymentTarget, phase as.DeploymentTargetPhase, status metav1.ConditionStatus, reason, message string) {
+// setPhase sets the phase and its ErrorOccurred condition: True with the
+// refusal, else False with message. The Warning Event of a refusal comes
+// once, when the target turns Failed.
+func (r *Reconciler) setPhase(dt *as.DeploymentTarget, phase as.DeploymentTargetPhase, refusal *kernel.Refusal, message string) {
+	cond := metav1.Condition{Type: as.DeploymentTargetConditionErrorOccurred, Status: metav1.ConditionFalse,
+		Reason: as.DeploymentTargetReasonSuccess, Message: message, ObservedGeneration: dt.Generation}
+	if refusal != nil {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, refusal.Reason, refusal.Message
+	}
+	warn := refusal != nil && dt.Status.Phase != phase
 	dt.Status.Phase = phase
-	meta.SetStatusCondition(&dt.Status.Conditions, metav1.Condition{
-		Type: as.DeploymentTargetConditionErrorOccurred, Status: status, Reason: reason, Message: message, ObservedGeneration: dt.Generation,
-	})
+	kernel.SetCondition(r.Recorder, dt, &dt.Status.Conditions, cond, r.Now.Now(), warn)
 }

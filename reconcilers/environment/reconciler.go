@@ -10,6 +10,7 @@ package environment
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -18,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,6 +28,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/reconcilers/tenantsecret"
 )
 
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=environments,verbs=get;list;watch
@@ -48,7 +49,7 @@ const (
 	// Environment is compared with its copy (besides the watch, a safety net).
 	DefaultRecheckInterval = 2 * time.Minute
 	// DefaultRetryInterval is how often a failing Environment is looked at again.
-	DefaultRetryInterval = 30 * time.Second
+	DefaultRetryInterval = kernel.RefusalRetry
 )
 
 // Reconciler reconciles Environments.
@@ -64,7 +65,9 @@ type Reconciler struct {
 }
 
 // Reconcile brings one Environment's ManagedEnvironment and its Secret in line
-// with the Environment's spec and credentials Secret.
+// with the Environment's spec and credentials Secret. No finalizer: what we
+// write carries the Environment's owner reference, and a deleted
+// Environment's objects are removed here too, found by name.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	env := &as.Environment{}
 	err = r.Client.Get(ctx, req.NamespacedName, env)
@@ -79,182 +82,156 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	patcher := kernel.NewStatusPatcher(r.Client, env)
 	defer patcher.Patch(ctx, env, &err)
-	wanted, refusal, err := r.apply(ctx, env)
-	if err != nil {
+	result, err := r.reconcileNormal(ctx, env)
+	if err != nil && kernel.AsRefusal(err) == nil && kernel.AsWaiting(err) == nil {
+		// Transient: the condition stays as it was until the retry.
 		return kernel.Outcome(ctrl.Result{}, err)
 	}
-	r.setCondition(env, refusal)
-	switch {
-	case refusal != nil && refusal.waiting:
-		// The claim and target are watched: no retry storm while waiting.
-		return ctrl.Result{}, nil
-	case refusal != nil:
-		return ctrl.Result{RequeueAfter: r.RetryInterval}, nil
-	case wanted:
-		return ctrl.Result{RequeueAfter: r.RecheckInterval}, nil
+	r.setCondition(env, err)
+	if refusal := kernel.AsRefusal(err); refusal != nil && refusal.After == 0 {
+		refusal.After = r.RetryInterval
 	}
-	return ctrl.Result{}, nil
+	return kernel.Outcome(result, err)
 }
 
-// apply writes env's Secret and ManagedEnvironment when env has usable
-// credentials, and removes them when it has none or they are unusable. wanted
-// says that env asks for a ManagedEnvironment.
-func (r *Reconciler) apply(ctx context.Context, env *as.Environment) (wanted bool, _ *Refusal, _ error) {
+// reconcileNormal writes env's Secret and ManagedEnvironment when env has
+// usable credentials, and removes them when it has none or they are unusable
+// (but not while it waits for, or lost, a claim's target). A working one is
+// looked at again after RecheckInterval.
+func (r *Reconciler) reconcileNormal(ctx context.Context, env *as.Environment) (ctrl.Result, error) {
 	key := client.ObjectKeyFromObject(env)
-	src, refusal, err := r.credentialsSource(ctx, env)
+	claim, dt, err := r.claim(ctx, env)
 	if err != nil {
-		return false, nil, err
+		return ctrl.Result{}, err
 	}
-	if src == nil && refusal != nil && refusal.keep {
-		// Waiting for, or lost, a claim's target: what was deployed through
-		// it stays as it is.
-		return true, refusal, nil
+	src, err := credentialsSource(env, claim, dt)
+	if keeps(err) {
+		return ctrl.Result{}, err
 	}
 	if src == nil {
 		// The tenant's own namespace on the local cluster, or an Environment
 		// we cannot deploy to: nothing of ours may point anywhere else.
-		removed, err := r.remove(ctx, key)
-		if removed && err == nil {
+		removed, rmErr := r.remove(ctx, key)
+		if removed && rmErr == nil {
 			r.Recorder.Eventf(env, corev1.EventTypeNormal, "ManagedEnvironmentDeleted",
 				"Deleted GitOpsDeploymentManagedEnvironment %s: the Environment no longer has usable cluster credentials", ownership.ManagedEnvironmentName(env.Name))
 		}
-		return false, refusal, err
+		return ctrl.Result{}, cmp.Or(rmErr, err)
 	}
-	kubeconfig, refusal, err := r.readCredentials(ctx, env, src)
-	if err != nil {
-		return true, nil, err
-	}
-	if refusal != nil {
+	kubeconfig, err := r.readCredentials(ctx, env, src)
+	if kernel.AsRefusal(err) != nil {
 		// Fail closed: the copy of credentials the user removed or broke goes.
-		_, err := r.remove(ctx, key)
-		return true, refusal, err
+		_, rmErr := r.remove(ctx, key)
+		return ctrl.Result{}, cmp.Or(rmErr, err)
 	}
-	me, meRefusal, err := r.currentManagedEnvironment(ctx, env)
 	if err != nil {
-		return true, nil, err
+		return ctrl.Result{}, err
 	}
-	secret, secretRefusal, err := r.currentSecret(ctx, env)
-	if err != nil {
-		return true, nil, err
+	me, err := r.currentManagedEnvironment(ctx, env)
+	if err != nil && kernel.AsRefusal(err) == nil {
+		return ctrl.Result{}, err
 	}
-	if refusal = firstOf(meRefusal, secretRefusal); refusal != nil {
+	secret, secretErr := r.currentSecret(ctx, env)
+	if secretErr != nil && kernel.AsRefusal(secretErr) == nil {
+		return ctrl.Result{}, secretErr
+	}
+	if refusal := cmp.Or(err, secretErr); refusal != nil {
 		// A foreign object has one of our names: it is left alone, and ours go.
-		_, err := r.remove(ctx, key)
-		return true, refusal, err
+		_, rmErr := r.remove(ctx, key)
+		return ctrl.Result{}, cmp.Or(rmErr, refusal)
 	}
 	if secret, err = r.writeSecret(ctx, secret, desiredSecret(env, kubeconfig)); err != nil {
-		return true, nil, err
+		return ctrl.Result{}, err
 	}
-	return true, nil, r.writeManagedEnvironment(ctx, env, me, desiredManagedEnvironment(env, src, secret.ResourceVersion))
+	return ctrl.Result{RequeueAfter: r.RecheckInterval}, r.writeManagedEnvironment(ctx, env, me, desiredManagedEnvironment(env, src, secret.ResourceVersion))
 }
 
-func firstOf(refusals ...*Refusal) *Refusal {
-	for _, r := range refusals {
-		if r != nil {
-			return r
-		}
+// claim reads the DeploymentTargetClaim env deploys through and, once it is
+// Bound, its DeploymentTarget; nil for what is not found or not named.
+func (r *Reconciler) claim(ctx context.Context, env *as.Environment) (*as.DeploymentTargetClaim, *as.DeploymentTarget, error) {
+	name := env.Spec.Configuration.Target.DeploymentTargetClaim.ClaimName
+	if name == "" {
+		return nil, nil, nil
 	}
-	return nil
-}
-
-// credentialsSource says where env's cluster and credentials come from: nil
-// (and no refusal) for the tenant's own namespace on the local cluster.
-func (r *Reconciler) credentialsSource(ctx context.Context, env *as.Environment) (*Source, *Refusal, error) {
-	claim := env.Spec.Configuration.Target.DeploymentTargetClaim.ClaimName
-	switch {
-	case claim != "" && env.HasCredentials():
-		return nil, refuse(as.EnvironmentReasonInvalidEnvironment,
-			"Environment is invalid since it cannot have both DeploymentTargetClaim and credentials configuration set"), nil
-	case claim != "":
-		return r.sourceFromClaim(ctx, env, claim)
-	case env.HasCredentials():
-		src, refusal := sourceFromCredentials(env)
-		return src, refusal, nil
+	claim := &as.DeploymentTargetClaim{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: name}, claim); err != nil {
+		return nil, nil, client.IgnoreNotFound(err)
 	}
-	return nil, nil, nil
+	if claim.Status.Phase != as.DeploymentTargetClaimPhaseBound {
+		return claim, nil, nil
+	}
+	dt := &as.DeploymentTarget{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: claim.Spec.TargetName}, dt); err != nil {
+		return claim, nil, client.IgnoreNotFound(err)
+	}
+	return claim, dt, nil
 }
 
 // readCredentials reads the kubeconfig of the user's credentials Secret,
 // uncached and only from env's own namespace.
-func (r *Reconciler) readCredentials(ctx context.Context, env *as.Environment, src *Source) ([]byte, *Refusal, error) {
+func (r *Reconciler) readCredentials(ctx context.Context, env *as.Environment, src *Source) ([]byte, error) {
 	name := src.CredentialsSecret
-	notFound := refuse(as.EnvironmentReasonSecretNotFound,
-		"the secret %s referenced by the Environment resource was not found in namespace %s", name, env.Namespace)
-	if len(validation.IsDNS1123Subdomain(name)) > 0 {
-		return nil, notFound, nil
-	}
-	secret := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: name}, secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, notFound, nil
-		}
-		return nil, nil, fmt.Errorf("reading Secret %s/%s: %w", env.Namespace, name, err)
+	secret, err := tenantsecret.Read(ctx, r.APIReader, env.Namespace, name, kernel.Refuse(as.EnvironmentReasonSecretNotFound,
+		"the secret %s referenced by the Environment resource was not found in namespace %s", name, env.Namespace))
+	if err != nil {
+		return nil, err
 	}
 	if secret.Type != v1.ManagedEnvironmentSecretType && !src.AnySecretType {
-		return nil, refuse(as.EnvironmentReasonInvalidSecretType,
-			"the secret %s referenced by the Environment resource has type '%s'; it must be of type '%s'", name, secret.Type, v1.ManagedEnvironmentSecretType), nil
+		return nil, kernel.Refuse(as.EnvironmentReasonInvalidSecretType,
+			"the secret %s referenced by the Environment resource has type '%s'; it must be of type '%s'", name, secret.Type, v1.ManagedEnvironmentSecretType)
 	}
 	if len(secret.Data[KubeconfigKey]) == 0 {
-		return nil, refuse(as.EnvironmentReasonMissingKubeConfigField,
-			"the secret %s referenced by the Environment resource has no '%s' field", name, KubeconfigKey), nil
+		return nil, kernel.Refuse(as.EnvironmentReasonMissingKubeConfigField,
+			"the secret %s referenced by the Environment resource has no '%s' field", name, KubeconfigKey)
 	}
-	return secret.Data[KubeconfigKey], nil, nil
+	return secret.Data[KubeconfigKey], nil
 }
 
 // currentManagedEnvironment returns env's ManagedEnvironment, or nil. One of
 // that name that is not ours is a refusal: it is never touched.
-func (r *Reconciler) currentManagedEnvironment(ctx context.Context, env *as.Environment) (*v1.GitOpsDeploymentManagedEnvironment, *Refusal, error) {
+func (r *Reconciler) currentManagedEnvironment(ctx context.Context, env *as.Environment) (*v1.GitOpsDeploymentManagedEnvironment, error) {
 	me := &v1.GitOpsDeploymentManagedEnvironment{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: ownership.ManagedEnvironmentName(env.Name)}, me)
-	if apierrors.IsNotFound(err) {
-		return nil, nil, nil
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: ownership.ManagedEnvironmentName(env.Name)}, me); err != nil {
+		return nil, client.IgnoreNotFound(err)
 	}
-	if err != nil {
-		return nil, nil, err
+	if err := r.checkOurs(ctx, env, me, "GitOpsDeploymentManagedEnvironment"); err != nil {
+		return nil, err
 	}
-	if ok, err := r.checkOurs(ctx, env, me); !ok || err != nil {
-		return nil, collision(env, "GitOpsDeploymentManagedEnvironment", me.Name), err
-	}
-	return me, nil, nil
+	return me, nil
 }
 
 // currentSecret returns env's copy of the credentials, or nil. One of that
 // name that is not ours is a refusal: it is never touched (nor read further).
-func (r *Reconciler) currentSecret(ctx context.Context, env *as.Environment) (*corev1.Secret, *Refusal, error) {
+func (r *Reconciler) currentSecret(ctx context.Context, env *as.Environment) (*corev1.Secret, error) {
 	s := &corev1.Secret{}
-	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: SecretName(env.Name)}, s)
-	if apierrors.IsNotFound(err) {
-		return nil, nil, nil
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: SecretName(env.Name)}, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading Secret %s/%s: %w", env.Namespace, SecretName(env.Name), err)
 	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading Secret %s/%s: %w", env.Namespace, SecretName(env.Name), err)
+	if err := r.checkOurs(ctx, env, s, "Secret"); err != nil {
+		return nil, err
 	}
-	if ok, err := r.checkOurs(ctx, env, s); !ok || err != nil {
-		return nil, collision(env, "Secret", s.Name), err
-	}
-	return s, nil, nil
+	return s, nil
 }
 
-// checkOurs says whether obj is ours for env. An object of ours made for an
-// earlier Environment of the same name, or being deleted, is deleted (or
-// waited for): kernel.ErrStaleCache.
-func (r *Reconciler) checkOurs(ctx context.Context, env *as.Environment, obj client.Object) (bool, error) {
+// checkOurs refuses obj (of kind) when it is not ours for env. An object of
+// ours made for an earlier Environment of the same name, or being deleted, is
+// deleted (or waited for): kernel.ErrStaleCache.
+func (r *Reconciler) checkOurs(ctx context.Context, env *as.Environment, obj client.Object, kind string) error {
 	switch {
 	case ownedBy(obj, string(env.UID)) && obj.GetDeletionTimestamp().IsZero():
-		return true, nil
+		return nil
 	case ownedByName(obj, env.Namespace, env.Name):
 		if err := r.deleteExactly(ctx, obj); err != nil {
-			return true, err
+			return err
 		}
-		return true, kernel.ErrStaleCache
+		return kernel.ErrStaleCache
 	}
-	return false, nil
-}
-
-func collision(env *as.Environment, kind, name string) *Refusal {
-	return refuse(as.EnvironmentReasonNameCollision,
+	return kernel.Refuse(as.EnvironmentReasonNameCollision,
 		"the %s %s exists in namespace %s and was not created by the GitOps Service for Environment '%s'; it is left untouched: delete or rename it",
-		kind, name, env.Namespace, env.Name)
+		kind, obj.GetName(), env.Namespace, env.Name)
 }
 
 // writeSecret creates or updates our copy of the credentials, only when it changed.

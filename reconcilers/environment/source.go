@@ -1,13 +1,10 @@
 package environment
 
 import (
-	"context"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
@@ -34,23 +31,6 @@ const (
 // ManagedEnvironment references, as in the original service.
 func SecretName(environment string) string { return "managed-environment-secret-" + environment }
 
-// Refusal is why an Environment cannot be turned into a ManagedEnvironment: a
-// reason of the ErrorOccurred condition and a message for the user. Messages
-// name objects, never credentials.
-type Refusal struct {
-	kernel.Refusal
-	// waiting: not an error, the Environment waits for another object
-	// (condition False, no Warning Event).
-	waiting bool
-	// keep: what was written for the Environment stays (nothing deployed
-	// through it is deleted).
-	keep bool
-}
-
-func refuse(reason, format string, args ...any) *Refusal {
-	return &Refusal{Refusal: *kernel.Refuse(reason, format, args...)}
-}
-
 // Source is where an Environment's cluster and credentials come from: the
 // fields of its GitOpsDeploymentManagedEnvironment and the name of the Secret,
 // in the Environment's namespace, whose kubeconfig is copied.
@@ -65,20 +45,40 @@ type Source struct {
 	AnySecretType bool
 }
 
+// credentialsSource says where env's cluster and credentials come from: nil
+// (and no error) for the tenant's own namespace on the local cluster. claim
+// is the DeploymentTargetClaim env names (nil when not found), dt the target
+// that claim is bound to (nil when not found). The error is a
+// *kernel.Refusal (Keep: what was deployed through the claim stays) or a
+// *kernel.Waiting.
+func credentialsSource(env *as.Environment, claim *as.DeploymentTargetClaim, dt *as.DeploymentTarget) (*Source, error) {
+	name := env.Spec.Configuration.Target.DeploymentTargetClaim.ClaimName
+	switch {
+	case name != "" && env.HasCredentials():
+		return nil, kernel.Refuse(as.EnvironmentReasonInvalidEnvironment,
+			"Environment is invalid since it cannot have both DeploymentTargetClaim and credentials configuration set")
+	case name != "":
+		return sourceFromClaim(env, name, claim, dt)
+	case env.HasCredentials():
+		return sourceFromCredentials(env)
+	}
+	return nil, nil
+}
+
 // sourceFromCredentials is the Source of an Environment that sets
 // kubernetesCredentials, or why it is unusable.
-func sourceFromCredentials(env *as.Environment) (*Source, *Refusal) {
+func sourceFromCredentials(env *as.Environment) (*Source, error) {
 	c := env.Spec.UnstableConfigurationFields.KubernetesClusterCredentials
 	if c.APIURL == "" {
-		return nil, refuse(as.EnvironmentReasonInvalidEnvironment,
+		return nil, kernel.Refuse(as.EnvironmentReasonInvalidEnvironment,
 			"Environment '%s' is invalid: kubernetesCredentials.apiURL is empty", env.Name)
 	}
 	if r := kubeconfig.ValidateAPIURL(c.APIURL); r != nil {
-		return nil, refuse(as.EnvironmentReasonUnsupportedAPIURL,
+		return nil, kernel.Refuse(as.EnvironmentReasonUnsupportedAPIURL,
 			"Environment '%s' has an unsupported kubernetesCredentials.apiURL: %s", env.Name, r.Message)
 	}
 	if c.ClusterCredentialsSecret == "" {
-		return nil, refuse(as.EnvironmentReasonInvalidEnvironment,
+		return nil, kernel.Refuse(as.EnvironmentReasonInvalidEnvironment,
 			"Environment '%s' is invalid: kubernetesCredentials.clusterCredentialsSecret is empty", env.Name)
 	}
 	return &Source{
@@ -88,6 +88,49 @@ func sourceFromCredentials(env *as.Environment) (*Source, *Refusal) {
 		Namespaces:                 slices.Clone(c.Namespaces),
 		ClusterResources:           c.ClusterResources,
 	}, nil
+}
+
+// sourceFromClaim is the Source of an Environment that deploys through the
+// DeploymentTargetClaim name: the Bound claim's DeploymentTarget, all in the
+// Environment's namespace, limited to the target's defaultNamespace.
+func sourceFromClaim(env *as.Environment, name string, claim *as.DeploymentTargetClaim, dt *as.DeploymentTarget) (*Source, error) {
+	if claim == nil {
+		return nil, kernel.Refuse(as.EnvironmentReasonDeploymentTargetClaimNotFound,
+			"DeploymentTargetClaim %s referenced by Environment '%s' was not found in namespace %s", name, env.Name, env.Namespace)
+	}
+	switch claim.Status.Phase {
+	case as.DeploymentTargetClaimPhaseBound:
+	case as.DeploymentTargetClaimPhaseLost:
+		return nil, kernel.Refuse(as.EnvironmentReasonDeploymentTargetClaimLost,
+			"DeploymentTargetClaim %s lost its DeploymentTarget %s; what was deployed is left as it is", name, claim.Spec.TargetName).Keeping()
+	default:
+		// The claim and target are watched; what was deployed stays meanwhile.
+		return nil, kernel.Wait(as.EnvironmentReasonDeploymentTargetClaimNotBound, kernel.WaitingRetry,
+			"DeploymentTargetClaim %s to be Bound (phase %q)", name, claim.Status.Phase)
+	}
+	if dt == nil || dt.Spec.ClaimRef != claim.Name {
+		return nil, kernel.Refuse(as.EnvironmentReasonDeploymentTargetNotFound,
+			"DeploymentTarget %s bound to DeploymentTargetClaim %s was not found in namespace %s", claim.Spec.TargetName, name, env.Namespace).Keeping()
+	}
+	c := dt.Spec.KubernetesClusterCredentials
+	if rf := kubeconfig.ValidateAPIURL(c.APIURL); rf != nil {
+		return nil, kernel.Refuse(as.EnvironmentReasonUnsupportedAPIURL,
+			"DeploymentTarget %s has an unsupported apiURL: %s", dt.Name, rf.Message)
+	}
+	return &Source{
+		APIURL:                     c.APIURL,
+		CredentialsSecret:          c.ClusterCredentialsSecret,
+		AllowInsecureSkipTLSVerify: c.AllowInsecureSkipTLSVerify,
+		Namespaces:                 []string{c.DefaultNamespace},
+		AnySecretType:              true,
+	}, nil
+}
+
+// keeps says whether err leaves what was written for the Environment in
+// place: waiting for, or lost, a claim's target.
+func keeps(err error) bool {
+	r := kernel.AsRefusal(err)
+	return kernel.AsWaiting(err) != nil || (r != nil && r.Keep)
 }
 
 // ownerMeta returns the labels, annotations and controller reference of what
@@ -160,54 +203,4 @@ func ownedByName(obj metav1.Object, namespace, name string) bool {
 	uid := obj.GetLabels()[ownership.LabelOwnerUID]
 	return ownedBy(obj, uid) && obj.GetAnnotations()[ownership.AnnotationOwnerName] == namespace+"/"+name &&
 		metav1.GetControllerOf(obj).Name == name
-}
-
-// sourceFromClaim is the Source of an Environment that deploys through a
-// DeploymentTargetClaim: the Bound claim's DeploymentTarget, all in the
-// Environment's namespace, limited to the target's defaultNamespace.
-func (r *Reconciler) sourceFromClaim(ctx context.Context, env *as.Environment, name string) (*Source, *Refusal, error) {
-	claim := &as.DeploymentTargetClaim{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: name}, claim); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, refuse(as.EnvironmentReasonDeploymentTargetClaimNotFound,
-				"DeploymentTargetClaim %s referenced by Environment '%s' was not found in namespace %s", name, env.Name, env.Namespace), nil
-		}
-		return nil, nil, err
-	}
-	switch claim.Status.Phase {
-	case as.DeploymentTargetClaimPhaseBound:
-	case as.DeploymentTargetClaimPhaseLost:
-		r := refuse(as.EnvironmentReasonDeploymentTargetClaimLost,
-			"DeploymentTargetClaim %s lost its DeploymentTarget %s; what was deployed is left as it is", name, claim.Spec.TargetName)
-		r.keep = true
-		return nil, r, nil
-	default:
-		r := refuse(as.EnvironmentReasonDeploymentTargetClaimNotBound,
-			"waiting for DeploymentTargetClaim %s to be Bound (phase %q)", name, claim.Status.Phase)
-		r.waiting, r.keep = true, true
-		return nil, r, nil
-	}
-	dt := &as.DeploymentTarget{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: claim.Spec.TargetName}, dt)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, nil, err
-	}
-	if err != nil || dt.Spec.ClaimRef != claim.Name {
-		r := refuse(as.EnvironmentReasonDeploymentTargetNotFound,
-			"DeploymentTarget %s bound to DeploymentTargetClaim %s was not found in namespace %s", claim.Spec.TargetName, name, env.Namespace)
-		r.keep = true
-		return nil, r, nil
-	}
-	c := dt.Spec.KubernetesClusterCredentials
-	if rf := kubeconfig.ValidateAPIURL(c.APIURL); rf != nil {
-		return nil, refuse(as.EnvironmentReasonUnsupportedAPIURL,
-			"DeploymentTarget %s has an unsupported apiURL: %s", dt.Name, rf.Message), nil
-	}
-	return &Source{
-		APIURL:                     c.APIURL,
-		CredentialsSecret:          c.ClusterCredentialsSecret,
-		AllowInsecureSkipTLSVerify: c.AllowInsecureSkipTLSVerify,
-		Namespaces:                 []string{c.DefaultNamespace},
-		AnySecretType:              true,
-	}, nil, nil
 }

@@ -12,23 +12,22 @@ import (
 // again, as for GitOpsDeployments.
 const ReasonResolved = as.EnvironmentReasonErrorOccurred + "Resolved"
 
-// setCondition records the outcome on ErrorOccurred: True with the refusal's
-// reason and message, or, once there was an error, False/ErrorOccurredResolved.
-// A Warning Event is emitted when an error appears or changes. An Environment
-// that never failed gets no condition; observing the same state again writes
-// nothing.
-func (r *Reconciler) setCondition(env *as.Environment, refusal *Refusal) {
+// setCondition records the outcome on ErrorOccurred: True with a refusal's
+// reason and message (a Warning Event when it appears or changes), False with
+// a waiting's (no Event), or, once there was an error, False/
+// ErrorOccurredResolved. An Environment that never failed gets no condition;
+// observing the same state again writes nothing.
+func (r *Reconciler) setCondition(env *as.Environment, err error) {
 	cond := metav1.Condition{
 		Type:               as.EnvironmentConditionErrorOccurred,
 		Status:             metav1.ConditionFalse,
 		Reason:             ReasonResolved,
 		ObservedGeneration: env.Generation,
 	}
-	if refusal != nil {
-		cond.Reason, cond.Message = refusal.Reason, refusal.Message
-		if !refusal.waiting {
-			cond.Status = metav1.ConditionTrue
-		}
+	if refusal := kernel.AsRefusal(err); refusal != nil {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, refusal.Reason, refusal.Message
+	} else if w := kernel.AsWaiting(err); w != nil {
+		cond.Reason, cond.Message = w.Reason, w.Error()
 	} else if meta.FindStatusCondition(env.Status.Conditions, cond.Type) == nil {
 		return
 	}

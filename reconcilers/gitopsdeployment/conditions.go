@@ -8,7 +8,9 @@ import (
 )
 
 // mirrorAppConditions copies the Application's conditions (type = reason = Argo CD's
-// type) and resolves the ones Argo CD no longer reports.
+// type) and resolves the ones Argo CD no longer reports. Not through the
+// kernel, by design: they are Argo CD's findings, mirrored as the original
+// service did, without a Warning Event of ours (Argo CD records its own).
 func mirrorAppConditions(conds []v1.GitOpsDeploymentCondition, app []argocd.AppCondition, now metav1.Time) []v1.GitOpsDeploymentCondition {
 	present := map[v1.GitOpsConditionType]bool{}
 	for _, c := range app {

@@ -7,13 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	"github.com/argoproj/gitops-engine/pkg/health"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -38,22 +36,6 @@ import (
 // +kubebuilder:rbac:groups=argoproj.io,resources=applications;appprojects,verbs=get;list;watch;create;update;patch;delete,namespace=argocd
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-
-// deletePollInterval is how often a finalizing GitOpsDeployment checks that its
-// Application is gone (the Application's delete event usually comes first).
-const deletePollInterval = 2 * time.Second
-
-const (
-	// waitingRetry: a deployment waiting for its ManagedEnvironment looks
-	// again this often, in case the environment's event came before it was cached.
-	waitingRetry = 30 * time.Second
-	// squatRetry: a squatted AppProject is not watched (not ours).
-	squatRetry = 10 * time.Second
-	// treeRecheck: per-resource health kept only in Argo CD's resource tree
-	// changes without an Application event, so look again while not Healthy
-	// (once Healthy, any resource's change changes the Application's health).
-	treeRecheck = 10 * time.Second
-)
 
 // Reconciler reconciles GitOpsDeployments.
 type Reconciler struct {
@@ -88,62 +70,61 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 	if !gd.DeletionTimestamp.IsZero() {
-		return r.finalize(ctx, gd)
+		return kernel.Outcome(ctrl.Result{}, r.reconcileDelete(ctx, gd))
 	}
-	// A CR deleted and recreated under the same name is a new deployment: the old
-	// one's Application goes, without cascade.
+	// The finalizer is the client's choice (cascading delete), never added
+	// here. A CR deleted and recreated under the same name is a new
+	// deployment: the old one's Application goes, without cascade.
 	if err := r.deleteApplications(ctx, req.NamespacedName, otherUID(gd.UID), false); err != nil {
 		return ctrl.Result{}, err
 	}
 	patcher := kernel.NewStatusPatcher(r.Client, gd).Remembering(r.statusWrites)
 	defer patcher.Patch(ctx, gd, &err)
-	app, refusal, err := r.apply(ctx, gd)
-	if err != nil {
+	gd.Status.ObservedGeneration = gd.Generation
+	app, err := r.reconcileNormal(ctx, gd)
+	refusal := kernel.AsRefusal(err)
+	if err != nil && refusal == nil {
+		// Transient: the status stays as it was until the retry.
 		return kernel.Outcome(ctrl.Result{}, err)
 	}
 	r.setStatus(ctx, gd, app, refusal)
-	if refusal != nil && refusal.Message == v1.ErrMsgManagedEnvUnresolved {
-		// Waiting for another object: its watch usually wakes us, but look again
-		// anyway in case the event came before this deployment was cached.
-		return ctrl.Result{RequeueAfter: waitingRetry}, nil
-	}
-	if refusal != nil && strings.HasPrefix(refusal.Message, tenantproject.ErrNotOurs.Error()) {
-		// A squatted AppProject is not watched (not ours): look again for the
-		// admin's removal of it.
-		return ctrl.Result{RequeueAfter: squatRetry}, nil
-	}
+	var result ctrl.Result
 	if app != nil && r.Trees != nil && argocd.HealthInTree(app) && app.Status.Health.Status != health.HealthStatusHealthy {
-		return ctrl.Result{RequeueAfter: treeRecheck}, nil
+		// Per-resource health kept only in Argo CD's resource tree changes
+		// without an Application event: look again while not Healthy (once
+		// Healthy, any resource's change changes the Application's health).
+		result.RequeueAfter = kernel.UnwatchedRecheck
 	}
-	return ctrl.Result{}, nil
+	return kernel.Outcome(result, err)
 }
 
-// apply writes the Application. It returns the Application as now known, or
-// why the spec cannot be deployed (then nothing is written).
-func (r *Reconciler) apply(ctx context.Context, gd *v1.GitOpsDeployment) (*argov1alpha1.Application, *kernel.Refusal, error) {
-	current, refusal, err := r.currentApplication(ctx, gd)
-	if err != nil || refusal != nil {
+// reconcileNormal writes the Application. It returns the Application as now
+// known (also with a refusal, when one exists that is ours), and a
+// *kernel.Refusal when the spec cannot be deployed (then nothing is written).
+func (r *Reconciler) reconcileNormal(ctx context.Context, gd *v1.GitOpsDeployment) (*argov1alpha1.Application, error) {
+	current, err := r.currentApplication(ctx, gd)
+	if err != nil {
 		// Never touch an object someone else made, even under our name.
-		return nil, refusal, err
+		return nil, err
 	}
-	if msg := validate(gd); msg != "" {
-		return current, refuse(msg), nil
+	if refusal := check(gd, r.AllowFileRepositories); refusal != nil {
+		return current, refusal
 	}
-	if msg := argocd.CheckRepoURL(gd.Spec.Source.RepoURL, r.AllowFileRepositories); msg != "" {
-		return current, refuse("spec.source.repoURL: " + msg), nil
+	env, err := r.environment(ctx, gd)
+	if err != nil {
+		return current, err
 	}
-	if msg := argocd.CheckRevision(gd.Spec.Source.TargetRevision); msg != "" {
-		return current, refuse("spec.source.targetRevision: " + msg), nil
-	}
-	target, msg, err := r.target(ctx, gd)
-	if err != nil || msg != "" {
-		return current, refuse(msg), err
+	target, refusal := target(gd, env)
+	if refusal != nil {
+		return current, refusal
 	}
 	if target.Project, err = r.Projects.Ensure(ctx, gd.Namespace, gd.Spec.Source.RepoURL); err != nil {
 		if errors.Is(err, tenantproject.ErrNotOurs) {
-			return current, refuse(err.Error()), nil
+			// A squatted AppProject is not watched (not ours): look again
+			// for the admin's removal of it.
+			return current, refuse("%s", err.Error()).Retry(kernel.UnwatchedRecheck)
 		}
-		return current, nil, err
+		return current, err
 	}
 	app := argocd.Application(r.ArgoNamespace, gd, target)
 	var cur client.Object
@@ -153,16 +134,30 @@ func (r *Reconciler) apply(ctx context.Context, gd *v1.GitOpsDeployment) (*argov
 	err = r.owned(gd).Apply(ctx, cur, app)
 	var notOurs *kernel.NotOursError
 	if errors.As(err, &notOurs) {
-		return nil, collision(app.Namespace+"/"+app.Name, gd), nil
+		return nil, collision(app.Namespace+"/"+app.Name, gd)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if current != nil && app.ResourceVersion == "" {
 		// Nothing was written: the cached Application is current.
-		return current, nil, nil
+		return current, nil
 	}
-	return app, nil, nil
+	return app, nil
+}
+
+// environment reads the ManagedEnvironment the deployment names, nil when it
+// names none or it does not exist.
+func (r *Reconciler) environment(ctx context.Context, gd *v1.GitOpsDeployment) (*v1.GitOpsDeploymentManagedEnvironment, error) {
+	name := gd.Spec.Destination.Environment
+	if name == "" {
+		return nil, nil
+	}
+	env := &v1.GitOpsDeploymentManagedEnvironment{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: gd.Namespace, Name: name}, env); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return env, nil
 }
 
 // owned writes the Applications of gd.
@@ -172,64 +167,27 @@ func (r *Reconciler) owned(gd *v1.GitOpsDeployment) kernel.Owned {
 	}}
 }
 
-// refuse is a user-facing error in the original service's shape (reason
-// ErrorOccurred); "" is none.
-func refuse(msg string) *kernel.Refusal {
-	if msg == "" {
-		return nil
-	}
-	return &kernel.Refusal{Reason: string(v1.GitOpsDeploymentReasonErrorOccurred), Message: msg}
-}
-
 func collision(name string, gd *v1.GitOpsDeployment) *kernel.Refusal {
-	return refuse(fmt.Sprintf("name collision: Argo CD Application %s exists and was not created for GitOpsDeployment %s/%s", name, gd.Namespace, gd.Name))
+	return refuse("name collision: Argo CD Application %s exists and was not created for GitOpsDeployment %s/%s", name, gd.Namespace, gd.Name)
 }
 
 // currentApplication returns the GitOpsDeployment's Application from the
 // cache, or nil; one of our name that is not ours is a refusal.
-func (r *Reconciler) currentApplication(ctx context.Context, gd *v1.GitOpsDeployment) (*argov1alpha1.Application, *kernel.Refusal, error) {
+func (r *Reconciler) currentApplication(ctx context.Context, gd *v1.GitOpsDeployment) (*argov1alpha1.Application, error) {
 	app := &argov1alpha1.Application{}
 	key := types.NamespacedName{Namespace: r.ArgoNamespace, Name: argocd.ApplicationName(string(gd.UID))}
 	if err := r.Client.Get(ctx, key, app); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil, nil
-		}
-		return nil, nil, err
+		return nil, client.IgnoreNotFound(err)
 	}
 	tenant := &corev1.Namespace{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: gd.Namespace}, tenant); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	// Our labels in another project are a look-alike's: never written.
 	if !tenantproject.MadeForOwner(app, ownership.KindGitOpsDeployment, string(gd.UID), gd.Namespace, string(tenant.UID)) {
-		return nil, collision(key.String(), gd), nil
+		return nil, collision(key.String(), gd)
 	}
-	return app, nil, nil
-}
-
-// target resolves where the deployment goes: the local cluster (only the
-// deployment's own namespace) or a ready ManagedEnvironment of the same namespace.
-func (r *Reconciler) target(ctx context.Context, gd *v1.GitOpsDeployment) (argocd.Target, string, error) {
-	ns := gd.Spec.Destination.Namespace
-	if ns == "" {
-		ns = gd.Namespace
-	}
-	envName := gd.Spec.Destination.Environment
-	if envName == "" {
-		return argocd.Target{Server: argocd.LocalServer, Namespace: ns}, "", nil
-	}
-	env := &v1.GitOpsDeploymentManagedEnvironment{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: gd.Namespace, Name: envName}, env)
-	if apierrors.IsNotFound(err) {
-		return argocd.Target{}, v1.ErrMsgManagedEnvUnresolved, nil
-	}
-	if err != nil {
-		return argocd.Target{}, "", err
-	}
-	if !meta.IsStatusConditionTrue(env.Status.Conditions, v1.ManagedEnvironmentConditionConnectionInitializationSucceeded) {
-		return argocd.Target{}, v1.ErrMsgManagedEnvUnresolved, nil
-	}
-	return argocd.Target{Server: argocd.ClusterServer(env.Spec.APIURL, string(env.UID)), Namespace: ns}, "", nil
+	return app, nil
 }
 
 // setStatus computes the new status from the Application and the refusal, if any.
@@ -240,9 +198,6 @@ func (r *Reconciler) setStatus(ctx context.Context, gd *v1.GitOpsDeployment, app
 		msg = refusal.Message
 	}
 	kernel.SetError(r.Recorder, gd, &gd.Status.Conditions, msg, now)
-	if refusal == nil {
-		gd.Status.ObservedGeneration = gd.Generation
-	}
 	if app == nil {
 		return
 	}
@@ -257,7 +212,7 @@ func (r *Reconciler) setStatus(ctx context.Context, gd *v1.GitOpsDeployment, app
 
 // resourceTree returns the Application's resource tree when Argo CD keeps the
 // per-resource health only there, else nil. Unreadable is logged, not fatal:
-// the rest of the status is still right, and treeRecheck tries again.
+// the rest of the status is still right, and the recheck tries again.
 func (r *Reconciler) resourceTree(ctx context.Context, app *argov1alpha1.Application) *argov1alpha1.ApplicationTree {
 	if r.Trees == nil || !argocd.HealthInTree(app) {
 		return nil
@@ -282,24 +237,25 @@ func (r *Reconciler) serverNames(ctx context.Context, gd *v1.GitOpsDeployment) a
 	return names
 }
 
-// finalize runs when a GitOpsDeployment is being deleted. With our finalizer the
-// Application is deleted with cascade (Argo CD removes the deployed resources) and
-// the finalizer goes only once the Application is gone.
-func (r *Reconciler) finalize(ctx context.Context, gd *v1.GitOpsDeployment) (ctrl.Result, error) {
+// reconcileDelete runs when a GitOpsDeployment is being deleted. With our
+// finalizer the Application is deleted with cascade (Argo CD removes the
+// deployed resources) and the finalizer goes only once the Application is gone.
+func (r *Reconciler) reconcileDelete(ctx context.Context, gd *v1.GitOpsDeployment) error {
 	if !controllerutil.ContainsFinalizer(gd, v1.FinalizerResourcesFinalizer) {
-		return ctrl.Result{}, r.deleteApplications(ctx, client.ObjectKeyFromObject(gd), otherUID(""), false)
+		return r.deleteApplications(ctx, client.ObjectKeyFromObject(gd), otherUID(""), false)
 	}
 	remaining, err := r.applications(ctx, client.ObjectKeyFromObject(gd), sameUID(gd.UID))
 	if err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
 	if len(remaining) > 0 {
 		if err := r.deleteApplications(ctx, client.ObjectKeyFromObject(gd), sameUID(gd.UID), true); err != nil {
-			return ctrl.Result{}, err
+			return err
 		}
-		return ctrl.Result{RequeueAfter: deletePollInterval}, nil
+		// The Application's delete event usually comes first.
+		return kernel.Wait("DeletingApplication", kernel.PollInterval, "the deletion of the Application")
 	}
-	return ctrl.Result{}, kernel.RemoveFinalizer(ctx, r.Client, gd, v1.FinalizerResourcesFinalizer)
+	return kernel.RemoveFinalizer(ctx, r.Client, gd, v1.FinalizerResourcesFinalizer)
 }
 
 // applications lists the Applications made for the GitOpsDeployment key whose
@@ -350,14 +306,11 @@ func (r *Reconciler) deleteApplications(ctx context.Context, key types.Namespace
 	}
 	for i := range apps {
 		app := &apps[i]
-		if cascade && !controllerutil.ContainsFinalizer(app, argov1alpha1.ResourcesFinalizerName) {
-			patch := client.MergeFrom(app.DeepCopy())
-			controllerutil.AddFinalizer(app, argov1alpha1.ResourcesFinalizerName)
-			if err := r.Client.Patch(ctx, app, patch); err != nil {
-				if apierrors.IsNotFound(err) {
-					continue
-				}
-				return fmt.Errorf("adding the resources finalizer to Application %s: %w", app.Name, err)
+		if cascade {
+			if err := kernel.AddFinalizer(ctx, r.Client, app, argov1alpha1.ResourcesFinalizerName); apierrors.IsNotFound(err) {
+				continue
+			} else if err != nil {
+				return err
 			}
 		}
 		if !app.DeletionTimestamp.IsZero() {

@@ -3,9 +3,55 @@ package gitopsdeployment
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
+
+// check refuses a spec that no amount of waiting can make deployable: the
+// checks of validate, then the repository URL and revision.
+func check(gd *v1.GitOpsDeployment, allowFileRepositories bool) *kernel.Refusal {
+	if msg := validate(gd); msg != "" {
+		return refuse("%s", msg)
+	}
+	if msg := argocd.CheckRepoURL(gd.Spec.Source.RepoURL, allowFileRepositories); msg != "" {
+		return refuse("spec.source.repoURL: %s", msg)
+	}
+	if msg := argocd.CheckRevision(gd.Spec.Source.TargetRevision); msg != "" {
+		return refuse("spec.source.targetRevision: %s", msg)
+	}
+	return nil
+}
+
+// target is where the deployment goes: the local cluster (only the
+// deployment's own namespace) or env, the ManagedEnvironment of the same
+// namespace it names (nil when not found), once that is connected.
+func target(gd *v1.GitOpsDeployment, env *v1.GitOpsDeploymentManagedEnvironment) (argocd.Target, *kernel.Refusal) {
+	ns := gd.Spec.Destination.Namespace
+	if ns == "" {
+		ns = gd.Namespace
+	}
+	if gd.Spec.Destination.Environment == "" {
+		return argocd.Target{Server: argocd.LocalServer, Namespace: ns}, nil
+	}
+	if env == nil || !meta.IsStatusConditionTrue(env.Status.Conditions, v1.ManagedEnvironmentConditionConnectionInitializationSucceeded) {
+		// Waiting for another object, but the original service reports it
+		// as an error (ErrorOccurred and a Warning Event), which clients
+		// match on: a Refusal that looks again at the waiting interval, as
+		// the environment's event may have come before this deployment was
+		// cached.
+		return argocd.Target{}, refuse("%s", v1.ErrMsgManagedEnvUnresolved).Retry(kernel.WaitingRetry)
+	}
+	return argocd.Target{Server: argocd.ClusterServer(env.Spec.APIURL, string(env.UID)), Namespace: ns}, nil
+}
+
+// refuse is a user-facing error in the original service's shape (reason
+// ErrorOccurred).
+func refuse(format string, args ...any) *kernel.Refusal {
+	return kernel.Refuse(string(v1.GitOpsDeploymentReasonErrorOccurred), format, args...)
+}
 
 // validate returns the message of the first problem in a GitOpsDeployment's spec
 // that no amount of waiting can fix, or "" when the spec is acceptable. The

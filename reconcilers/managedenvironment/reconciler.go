@@ -12,9 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,6 +22,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/argosecret"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/kubeconfig"
+	"github.com/gitops-service/gitops-service/reconcilers/tenantsecret"
 )
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentmanagedenvironments,verbs=get;list;watch;update;patch
@@ -42,10 +40,8 @@ import (
 // Defaults of the Reconciler's intervals.
 const (
 	DefaultRecheckInterval = 5 * time.Minute
-	DefaultRetryInterval   = 30 * time.Second
+	DefaultRetryInterval   = kernel.RefusalRetry
 	DefaultCleanupTimeout  = 2 * time.Minute
-
-	cleanupRetry = 5 * time.Second
 )
 
 // Reconciler reconciles GitOpsDeploymentManagedEnvironments.
@@ -79,39 +75,49 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 	if !env.DeletionTimestamp.IsZero() {
-		return r.finalize(ctx, env)
+		return kernel.Outcome(ctrl.Result{}, r.reconcileDelete(ctx, env))
 	}
+	// The finalizer goes on only before something is installed on the
+	// cluster (credentials) or a cluster Secret is written (argosecret).
 	patcher := kernel.NewStatusPatcher(r.Client, env)
 	defer patcher.Patch(ctx, env, &err)
-	refusal, err := r.apply(ctx, env)
-	if err != nil {
+	err = r.reconcileNormal(ctx, env)
+	refusal := kernel.AsRefusal(err)
+	if err != nil && refusal == nil {
+		// Transient: the condition stays as it was until the retry.
 		return kernel.Outcome(ctrl.Result{}, err)
 	}
 	kernel.SetCondition(r.Recorder, env, &env.Status.Conditions, condition(env, refusal), r.Now.Now(), refusal != nil)
 	if refusal != nil {
-		return ctrl.Result{RequeueAfter: r.RetryInterval}, nil
+		refusal.Retry(r.RetryInterval)
 	}
-	return ctrl.Result{RequeueAfter: r.RecheckInterval}, nil
+	return kernel.Outcome(ctrl.Result{RequeueAfter: r.RecheckInterval}, err)
 }
 
-// apply writes the cluster Secret when the environment's credentials work, and
-// deletes it when they do not; it returns why they do not.
-func (r *Reconciler) apply(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (*kernel.Refusal, error) {
-	current, refusal, err := r.currentClusterSecret(ctx, env)
-	if err != nil || refusal != nil {
-		return refusal, err
+// reconcileNormal writes the cluster Secret when the environment's
+// credentials work, and deletes it when they do not: then a *kernel.Refusal
+// says why.
+func (r *Reconciler) reconcileNormal(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) error {
+	current, err := r.currentClusterSecret(ctx, env)
+	if err != nil {
+		return err
 	}
 	creds, refusal, err := r.credentials(ctx, env, current)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	collided, err := r.secrets.Sync(ctx, env, v1.FinalizerManagedEnvironment, current, refusal, func(project string) *corev1.Secret {
 		return argocd.ClusterSecret(r.ArgoNamespace, env, project, creds)
 	})
-	if collided {
-		return collision(argocd.ClusterSecretName(string(env.UID))), err
+	switch {
+	case err != nil:
+		return err
+	case collided:
+		return collision(argocd.ClusterSecretName(string(env.UID)))
+	case refusal != nil:
+		return refusal
 	}
-	return refusal, err
+	return nil
 }
 
 // credentials runs the checks, in the original service's order (but the
@@ -169,17 +175,12 @@ func (r *Reconciler) credentials(ctx context.Context, env *v1.GitOpsDeploymentMa
 // environment's own namespace, and parses its kubeconfig.
 func (r *Reconciler) readKubeconfig(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (kubeconfig.Kubeconfig, *kernel.Refusal, error) {
 	name := env.Spec.ClusterCredentialsSecret
-	notFound := kernel.Refuse(v1.ManagedEnvironmentReasonSecretNotFound,
-		"secret '%s' referenced by managed environment '%s' in '%s', could not be retrieved: not found", name, env.Name, env.Namespace)
-	if len(validation.IsDNS1123Subdomain(name)) > 0 {
-		return kubeconfig.Kubeconfig{}, notFound, nil
-	}
-	secret := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: name}, secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return kubeconfig.Kubeconfig{}, notFound, nil
-		}
-		return kubeconfig.Kubeconfig{}, nil, fmt.Errorf("reading Secret %s/%s: %w", env.Namespace, name, err)
+	secret, err := tenantsecret.Read(ctx, r.APIReader, env.Namespace, name, kernel.Refuse(v1.ManagedEnvironmentReasonSecretNotFound,
+		"secret '%s' referenced by managed environment '%s' in '%s', could not be retrieved: not found", name, env.Name, env.Namespace))
+	if refusal := kernel.AsRefusal(err); refusal != nil {
+		return kubeconfig.Kubeconfig{}, refusal, nil
+	} else if err != nil {
+		return kubeconfig.Kubeconfig{}, nil, err
 	}
 	if secret.Type != v1.ManagedEnvironmentSecretType {
 		return kubeconfig.Kubeconfig{}, kernel.Refuse(v1.ManagedEnvironmentReasonInvalidSecretType,
@@ -200,40 +201,43 @@ func collision(name string) *kernel.Refusal {
 
 // currentClusterSecret returns the environment's cluster Secret, or nil; one
 // of that name that is not ours is a refusal and is never touched.
-func (r *Reconciler) currentClusterSecret(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (*corev1.Secret, *kernel.Refusal, error) {
+func (r *Reconciler) currentClusterSecret(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (*corev1.Secret, error) {
 	name := argocd.ClusterSecretName(string(env.UID))
 	current, collided, err := r.secrets.Current(ctx, name, env.UID)
-	if collided {
-		return nil, collision(name), err
+	if err == nil && collided {
+		return nil, collision(name)
 	}
-	return current, nil, err
+	return current, err
 }
 
-// finalize runs while an environment is being deleted: what was installed on
-// the cluster is removed with the user's credentials (given up on, with an
-// Event, when they no longer work), then the cluster Secret, then the finalizer.
-func (r *Reconciler) finalize(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (ctrl.Result, error) {
+// reconcileDelete runs while an environment is being deleted: what was
+// installed on the cluster is removed with the user's credentials (given up
+// on, with an Event, when they no longer work), then the cluster Secret,
+// then the finalizer.
+func (r *Reconciler) reconcileDelete(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) error {
 	if !controllerutil.ContainsFinalizer(env, v1.FinalizerManagedEnvironment) {
-		return ctrl.Result{}, r.secrets.Finalize(ctx, env, v1.FinalizerManagedEnvironment)
+		return r.secrets.Finalize(ctx, env, v1.FinalizerManagedEnvironment)
 	}
-	current, _, err := r.currentClusterSecret(ctx, env)
-	if err != nil {
-		return ctrl.Result{}, err
+	current, err := r.currentClusterSecret(ctx, env)
+	if err != nil && kernel.AsRefusal(err) == nil {
+		return err
 	}
 	if env.Spec.CreateNewServiceAccount || (current != nil && current.Annotations[argocd.AnnotationServiceAccount] != "") {
 		permanent, err := r.cleanupTarget(ctx, env)
 		if err != nil {
 			msg := "Unable to remove the ServiceAccount and roles created on the cluster: " + err.Error()
 			if !permanent && time.Since(env.DeletionTimestamp.Time) < r.CleanupTimeout {
+				// The Event says what failed; the cluster's state is not
+				// watched, so look again until CleanupTimeout.
 				r.Recorder.Event(env, corev1.EventTypeWarning, "CleanupFailed", msg)
-				return ctrl.Result{RequeueAfter: cleanupRetry}, nil
+				return kernel.Wait("CleanupFailed", kernel.UnwatchedRecheck, "the target cluster to allow the cleanup")
 			}
 			r.Recorder.Event(env, corev1.EventTypeWarning, "CleanupAbandoned",
 				msg+". Giving up: remove ServiceAccount "+ServiceAccountRef(env.UID)+" and its roles from the cluster by hand.")
 			ctrl.LoggerFrom(ctx).Info("gave up removing the ServiceAccount from the target cluster", "serviceAccount", ServiceAccountRef(env.UID), "error", err.Error())
 		}
 	}
-	return ctrl.Result{}, r.secrets.Finalize(ctx, env, v1.FinalizerManagedEnvironment)
+	return r.secrets.Finalize(ctx, env, v1.FinalizerManagedEnvironment)
 }
 
 // cleanupTarget removes our ServiceAccount, roles and token from the cluster

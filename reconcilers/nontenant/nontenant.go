@@ -14,9 +14,6 @@ import (
 	"sort"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/record"
@@ -25,13 +22,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
 // DefaultNeverTenants are refused unless the admin configures another list.
@@ -112,8 +109,12 @@ type Reconciler struct {
 	Now      func() metav1.Time
 }
 
-// Reconcile refuses one CR.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// Reconcile refuses one CR. Not the kernel's full shape: nothing is ever
+// written for a CR here, so no finalizer of ours goes on and clients' ones
+// come off at deletion; and the refusal is not looked at again
+// (RefusalRetry), as the namespaces never change while the sidecar runs and
+// a change of the CR wakes us.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	if _, refused := r.Namespaces[req.Namespace]; !refused {
 		return ctrl.Result{}, nil
 	}
@@ -122,42 +123,38 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !obj.GetDeletionTimestamp().IsZero() {
-		orig := obj.DeepCopyObject().(client.Object)
-		removed := false
-		for _, f := range ourFinalizers {
-			removed = controllerutil.RemoveFinalizer(obj, f) || removed
-		}
-		if !removed {
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, obj, client.MergeFrom(orig)))
+		return ctrl.Result{}, r.releaseFinalizers(ctx, obj)
 	}
-	orig := obj.DeepCopyObject().(client.Object)
-	msg := r.Namespaces.Message(req.Namespace)
-	if !refuse(obj, msg, r.Now()) {
-		return ctrl.Result{}, nil
-	}
-	r.Recorder.Event(obj, corev1.EventTypeWarning, Reason, msg)
-	if err := r.Client.Status().Patch(ctx, obj, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, fmt.Errorf("updating status: %w", err)
-	}
+	patcher := kernel.NewStatusPatcher(r.Client, obj)
+	defer patcher.Patch(ctx, obj, &err)
+	refuse(r.Recorder, obj, r.Namespaces.Message(req.Namespace), r.Now())
 	return ctrl.Result{}, nil
 }
 
-// refuse sets the kind's error condition; it says whether anything changed.
-func refuse(obj client.Object, msg string, now metav1.Time) bool {
+// releaseFinalizers removes the finalizers clients set for the sidecar.
+func (r *Reconciler) releaseFinalizers(ctx context.Context, obj client.Object) error {
+	for _, f := range ourFinalizers {
+		if err := kernel.RemoveFinalizer(ctx, r.Client, obj, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refuse sets the kind's error condition, with a Warning Event when it is
+// new or changed; it says whether anything changed.
+func refuse(rec record.EventRecorder, obj client.Object, msg string, now metav1.Time) bool {
 	cond := metav1.Condition{Status: metav1.ConditionTrue, Reason: Reason, Message: msg, ObservedGeneration: obj.GetGeneration()}
 	set := func(conds *[]metav1.Condition, typ string) bool {
 		c := cond
 		c.Type = typ
-		c.LastTransitionTime = now
-		return meta.SetStatusCondition(conds, c)
+		return kernel.SetCondition(rec, obj, conds, c, now, true)
 	}
 	switch o := obj.(type) {
 	case *v1.GitOpsDeployment:
-		return setGitOps(&o.Status.Conditions, msg, now)
+		return kernel.SetErrorReason(rec, obj, &o.Status.Conditions, Reason, msg, now)
 	case *v1.GitOpsDeploymentSyncRun:
-		return setGitOps(&o.Status.Conditions, msg, now)
+		return kernel.SetErrorReason(rec, obj, &o.Status.Conditions, Reason, msg, now)
 	case *v1.GitOpsDeploymentManagedEnvironment:
 		cond.Status = metav1.ConditionFalse
 		return set(&o.Status.Conditions, v1.ManagedEnvironmentConditionConnectionInitializationSucceeded)
@@ -175,18 +172,6 @@ func refuse(obj client.Object, msg string, now metav1.Time) bool {
 		return set(&o.Status.Conditions, appstudio.DeploymentTargetConditionErrorOccurred)
 	}
 	return false
-}
-
-func setGitOps(conds *[]v1.GitOpsDeploymentCondition, msg string, now metav1.Time) bool {
-	before := len(*conds)
-	var old v1.GitOpsDeploymentCondition
-	for _, c := range *conds {
-		if c.Type == v1.GitOpsDeploymentConditionErrorOccurred {
-			old = c
-		}
-	}
-	*conds = v1.SetCondition(*conds, v1.GitOpsDeploymentConditionErrorOccurred, v1.GitOpsConditionStatusTrue, Reason, msg, now)
-	return len(*conds) != before || old.Status != v1.GitOpsConditionStatusTrue || old.Reason != Reason || old.Message != msg
 }
 
 // Setup starts a cache of the refused namespaces only and one controller per CR kind.

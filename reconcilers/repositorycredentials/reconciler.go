@@ -17,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +25,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/argosecret"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+	"github.com/gitops-service/gitops-service/reconcilers/tenantsecret"
 )
 
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentrepositorycredentials,verbs=get;list;watch;update;patch
@@ -49,7 +49,7 @@ const (
 	DefaultRecheckInterval = 5 * time.Minute
 	// DefaultRetryInterval: a refused CR is looked at again this often (the
 	// repository may come back; a Secret of the wrong type is not watched).
-	DefaultRetryInterval = 10 * time.Second
+	DefaultRetryInterval = kernel.UnwatchedRecheck
 
 	// tlsCertsConfigMap holds the CAs Argo CD trusts for https repositories, by host.
 	tlsCertsConfigMap = "argocd-tls-certs-cm"
@@ -72,19 +72,10 @@ type Reconciler struct {
 	secrets argosecret.Store
 }
 
-// outcome is what one reconcile found: refusal when Argo CD was not given the
-// credentials, else the verdict of checking them.
-type outcome struct {
-	refusal *kernel.Refusal
-	verdict Verdict
-}
-
-func (o outcome) failed() bool {
-	return o.refusal != nil || o.verdict.URL != nil || o.verdict.Credential != nil
-}
-
 // Reconcile brings one RepositoryCredentials' Argo CD repository Secret in line
-// with its spec and the tenant's Secret.
+// with its spec and the tenant's Secret. The finalizer goes on only once a
+// Secret is written (argosecret.Store.Sync): a refused CR has nothing to
+// clean up.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	rc := &v1.GitOpsDeploymentRepositoryCredentials{}
 	// Gone: its Secret goes. Recreated under the same name: the old one's goes.
@@ -96,32 +87,38 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	patcher := kernel.NewStatusPatcher(r.Client, rc)
 	defer patcher.Patch(ctx, rc, &err)
-	out, err := r.apply(ctx, rc)
-	if err != nil {
+	verdict, err := r.reconcileNormal(ctx, rc)
+	refusal := kernel.AsRefusal(err)
+	if err != nil && refusal == nil {
+		// Transient: the conditions stay as they were until the retry.
 		return kernel.Outcome(ctrl.Result{}, err)
 	}
-	for _, c := range conditions(out) {
+	for _, c := range conditions(refusal, verdict) {
 		c.ObservedGeneration = rc.Generation
 		warn := c.Type == v1.RepositoryCredentialConditionErrorOccurred && c.Status == metav1.ConditionTrue
 		kernel.SetCondition(r.Recorder, rc, &rc.Status.Conditions, c, r.Now.Now(), warn)
 	}
-	if out.failed() {
-		return ctrl.Result{RequeueAfter: r.RetryInterval}, nil
+	if refusal = firstRefusal(refusal, verdict); refusal != nil {
+		return kernel.Outcome(ctrl.Result{}, refusal.Retry(r.RetryInterval))
 	}
 	return ctrl.Result{RequeueAfter: r.RecheckInterval}, nil
 }
 
-// apply writes the repository Secret when the tenant's Secret is usable and
-// deletes it when not, then checks the credentials against the repository.
-func (r *Reconciler) apply(ctx context.Context, rc *v1.GitOpsDeploymentRepositoryCredentials) (outcome, error) {
+// reconcileNormal writes the repository Secret when the tenant's Secret is
+// usable and deletes it when not (a *kernel.Refusal), then checks the
+// credentials against the repository.
+func (r *Reconciler) reconcileNormal(ctx context.Context, rc *v1.GitOpsDeploymentRepositoryCredentials) (Verdict, error) {
 	name := argocd.RepositorySecretName(string(rc.UID))
 	current, collided, err := r.secrets.Current(ctx, name, rc.UID)
-	if err != nil || collided {
-		return outcome{refusal: collision(name)}, err
+	if err != nil {
+		return Verdict{}, err
+	}
+	if collided {
+		return Verdict{}, collision(name)
 	}
 	creds, refusal, err := r.credentials(ctx, rc)
 	if err != nil {
-		return outcome{}, err
+		return Verdict{}, err
 	}
 	collided, err = r.secrets.Sync(ctx, rc, v1.FinalizerRepositoryCredentials, current, refusal, func(project string) *corev1.Secret {
 		return argocd.RepositorySecret(r.ArgoNamespace, rc, project, creds)
@@ -129,14 +126,17 @@ func (r *Reconciler) apply(ctx context.Context, rc *v1.GitOpsDeploymentRepositor
 	if collided {
 		refusal = collision(name)
 	}
-	if err != nil || refusal != nil {
-		return outcome{refusal: refusal}, err
+	if err != nil {
+		return Verdict{}, err
+	}
+	if refusal != nil {
+		return Verdict{}, refusal
 	}
 	roots, err := r.trustedCAs(ctx, rc.Spec.Repository)
 	if err != nil {
-		return outcome{}, err
+		return Verdict{}, err
 	}
-	return outcome{verdict: r.Verifier.Verify(ctx, strings.TrimSpace(rc.Spec.Repository), creds, roots)}, nil
+	return r.Verifier.Verify(ctx, strings.TrimSpace(rc.Spec.Repository), creds, roots), nil
 }
 
 // credentials runs the checks that decide whether Argo CD gets the credentials.
@@ -153,16 +153,12 @@ func (r *Reconciler) credentials(ctx context.Context, rc *v1.GitOpsDeploymentRep
 	if name == "" {
 		return none, kernel.Refuse(v1.RepositoryCredentialReasonSecretNotSpecified, "spec.secret is empty: name the Secret holding the credentials"), nil
 	}
-	notFound := kernel.Refuse(v1.RepositoryCredentialReasonSecretNotFound, "Secret '%s' was not found in namespace '%s'", name, rc.Namespace)
-	if len(validation.IsDNS1123Subdomain(name)) > 0 {
-		return none, notFound, nil
-	}
-	secret := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: rc.Namespace, Name: name}, secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return none, notFound, nil
-		}
-		return none, nil, fmt.Errorf("reading Secret %s/%s: %w", rc.Namespace, name, err)
+	secret, err := tenantsecret.Read(ctx, r.APIReader, rc.Namespace, name,
+		kernel.Refuse(v1.RepositoryCredentialReasonSecretNotFound, "Secret '%s' was not found in namespace '%s'", name, rc.Namespace))
+	if refusal := kernel.AsRefusal(err); refusal != nil {
+		return none, refusal, nil
+	} else if err != nil {
+		return none, nil, err
 	}
 	creds, refusal := Credentials(rc, secret)
 	return creds, refusal, nil

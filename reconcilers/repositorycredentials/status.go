@@ -1,9 +1,12 @@
 package repositorycredentials
 
 import (
+	"cmp"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
 // Reasons of a refusal that is about the credentials rather than the URL.
@@ -14,11 +17,23 @@ var credentialReasons = map[string]bool{
 	v1.RepositoryCredentialReasonInvalidCredentials: true,
 }
 
-// conditions derives the three conditions from an outcome: ErrorOccurred says
-// whether anything is wrong (and what first); ValidRepositoryUrl and
-// ValidRepositoryCredential say what was found about each, Unknown when an
-// earlier problem kept it from being checked.
-func conditions(out outcome) []metav1.Condition {
+// firstRefusal is what the user must fix: the refusal that kept the
+// credentials from Argo CD, else what checking them found (Argo CD keeps
+// them then: Keep), else nil.
+func firstRefusal(refusal *kernel.Refusal, v Verdict) *kernel.Refusal {
+	if found := cmp.Or(v.URL, v.Credential); refusal == nil && found != nil {
+		kept := *found
+		return kept.Keeping()
+	}
+	return refusal
+}
+
+// conditions derives the three conditions from refusal, when Argo CD was not
+// given the credentials, else from the verdict of checking them:
+// ErrorOccurred says whether anything is wrong (and what first);
+// ValidRepositoryUrl and ValidRepositoryCredential say what was found about
+// each, Unknown when an earlier problem kept it from being checked.
+func conditions(refusal *kernel.Refusal, v Verdict) []metav1.Condition {
 	cond := func(t string, s metav1.ConditionStatus, reason, msg string) metav1.Condition {
 		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg}
 	}
@@ -30,7 +45,7 @@ func conditions(out outcome) []metav1.Condition {
 		urlType  = v1.RepositoryCredentialConditionValidRepositoryURL
 		credType = v1.RepositoryCredentialConditionValidCredential
 	)
-	if r := out.refusal; r != nil {
+	if r := refusal; r != nil {
 		errCond := cond(errType, metav1.ConditionTrue, r.Reason, r.Message+" Argo CD has no credentials for this repository until this is fixed.")
 		switch {
 		case r.Reason == v1.RepositoryCredentialReasonInvalidRepositoryURL:
@@ -41,7 +56,6 @@ func conditions(out outcome) []metav1.Condition {
 			return []metav1.Condition{errCond, notChecked(urlType, r.Message), notChecked(credType, r.Message)}
 		}
 	}
-	v := out.verdict
 	switch {
 	case v.URL != nil:
 		return []metav1.Condition{cond(errType, metav1.ConditionTrue, v.URL.Reason, v.URL.Message),

@@ -141,9 +141,18 @@ func TestConditions(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := conditions(tc.out)
+			got := conditions(tc.out.refusal, tc.out.verdict)
 			assert.Equal(t, tc.want, status(got))
 			assert.Equal(t, tc.out.failed(), meta.IsStatusConditionTrue(got, e))
 		})
 	}
 }
+
+// outcome is what one pass found: the refusal that kept the credentials from
+// Argo CD, or the verdict of checking them; failed is the kernel's reading.
+type outcome struct {
+	refusal *kernel.Refusal
+	verdict Verdict
+}
+
+func (o outcome) failed() bool { return firstRefusal(o.refusal, o.verdict) != nil }

@@ -23,6 +23,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
 )
@@ -35,30 +36,58 @@ type Reconciler struct {
 	Projects *tenantproject.Projects
 }
 
-// Reconcile handles one tenant namespace.
+// Reconcile handles one tenant namespace. Not the kernel's full shape: a
+// namespace is not our CR, so there is no finalizer and no status to patch
+// (the CRs of the tenant carry the conditions); what it finds still goes
+// through the kernel's Outcome.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	apps, err := r.Projects.Applications(ctx, req.Name)
+	return kernel.Outcome(ctrl.Result{}, r.reconcileNormal(ctx, req.Name))
+}
+
+func (r *Reconciler) reconcileNormal(ctx context.Context, tenantNS string) error {
+	apps, err := r.Projects.Applications(ctx, tenantNS)
 	if err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
-	sets, err := r.Projects.ApplicationSets(ctx, req.Name)
+	sets, err := r.Projects.ApplicationSets(ctx, tenantNS)
 	if err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
 	if len(apps) == 0 && len(sets) == 0 {
-		return r.deleteUnused(ctx, req.Name)
+		return r.deleteUnused(ctx, tenantNS)
 	}
 	ns := &corev1.Namespace{}
-	if err := r.Projects.Client.Get(ctx, types.NamespacedName{Name: req.Name}, ns); err != nil {
+	if err := r.Projects.Client.Get(ctx, types.NamespacedName{Name: tenantNS}, ns); err != nil {
 		// A deleted namespace's Applications go with its CRs; nothing to keep in line.
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return client.IgnoreNotFound(err)
 	}
-	_, err = r.Projects.Ensure(ctx, req.Name)
+	_, err = r.Projects.Ensure(ctx, tenantNS)
 	if errors.Is(err, tenantproject.ErrNotOurs) {
-		// The CRs of the tenant carry the condition; retrying changes nothing.
-		return ctrl.Result{}, nil
+		// The CRs of the tenant carry the condition and look again; the
+		// admin's removal of the squatter is not ours to wait for here.
+		return nil
 	}
-	return ctrl.Result{}, err
+	return err
+}
+
+// expired are the tenant's projects (ours, named for the namespace UID they
+// are labelled with, not being deleted) whose grace period is over at now,
+// and how long until the next one's is.
+func expired(projects []argov1alpha1.AppProject, grace time.Duration, now time.Time) ([]*argov1alpha1.AppProject, time.Duration) {
+	var unused []*argov1alpha1.AppProject
+	var wait time.Duration
+	for i := range projects {
+		p := &projects[i]
+		if p.Name != argocd.ProjectName(p.Labels[ownership.LabelOwnerUID]) || !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if left := grace - now.Sub(p.CreationTimestamp.Time); left > 0 {
+			wait = max(wait, left)
+			continue
+		}
+		unused = append(unused, p)
+	}
+	return unused, wait
 }
 
 // deleteUnused deletes the tenant's AppProjects once the cache shows no
@@ -66,48 +95,40 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // reconciler that has just made the project and is writing its first
 // Application, so a project is deleted only after its grace period and when a
 // fresh, complete list from the API server shows nothing of the tenant either.
-func (r *Reconciler) deleteUnused(ctx context.Context, tenantNS string) (ctrl.Result, error) {
+func (r *Reconciler) deleteUnused(ctx context.Context, tenantNS string) error {
 	c := r.Projects.Client
 	inArgo := client.InNamespace(r.Projects.ArgoNamespace)
 	ofTenant := client.MatchingLabels{ownership.LabelManagedBy: ownership.ManagedByValue, ownership.LabelTenantNS: tenantNS}
 	var projects argov1alpha1.AppProjectList
 	if err := c.List(ctx, &projects, inArgo, ofTenant, client.MatchingLabels{ownership.LabelOwnerKind: ownership.KindTenant}); err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
 	grace := r.Projects.Grace
 	if grace == 0 {
 		grace = tenantproject.DefaultGrace
 	}
-	var unused []*argov1alpha1.AppProject
-	var wait time.Duration
-	for i := range projects.Items {
-		p := &projects.Items[i]
-		if p.Name != argocd.ProjectName(p.Labels[ownership.LabelOwnerUID]) || !p.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if left := grace - time.Since(p.CreationTimestamp.Time); left > 0 {
-			wait = max(wait, left)
-			continue
-		}
-		unused = append(unused, p)
+	unused, wait := expired(projects.Items, grace, time.Now())
+	var graceOver error
+	if wait > 0 {
+		graceOver = kernel.Wait("GracePeriod", wait, "the grace period of the tenant's AppProject")
 	}
 	if len(unused) == 0 {
-		return ctrl.Result{RequeueAfter: wait}, nil
+		return graceOver
 	}
 	// Fresh and complete (no cache, no pages): every Application and
 	// ApplicationSet labelled for the tenant.
 	var apps argov1alpha1.ApplicationList
 	if err := r.Projects.APIReader.List(ctx, &apps, inArgo, ofTenant); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing Applications of tenant %s: %w", tenantNS, err)
+		return fmt.Errorf("listing Applications of tenant %s: %w", tenantNS, err)
 	}
 	var sets argov1alpha1.ApplicationSetList
 	if err := r.Projects.APIReader.List(ctx, &sets, inArgo, ofTenant); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing ApplicationSets of tenant %s: %w", tenantNS, err)
+		return fmt.Errorf("listing ApplicationSets of tenant %s: %w", tenantNS, err)
 	}
 	for _, s := range sets.Items {
 		if ownership.IsOwnedBy(s.Labels, ownership.KindBinding, s.Labels[ownership.LabelOwnerUID]) {
 			// Its Applications use the tenant's project (a template parameter).
-			return ctrl.Result{}, nil
+			return nil
 		}
 	}
 	for _, p := range unused {
@@ -116,10 +137,10 @@ func (r *Reconciler) deleteUnused(ctx context.Context, tenantNS string) (ctrl.Re
 			continue
 		}
 		if err := c.Delete(ctx, p, client.Preconditions{UID: &p.UID}); err != nil && !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, fmt.Errorf("deleting AppProject %s: %w", p.Name, err)
+			return fmt.Errorf("deleting AppProject %s: %w", p.Name, err)
 		}
 	}
-	return ctrl.Result{RequeueAfter: wait}, nil
+	return graceOver
 }
 
 // SetupWithManager watches the objects that change what a tenant needs.
