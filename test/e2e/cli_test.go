@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -84,6 +85,13 @@ func viaArgoCD() bool {
 // argocd binary when it runs plugins, else argocd-gitops itself.
 func gitops(t *testing.T, kubeconfig string, args ...string) (string, int) {
 	t.Helper()
+	return gitopsWith(t, []string{"KUBECONFIG=" + kubeconfig, "HOME=" + t.TempDir()}, args...)
+}
+
+// gitopsWith runs the plugin as gitops does, with env added to the test's
+// environment (ARGOCD_* of the test's own are dropped).
+func gitopsWith(t *testing.T, env []string, args ...string) (string, int) {
+	t.Helper()
 	dir := pluginBinary(t)
 	bins, err := stack.Binaries()
 	require.NoError(t, err)
@@ -93,7 +101,13 @@ func gitops(t *testing.T, kubeconfig string, args ...string) (string, int) {
 	} else {
 		cmd = exec.Command(filepath.Join(dir, "argocd-gitops"), args...)
 	}
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"), "HOME="+t.TempDir())
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ARGOCD_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.CombinedOutput()
 	code := 0
 	var ee *exec.ExitError
@@ -148,9 +162,9 @@ func TestPluginSyncAndErrors(t *testing.T) {
 	assert.Equal(t, 1, code, out)
 	assert.Contains(t, out, "`list` shows what there is")
 
-	// Another namespace: no rights there.
+	// Another namespace: no rights there (exit code 3: refused).
 	out, code = gitops(t, kc, "list", "-n", "default")
-	assert.Equal(t, 1, code, out)
+	assert.Equal(t, 3, code, out)
 	assert.Contains(t, out, `you may not do this in namespace "default"`)
 	assert.Contains(t, out, "ask your platform admin")
 
