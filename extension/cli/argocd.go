@@ -68,16 +68,20 @@ func (a *argoOptions) addFlags(fs *pflag.FlagSet) {
 }
 
 // explicit says whether the user asked for Argo CD: an Argo CD flag on the
-// command line or in $ARGOCD_OPTS, or $ARGOCD_SERVER / $ARGOCD_AUTH_TOKEN.
+// command line, $ARGOCD_SERVER / $ARGOCD_AUTH_TOKEN, or a server, token or
+// context in $ARGOCD_OPTS (not its other flags: `--grpc-web` there is a
+// habit of argocd users, not a choice of the way in).
 func (a *argoOptions) explicit() bool {
 	if os.Getenv(envArgoServer) != "" || os.Getenv(envArgoAuthToken) != "" {
 		return true
 	}
-	for _, n := range argoFlagNames {
-		if a.fs != nil && a.fs.Changed(n) {
+	for _, n := range []string{"server", "auth-token", "argocd-context"} {
+		if argoconfig.GetFlag(n, "") != "" {
 			return true
 		}
-		if argoconfig.GetFlag(n, "") != "" {
+	}
+	for _, n := range argoFlagNames {
+		if a.fs != nil && a.fs.Changed(n) {
 			return true
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -26,6 +27,9 @@ import (
 // argoPollInterval: the extension answers requests, it has no watch; runs
 // are followed by asking again at this pace.
 const argoPollInterval = 2 * time.Second
+
+// maxPollFailures is how many failed requests in a row end following.
+const maxPollFailures = 5
 
 // panelObject is one GitOps Service object and an Application of it.
 type panelObject struct {
@@ -289,18 +293,26 @@ func promotionStatusFromPanel(r uiproxy.PromotionRun) as.PromotionRunStatus {
 }
 
 // poll asks check every argoPollInterval until it is done, --timeout passes
-// or ctx ends.
+// or ctx ends. A refusal ends it at once, other errors after a few in a row
+// (a blip of the network does not stop following).
 func (c *cli) poll(ctx context.Context, check func(context.Context) (bool, error)) error {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, c.opts.timeout)
 	defer cancel()
+	failures := 0
 	for {
 		done, err := check(ctx)
-		if err != nil && ctx.Err() == nil {
+		var ee *exitError
+		switch {
+		case err != nil && ctx.Err() != nil:
+		case err != nil && (errors.As(err, &ee) || failures == maxPollFailures):
 			return err
-		}
-		if done {
+		case err != nil:
+			failures++
+		case done:
 			return nil
+		default:
+			failures = 0
 		}
 		select {
 		case <-ctx.Done():

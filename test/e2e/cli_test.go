@@ -168,6 +168,33 @@ func TestPluginSyncAndErrors(t *testing.T) {
 	assert.Contains(t, out, `you may not do this in namespace "default"`)
 	assert.Contains(t, out, "ask your platform admin")
 
+	// kubectl's flags (-nfoo, --as of the same user) and cli-runtime's
+	// printers: a List of typed objects.
+	out, code = gitops(t, kc, "list", "-n"+ns, "--as", user, "--request-timeout", "30s", "-o", "json")
+	require.Equal(t, 0, code, out)
+	var list struct {
+		Kind  string `json:"kind"`
+		Items []struct {
+			APIVersion string            `json:"apiVersion"`
+			Kind       string            `json:"kind"`
+			Metadata   metav1.ObjectMeta `json:"metadata"`
+		} `json:"items"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &list), out)
+	assert.Equal(t, "List", list.Kind)
+	require.Len(t, list.Items, 1)
+	assert.Equal(t, "managed-gitops.redhat.com/v1alpha1", list.Items[0].APIVersion)
+	assert.Equal(t, "GitOpsDeployment", list.Items[0].Kind)
+	assert.Equal(t, "web", list.Items[0].Metadata.Name)
+	out, code = gitops(t, kc, "list", "-o", "name")
+	require.Equal(t, 0, code, out)
+	assert.Equal(t, "gitopsdeployment.managed-gitops.redhat.com/web\n", out)
+
+	// Not finished within --timeout: exit code 4, the run goes on.
+	out, code = gitops(t, kc, "sync", "web", "--timeout", "1ms")
+	assert.Equal(t, 4, code, out)
+	assert.Contains(t, out, "it goes on in the cluster")
+
 	// The kubectl plugin name works the same.
 	cmd := exec.Command(filepath.Join(pluginBinary(t), "kubectl-gitops"), "--help")
 	b, err := cmd.CombinedOutput()
