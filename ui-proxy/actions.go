@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 
@@ -42,6 +43,13 @@ type Action struct {
 	Name      string `json:"name"`
 }
 
+// syncRequest is the optional body of POST /api/v1/sync.
+type syncRequest struct {
+	// Revision to sync to (the SyncRun's revisionID; the SyncRun reconciler
+	// checks it); empty: the deployment's target revision.
+	Revision string `json:"revision,omitempty"`
+}
+
 // promoteRequest is the body of POST /api/v1/promote.
 type promoteRequest struct {
 	// Environment is the manual promotion's target Environment.
@@ -59,13 +67,18 @@ func (e *refusal) Error() string { return e.msg }
 // sync creates a GitOpsDeploymentSyncRun for the GitOpsDeployment behind the
 // Application, in its namespace.
 func (s *Server) sync(w http.ResponseWriter, r *http.Request) {
+	var req syncRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil && !errors.Is(err, io.EOF) {
+		writeError(w, http.StatusBadRequest, `the body must be empty or {"revision": "<revision to sync to>"}`)
+		return
+	}
 	s.act(w, r, ownership.KindGitOpsDeployment, func(ns, name, uid string) (client.Object, error) {
 		gd := &v1.GitOpsDeployment{}
 		if err := s.get(r, client.ObjectKey{Namespace: ns, Name: name}, gd, uid); err != nil {
 			return nil, err
 		}
 		return &v1.GitOpsDeploymentSyncRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: runName(name)},
-			Spec: v1.GitOpsDeploymentSyncRunSpec{GitopsDeploymentName: name}}, nil
+			Spec: v1.GitOpsDeploymentSyncRunSpec{GitopsDeploymentName: name, RevisionID: req.Revision}}, nil
 	})
 }
 

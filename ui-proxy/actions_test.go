@@ -163,6 +163,22 @@ func TestPanelActions(t *testing.T) {
 	status, body = actor{method: http.MethodPost, path: "/api/v1/sync", app: "b-app", project: project("team-b"), user: "bob"}.do(t, srv)
 	require.Equal(t, http.StatusCreated, status, "%v", body)
 	assert.Equal(t, "team-b", body["namespace"])
+
+	// The CLI's sync names a revision (the SyncRun reconciler checks it);
+	// a body that is not the request's shape creates nothing.
+	status, body = with(sync, func(a *actor) { a.user, a.body = "alice", `{"revision": "1a2b3c"}` }).do(t, srv)
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	var sl v1.GitOpsDeploymentSyncRunList
+	require.NoError(t, c.List(context.Background(), &sl, client.InNamespace("team-a")))
+	revisions := map[string]string{}
+	for _, r := range sl.Items {
+		revisions[r.Name] = r.Spec.RevisionID
+	}
+	assert.Equal(t, "1a2b3c", revisions[body["name"].(string)])
+	status, body = with(sync, func(a *actor) { a.user, a.body = "alice", `["revision"]` }).do(t, srv)
+	assert.Equal(t, http.StatusBadRequest, status, "%v", body)
+	s, _ = runs(t, c)
+	assert.Len(t, s, 3, "no run for a malformed body")
 }
 
 // lookAlike is app moved to project default, as anyone who may create an

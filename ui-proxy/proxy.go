@@ -25,6 +25,7 @@ import (
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/extension/buildinfo"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
@@ -36,6 +37,9 @@ const (
 	HeaderApplication = "Argocd-Application-Name"
 	HeaderProject     = "Argocd-Project-Name"
 	HeaderToken       = "Gitops-Service-Token"
+	// HeaderVersion is on every answer: the sidecar's version, for
+	// `argocd gitops version` with an Argo CD login.
+	HeaderVersion = "Gitops-Service-Version"
 	// ExtensionName is the name of the proxy extension in argocd-cm: the UI
 	// calls /extensions/<ExtensionName>/api/v1/deployment.
 	// The tenants' Argo CD policy grants invoking it by this name.
@@ -208,6 +212,7 @@ func (s *Server) authenticated(next http.Handler) http.Handler {
 			writeError(w, http.StatusUnauthorized, "requests must come through argocd-server's proxy extension (header "+HeaderToken+")")
 			return
 		}
+		w.Header().Set(HeaderVersion, buildinfo.Version)
 		next.ServeHTTP(w, r)
 	})
 }

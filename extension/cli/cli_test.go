@@ -13,45 +13,79 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/extension/buildinfo"
 )
 
+// streams are buffers for one run.
+func streams() (genericiooptions.IOStreams, *bytes.Buffer, *bytes.Buffer) {
+	out, errOut := &bytes.Buffer{}, &bytes.Buffer{}
+	return genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: out, ErrOut: errOut}, out, errOut
+}
+
 func TestParseFlagsAnywhere(t *testing.T) {
-	var o options
-	pos, err := parse("argocd gitops", []string{"sync", "-n", "jane", "web", "--revision", "abc", "-o", "json"}, &o)
+	s, _, _ := streams()
+	root, o := newRoot("argocd gitops", s, false)
+	cmd, rest, err := root.Find([]string{"sync", "-n", "jane", "web", "--revision", "abc", "-o", "json"})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"sync", "web"}, pos)
-	assert.Equal(t, "jane", o.namespace)
+	require.NoError(t, cmd.ParseFlags(rest))
+	assert.Equal(t, "sync", cmd.Name())
+	assert.Equal(t, []string{"web"}, cmd.Flags().Args())
+	assert.Equal(t, "jane", *o.kube.Namespace)
 	assert.Equal(t, "abc", o.revision)
-	assert.Equal(t, "json", o.output)
+	assert.Equal(t, "json", cmd.Flag("output").Value.String())
 	assert.Equal(t, 10*time.Minute, o.timeout)
 
-	_, err = parse("argocd gitops", []string{"list", "-o", "xml"}, &o)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "use json or yaml")
-	_, err = parse("argocd gitops", []string{"list", "--bogus"}, &o)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "--help")
+	// kubectl's flags, -nfoo included.
+	root, o = newRoot("argocd gitops", s, false)
+	cmd, rest, err = root.Find([]string{"list", "-nfoo", "--as", "bob", "--context", "ctx", "--request-timeout", "3s", "-A", "-l", "a=b"})
+	require.NoError(t, err)
+	require.NoError(t, cmd.ParseFlags(rest))
+	assert.Equal(t, "foo", *o.kube.Namespace)
+	assert.Equal(t, "bob", *o.kube.Impersonate)
+	assert.Equal(t, "ctx", *o.kube.Context)
+	assert.Equal(t, "3s", *o.kube.Timeout)
+	assert.True(t, o.allNamespaces)
+	assert.Equal(t, "a=b", o.selector)
+
+	for says, args := range map[string][]string{
+		"allowed formats":        {"list", "-o", "xml"},
+		"--help":                 {"list", "--bogus"},
+		"no wider table":         {"status", "x", "-o", "wide"},
+		"envs prints its graph":  {"envs", "-o", "name"},
+		"-l selects labels":      {"list", "-l", "a=b", "--server", "localhost:1", "--auth-token", "t", "--plaintext"},
+		"--auto-from needs a ku": {"promote", "s", "--auto-from", "dev", "--server", "localhost:1", "--auth-token", "t", "--plaintext"},
+	} {
+		t.Setenv("KUBECONFIG", "/nonexistent")
+		s, _, _ := streams()
+		err := run(context.Background(), "argocd gitops", args, s, false)
+		var ee *exitError
+		require.True(t, errors.As(err, &ee), "%v: %v", args, err)
+		assert.Equal(t, exitUsage, ee.code, args)
+		assert.Contains(t, err.Error(), says, args)
+	}
 }
 
 func TestRunRefusesBadUsageBeforeConnecting(t *testing.T) {
-	var out bytes.Buffer
+	t.Setenv("KUBECONFIG", "/nonexistent")
 	for args, want := range map[string][]string{
 		"unknown command": {"frobnicate"},
 		"takes 1":         {"sync"},
 		"takes 0":         {"list", "extra"},
 		"no command":      nil,
+		"exactly one of":  {"promote", "snap"},
 	} {
-		err := run(context.Background(), "argocd gitops", want, &out)
+		s, _, _ := streams()
+		err := run(context.Background(), "argocd gitops", want, s, false)
 		var ee *exitError
 		require.True(t, errors.As(err, &ee), "%v: %v", want, err)
 		assert.Equal(t, 2, ee.code)
 		assert.Contains(t, err.Error(), args)
 	}
-	out.Reset()
-	require.NoError(t, run(context.Background(), "kubectl gitops", []string{"--help"}, &out))
+	s, out, _ := streams()
+	require.NoError(t, run(context.Background(), "kubectl gitops", []string{"--help"}, s, false))
 	assert.Contains(t, out.String(), "kubectl gitops promote <snapshot> --to <env>")
 }
 
@@ -101,8 +135,11 @@ func TestVersionNeedsNoCluster(t *testing.T) {
 	buildinfo.Version, buildinfo.Revision = "v0.1.0-3-g1234567", "1234567abc"
 	t.Setenv("KUBECONFIG", "/nonexistent")
 	for _, args := range [][]string{{"--version"}, {"-n", "jane", "--version"}} {
-		var out bytes.Buffer
-		require.NoError(t, run(context.Background(), "kubectl gitops", args, &out), args)
+		s, out, _ := streams()
+		require.NoError(t, run(context.Background(), "kubectl gitops", args, s, false), args)
 		assert.Equal(t, "kubectl gitops v0.1.0-3-g1234567 (revision 1234567abc, "+runtime.Version()+")\n", out.String(), args)
 	}
+	s, out, _ := streams()
+	require.NoError(t, run(context.Background(), "kubectl gitops", []string{"version", "--client"}, s, false))
+	assert.Equal(t, "Client: kubectl gitops v0.1.0-3-g1234567 (revision 1234567abc, "+runtime.Version()+")\n", out.String())
 }

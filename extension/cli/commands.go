@@ -4,14 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -25,10 +27,12 @@ func explain(err error, what, ns string) error {
 		return nil
 	}
 	switch {
+	case apierrors.IsForbidden(err) && ns == "":
+		return &exitError{code: exitRefused, msg: "you may not do this in every namespace: ask your platform admin for the `view` role, or pick your namespace with -n"}
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("you may not do this in namespace %q (%s): ask your platform admin for the `edit` role there, or pick your namespace with -n", ns, apierrors.ReasonForError(err))
+		return &exitError{code: exitRefused, msg: fmt.Sprintf("you may not do this in namespace %q (%s): ask your platform admin for the `edit` role there, or pick your namespace with -n", ns, apierrors.ReasonForError(err))}
 	case apierrors.IsUnauthorized(err):
-		return fmt.Errorf("the cluster does not accept your credentials: log in again (your kubeconfig's token may have expired)")
+		return &exitError{code: exitRefused, msg: "the cluster does not accept your credentials: log in again (your kubeconfig's token may have expired)"}
 	case apierrors.IsNotFound(err) && what != "":
 		return fmt.Errorf("%s not found in namespace %q: `list` shows what there is, -n picks another namespace", what, ns)
 	case meta.IsNoMatchError(err) || strings.Contains(err.Error(), "no matches for kind"):
@@ -41,25 +45,40 @@ func explain(err error, what, ns string) error {
 	return fmt.Errorf("talking to the cluster: %v", err)
 }
 
-// print writes v as JSON or YAML when asked to; it reports whether it did.
+// print writes v as JSON or YAML when asked to (views that are not API
+// objects: the Environment graph, the version); it reports whether it did.
 func (c *cli) print(v any) (bool, error) {
-	switch c.opts.output {
+	return printView(c.out, c.opts.output, v)
+}
+
+func printView(out io.Writer, output string, v any) (bool, error) {
+	switch output {
 	case "json":
-		b, err := json.MarshalIndent(v, "", "  ")
+		b, err := json.MarshalIndent(v, "", "    ")
 		if err != nil {
 			return true, err
 		}
-		_, err = fmt.Fprintln(c.out, string(b))
+		_, err = fmt.Fprintln(out, string(b))
 		return true, err
 	case "yaml":
 		b, err := yaml.Marshal(v)
 		if err != nil {
 			return true, err
 		}
-		_, err = c.out.Write(b)
+		_, err = out.Write(b)
 		return true, err
 	}
 	return false, nil
+}
+
+// printObjects prints API objects through -o's printer (apiVersion and kind
+// set); more than one, or asList, as a List, as kubectl get does. It reports
+// whether -o asked for it.
+func (c *cli) printObjects(asList bool, objs ...client.Object) (bool, error) {
+	if c.text() {
+		return false, nil
+	}
+	return true, printObjects(c.out, c.opts, c.scheme, asList, objs...)
 }
 
 func dash(s string) string {
@@ -69,40 +88,106 @@ func dash(s string) string {
 	return s
 }
 
-// listResult is what `list -o json|yaml` prints.
-type listResult struct {
-	Namespace   string                          `json:"namespace"`
-	Deployments []v1.GitOpsDeployment           `json:"gitopsDeployments"`
-	Bindings    []as.SnapshotEnvironmentBinding `json:"snapshotEnvironmentBindings"`
-}
+// applicationName is the Argo CD Application of a GitOpsDeployment.
+func applicationName(gd *v1.GitOpsDeployment) string { return v1.ApplicationName(string(gd.UID)) }
 
 func (c *cli) list(ctx context.Context) error {
+	if c.argo != nil {
+		return c.argoList(ctx)
+	}
+	sel, err := labels.Parse(c.opts.selector)
+	if err != nil {
+		return usageError("-l %s: %v", c.opts.selector, err)
+	}
+	opts := []client.ListOption{client.InNamespace(c.namespace), client.MatchingLabelsSelector{Selector: sel}}
 	var gds v1.GitOpsDeploymentList
-	if err := c.List(ctx, &gds, client.InNamespace(c.namespace)); err != nil {
+	if err := c.List(ctx, &gds, opts...); err != nil {
 		return explain(err, "GitOpsDeployments", c.namespace)
 	}
 	var sebs as.SnapshotEnvironmentBindingList
-	if err := c.List(ctx, &sebs, client.InNamespace(c.namespace)); err != nil {
+	if err := c.List(ctx, &sebs, opts...); err != nil {
 		return explain(err, "SnapshotEnvironmentBindings", c.namespace)
 	}
-	if done, err := c.print(listResult{Namespace: c.namespace, Deployments: gds.Items, Bindings: sebs.Items}); done {
+	return c.printList(gds.Items, sebs.Items)
+}
+
+// printList prints deployments and bindings: a List with -o, else tables.
+func (c *cli) printList(gds []v1.GitOpsDeployment, sebs []as.SnapshotEnvironmentBinding) error {
+	var objs []client.Object
+	for i := range gds {
+		objs = append(objs, &gds[i])
+	}
+	for i := range sebs {
+		objs = append(objs, &sebs[i])
+	}
+	if done, err := c.printObjects(true, objs...); done {
 		return err
 	}
-	w := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "DEPLOYMENT\tTYPE\tSYNC\tHEALTH\tREVISION\tARGO CD APPLICATION")
-	for i := range gds.Items {
-		gd := &gds.Items[i]
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", gd.Name, gd.Spec.Type, dash(string(gd.Status.Sync.Status)),
-			dash(string(gd.Status.Health.Status)), dash(short(gd.Status.Sync.Revision)), v1.ApplicationName(string(gd.UID)))
+	return writeTables(c.out, gds, sebs, c.namespace == "", c.wide())
+}
+
+// writeTables is list's text output: one table of deployments, one of
+// bindings (when there are any); allNamespaces adds a NAMESPACE column,
+// wide the source, destination and conditions.
+func writeTables(out io.Writer, gds []v1.GitOpsDeployment, sebs []as.SnapshotEnvironmentBinding, allNamespaces, wide bool) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	row := func(ns string, cols ...string) {
+		if allNamespaces {
+			cols = append([]string{ns}, cols...)
+		}
+		fmt.Fprintln(w, strings.Join(cols, "\t"))
 	}
-	if len(sebs.Items) > 0 {
-		fmt.Fprintln(w, "\nBINDING\tAPPLICATION\tENVIRONMENT\tSNAPSHOT\tCOMPONENTS (SYNC/HEALTH)")
-		for i := range sebs.Items {
-			b := &sebs.Items[i]
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", b.Name, b.Spec.Application, b.Spec.Environment, b.Spec.Snapshot, componentsOf(b))
+	head := []string{"DEPLOYMENT", "TYPE", "SYNC", "HEALTH", "REVISION", "ARGO CD APPLICATION"}
+	if wide {
+		head = append(head, "SOURCE", "DESTINATION", "CONDITIONS")
+	}
+	row("NAMESPACE", head...)
+	for i := range gds {
+		gd := &gds[i]
+		cols := []string{gd.Name, string(gd.Spec.Type), dash(string(gd.Status.Sync.Status)),
+			dash(string(gd.Status.Health.Status)), dash(short(gd.Status.Sync.Revision)), applicationName(gd)}
+		if wide {
+			src := gd.Spec.Source
+			dst := gd.Spec.Destination
+			cols = append(cols, fmt.Sprintf("%s %s@%s", src.RepoURL, dash(src.Path), dash(src.TargetRevision)),
+				dash(dst.Environment)+"/"+dash(dst.Namespace), gitopsConditionsOf(gd.Status.Conditions))
+		}
+		row(gd.Namespace, cols...)
+	}
+	if len(sebs) > 0 {
+		fmt.Fprintln(w)
+		head := []string{"BINDING", "APPLICATION", "ENVIRONMENT", "SNAPSHOT", "COMPONENTS (SYNC/HEALTH)"}
+		if wide {
+			head = append(head, "CONDITIONS")
+		}
+		row("NAMESPACE", head...)
+		for i := range sebs {
+			b := &sebs[i]
+			cols := []string{b.Name, b.Spec.Application, b.Spec.Environment, b.Spec.Snapshot, componentsOf(b)}
+			if wide {
+				cols = append(cols, conditionsOf(append(append([]metav1.Condition{}, b.Status.BindingConditions...), b.Status.ComponentDeploymentConditions...)))
+			}
+			row(b.Namespace, cols...)
 		}
 	}
 	return w.Flush()
+}
+
+// conditionsOf is Type=Status of each condition.
+func conditionsOf(conds []metav1.Condition) string {
+	var parts []string
+	for _, c := range conds {
+		parts = append(parts, c.Type+"="+string(c.Status))
+	}
+	return dash(strings.Join(parts, ","))
+}
+
+func gitopsConditionsOf(conds []v1.GitOpsDeploymentCondition) string {
+	var parts []string
+	for _, c := range conds {
+		parts = append(parts, string(c.Type)+"="+string(c.Status))
+	}
+	return dash(strings.Join(parts, ","))
 }
 
 func componentsOf(b *as.SnapshotEnvironmentBinding) string {
@@ -121,6 +206,9 @@ func short(rev string) string {
 }
 
 func (c *cli) status(ctx context.Context, name string) error {
+	if c.argo != nil {
+		return c.argoStatus(ctx, name)
+	}
 	gd := &v1.GitOpsDeployment{}
 	err := c.Get(ctx, client.ObjectKey{Namespace: c.namespace, Name: name}, gd)
 	if apierrors.IsNotFound(err) {
@@ -132,15 +220,23 @@ func (c *cli) status(ctx context.Context, name string) error {
 	if err != nil {
 		return explain(err, fmt.Sprintf("no GitOpsDeployment or SnapshotEnvironmentBinding %q:", name), c.namespace)
 	}
-	if done, err := c.print(gd); done {
+	return c.deploymentStatus(gd)
+}
+
+func (c *cli) deploymentStatus(gd *v1.GitOpsDeployment) error {
+	if done, err := c.printObjects(false, gd); done {
 		return err
 	}
-	w := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
+	return writeDeploymentStatus(c.out, gd)
+}
+
+func writeDeploymentStatus(out io.Writer, gd *v1.GitOpsDeployment) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "GitOpsDeployment:\t%s/%s (%s)\n", gd.Namespace, gd.Name, gd.Spec.Type)
 	fmt.Fprintf(w, "Source:\t%s %s@%s\n", gd.Spec.Source.RepoURL, gd.Spec.Source.Path, dash(gd.Spec.Source.TargetRevision))
 	fmt.Fprintf(w, "Sync:\t%s at %s\n", dash(string(gd.Status.Sync.Status)), dash(gd.Status.Sync.Revision))
 	fmt.Fprintf(w, "Health:\t%s\n", dash(string(gd.Status.Health.Status)))
-	fmt.Fprintf(w, "Argo CD Application:\t%s (argocd app get argocd/%s)\n", v1.ApplicationName(string(gd.UID)), v1.ApplicationName(string(gd.UID)))
+	fmt.Fprintf(w, "Argo CD Application:\t%s (argocd app get argocd/%s)\n", applicationName(gd), applicationName(gd))
 	fmt.Fprintf(w, "Resources:\t%d\n", len(gd.Status.Resources))
 	if op := gd.Status.OperationState; op != nil {
 		fmt.Fprintf(w, "Last operation:\t%s: %s\n", op.Phase, op.Message)
@@ -152,10 +248,14 @@ func (c *cli) status(ctx context.Context, name string) error {
 }
 
 func (c *cli) bindingStatus(b *as.SnapshotEnvironmentBinding) error {
-	if done, err := c.print(b); done {
+	if done, err := c.printObjects(false, b); done {
 		return err
 	}
-	w := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
+	return writeBindingStatus(c.out, b)
+}
+
+func writeBindingStatus(out io.Writer, b *as.SnapshotEnvironmentBinding) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "SnapshotEnvironmentBinding:\t%s/%s\n", b.Namespace, b.Name)
 	fmt.Fprintf(w, "Application:\t%s\nEnvironment:\t%s\nSnapshot:\t%s\n", b.Spec.Application, b.Spec.Environment, b.Spec.Snapshot)
 	for _, d := range b.Status.GitOpsDeployments {
@@ -170,30 +270,16 @@ func (c *cli) bindingStatus(b *as.SnapshotEnvironmentBinding) error {
 	return w.Flush()
 }
 
-// follow polls get every interval until done says so or the timeout passes.
-func (c *cli) follow(ctx context.Context, get func(context.Context) (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, c.opts.timeout)
-	defer cancel()
-	for {
-		done, err := get(ctx)
-		if err != nil || done {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return &exitError{code: 1, msg: fmt.Sprintf("not finished after %s; it goes on in the cluster: follow it with `%s status` or kubectl", c.opts.timeout, c.prog)}
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-}
-
 func (c *cli) sync(ctx context.Context, deployment string) error {
+	if c.argo != nil {
+		return c.argoSync(ctx, deployment)
+	}
 	gd := &v1.GitOpsDeployment{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: c.namespace, Name: deployment}, gd); err != nil {
 		return explain(err, fmt.Sprintf("GitOpsDeployment %q", deployment), c.namespace)
 	}
 	if gd.Spec.Type == v1.GitOpsDeploymentSpecTypeAutomated {
-		return &exitError{code: 1, msg: fmt.Sprintf("GitOpsDeployment %q is automated: Argo CD syncs it by itself; push to Git, or set spec.type: manual to sync by hand", deployment)}
+		return &exitError{code: exitRefused, msg: fmt.Sprintf("GitOpsDeployment %q is automated: Argo CD syncs it by itself; push to Git, or set spec.type: manual to sync by hand", deployment)}
 	}
 	run := &v1.GitOpsDeploymentSyncRun{
 		ObjectMeta: metav1.ObjectMeta{Namespace: c.namespace, GenerateName: deployment + "-sync-"},
@@ -202,35 +288,49 @@ func (c *cli) sync(ctx context.Context, deployment string) error {
 	if err := c.Create(ctx, run); err != nil {
 		return explain(err, "the GitOpsDeploymentSyncRun", c.namespace)
 	}
-	if c.opts.output == "" {
-		fmt.Fprintf(c.out, "GitOpsDeploymentSyncRun %s created: syncing %s to %s\n", run.Name, deployment, dash(c.opts.revision))
-	}
-	last := ""
-	err := c.follow(ctx, func(ctx context.Context) (bool, error) {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(run), run); err != nil {
-			return false, explain(err, "GitOpsDeploymentSyncRun "+run.Name, c.namespace)
+	p := c.progress()
+	p.note(fmt.Sprintf("GitOpsDeploymentSyncRun %s created: syncing %s to %s", run.Name, deployment, dash(c.opts.revision)))
+	err := c.follow(ctx, run, &v1.GitOpsDeploymentSyncRunList{}, func(obj runtime.Object) (bool, error) {
+		if r, ok := obj.(*v1.GitOpsDeploymentSyncRun); ok {
+			r.DeepCopyInto(run)
 		}
-		st := run.Status
-		line := fmt.Sprintf("%s: phase %s, sync %s, health %s, revision %s", run.Name, dash(string(st.Phase)), dash(string(st.SyncStatus)), dash(string(st.Health)), dash(short(st.Revision)))
-		if cond := findCondition(st.Conditions, v1.GitOpsDeploymentConditionErrorOccurred); cond != nil && cond.Message != "" {
-			line += ": " + cond.Message
-		}
-		if line != last && c.opts.output == "" {
-			fmt.Fprintln(c.out, line)
-			last = line
-		}
-		return st.Finished() || st.Refused(), nil
+		p.update(syncRunLine(run))
+		return run.Status.Finished() || run.Status.Refused(), nil
 	})
+	p.end()
 	if err != nil {
 		return err
 	}
-	if done, err := c.print(run); done && err != nil {
+	return c.syncResult(deployment, run, run.Status.StartedAt == nil)
+}
+
+// syncRunLine is the progress line of a SyncRun.
+func syncRunLine(run *v1.GitOpsDeploymentSyncRun) string {
+	st := run.Status
+	line := fmt.Sprintf("%s: phase %s, sync %s, health %s, revision %s", run.Name, dash(string(st.Phase)), dash(string(st.SyncStatus)), dash(string(st.Health)), dash(short(st.Revision)))
+	if cond := findCondition(st.Conditions, v1.GitOpsDeploymentConditionErrorOccurred); cond != nil && cond.Message != "" {
+		line += ": " + cond.Message
+	}
+	return line
+}
+
+// syncResult prints the finished run (-o) and says how it ended; notStarted:
+// the run ended without an operation (the GitOps Service refused it).
+func (c *cli) syncResult(deployment string, run *v1.GitOpsDeploymentSyncRun, notStarted bool) error {
+	if done, err := c.printObjects(false, run); done && err != nil {
 		return err
 	}
-	if !syncRunSucceeded(run.Status) {
-		return &exitError{code: 1, msg: fmt.Sprintf("sync of %s did not succeed (phase %s): `%s status %s` shows why", deployment, dash(string(run.Status.Phase)), c.prog, deployment)}
+	if syncRunSucceeded(run.Status) {
+		return nil
 	}
-	return nil
+	why := ""
+	if cond := findCondition(run.Status.Conditions, v1.GitOpsDeploymentConditionErrorOccurred); cond != nil && cond.Message != "" {
+		why = ": " + cond.Message
+	}
+	if notStarted && run.Status.Phase == "" {
+		return &exitError{code: exitRefused, msg: fmt.Sprintf("the GitOps Service refused the sync of %s (run %s)%s", deployment, run.Name, why)}
+	}
+	return &exitError{code: exitFailed, msg: fmt.Sprintf("sync of %s did not succeed (phase %s)%s: `%s status %s` shows why", deployment, dash(string(run.Status.Phase)), why, c.prog, deployment)}
 }
 
 func findCondition(conds []v1.GitOpsDeploymentCondition, t v1.GitOpsConditionType) *v1.GitOpsDeploymentCondition {
@@ -248,7 +348,10 @@ func syncRunSucceeded(st v1.GitOpsDeploymentSyncRunStatus) bool {
 
 func (c *cli) promote(ctx context.Context, snapshotName string) error {
 	if (c.opts.to == "") == (c.opts.autoFrom == "") {
-		return &exitError{code: 2, msg: "promote needs exactly one of --to <environment> (one Environment) or --auto-from <environment> (along the Environment graph)"}
+		return usageError("promote needs exactly one of --to <environment> (one Environment) or --auto-from <environment> (along the Environment graph)")
+	}
+	if c.argo != nil {
+		return c.argoPromote(ctx, snapshotName)
 	}
 	snap := &as.Snapshot{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: c.namespace, Name: snapshotName}, snap); err != nil {
@@ -266,34 +369,42 @@ func (c *cli) promote(ctx context.Context, snapshotName string) error {
 	if err := c.Create(ctx, run); err != nil {
 		return explain(err, "the PromotionRun", c.namespace)
 	}
-	if c.opts.output == "" {
-		fmt.Fprintf(c.out, "PromotionRun %s created: %s of application %s\n", run.Name, snapshotName, snap.Spec.Application)
-	}
-	seen := map[string]string{}
-	lastState := ""
-	err := c.follow(ctx, func(ctx context.Context) (bool, error) {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(run), run); err != nil {
-			return false, explain(err, "PromotionRun "+run.Name, c.namespace)
+	p := c.progress()
+	p.note(fmt.Sprintf("PromotionRun %s created: %s of application %s", run.Name, snapshotName, snap.Spec.Application))
+	steps := promotionSteps{}
+	err := c.follow(ctx, run, &as.PromotionRunList{}, func(obj runtime.Object) (bool, error) {
+		if r, ok := obj.(*as.PromotionRun); ok {
+			r.DeepCopyInto(run)
 		}
-		if c.opts.output == "" {
-			if s := string(run.Status.State); s != lastState {
-				fmt.Fprintf(c.out, "%s: %s\n", run.Name, dash(s))
-				lastState = s
-			}
-			for _, step := range run.Status.EnvironmentStatus {
-				line := fmt.Sprintf("  step %d %s: %s %s", step.Step, step.EnvironmentName, step.Status, step.DisplayStatus)
-				if seen[step.EnvironmentName] != line {
-					fmt.Fprintln(c.out, line)
-					seen[step.EnvironmentName] = line
-				}
-			}
-		}
+		steps.show(p, run)
 		return run.Status.State == as.PromotionRunStateCompleted, nil
 	})
+	p.end()
 	if err != nil {
 		return err
 	}
-	if done, err := c.print(run); done && err != nil {
+	return c.promotionResult(p, run)
+}
+
+// promotionSteps remembers the lines shown of a PromotionRun.
+type promotionSteps map[string]string
+
+// show writes the run's state (live) and each changed step (kept).
+func (s promotionSteps) show(p *progress, run *as.PromotionRun) {
+	for _, step := range run.Status.EnvironmentStatus {
+		line := fmt.Sprintf("  step %d %s: %s %s", step.Step, step.EnvironmentName, step.Status, step.DisplayStatus)
+		if s[step.EnvironmentName] != line {
+			p.note(line)
+			s[step.EnvironmentName] = line
+		}
+	}
+	p.update(fmt.Sprintf("%s: %s", run.Name, dash(string(run.Status.State))))
+}
+
+// promotionResult prints the finished run (-o) and says how it ended: a run
+// that failed before any step was refused.
+func (c *cli) promotionResult(p *progress, run *as.PromotionRun) error {
+	if done, err := c.printObjects(false, run); done && err != nil {
 		return err
 	}
 	if run.Status.CompletionResult != as.PromotionRunCompleteResultSuccess {
@@ -301,11 +412,13 @@ func (c *cli) promote(ctx context.Context, snapshotName string) error {
 		if cond := meta.FindStatusCondition(run.Status.Conditions, "ErrorOccurred"); cond != nil {
 			msg = ": " + cond.Message
 		}
-		return &exitError{code: 1, msg: fmt.Sprintf("promotion %s: %s%s", run.Name, dash(string(run.Status.CompletionResult)), msg)}
+		code := exitFailed
+		if len(run.Status.EnvironmentStatus) == 0 {
+			code = exitRefused
+		}
+		return &exitError{code: code, msg: fmt.Sprintf("promotion %s: %s%s", run.Name, dash(string(run.Status.CompletionResult)), msg)}
 	}
-	if c.opts.output == "" {
-		fmt.Fprintf(c.out, "%s: Success\n", run.Name)
-	}
+	p.note(fmt.Sprintf("%s: Success", run.Name))
 	return nil
 }
 
@@ -356,21 +469,38 @@ func environmentGraph(envs []as.Environment, bindings []as.SnapshotEnvironmentBi
 }
 
 func (c *cli) envs(ctx context.Context) error {
+	if c.argo != nil {
+		return c.argoEnvs(ctx)
+	}
+	sel, err := labels.Parse(c.opts.selector)
+	if err != nil {
+		return usageError("-l %s: %v", c.opts.selector, err)
+	}
 	var envs as.EnvironmentList
-	if err := c.List(ctx, &envs, client.InNamespace(c.namespace)); err != nil {
+	if err := c.List(ctx, &envs, client.InNamespace(c.namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return explain(err, "Environments", c.namespace)
 	}
 	var sebs as.SnapshotEnvironmentBindingList
 	if err := c.List(ctx, &sebs, client.InNamespace(c.namespace)); err != nil {
 		return explain(err, "SnapshotEnvironmentBindings", c.namespace)
 	}
-	graph := environmentGraph(envs.Items, sebs.Items)
+	return c.printGraph(environmentGraph(envs.Items, sebs.Items))
+}
+
+func (c *cli) printGraph(graph []envNode) error {
 	if done, err := c.print(graph); done {
 		return err
 	}
+	writeEnvTree(c.out, c.namespace, graph)
+	return nil
+}
+
+// writeEnvTree is envs' text output: each Environment below its parent,
+// with what runs there.
+func writeEnvTree(out io.Writer, namespace string, graph []envNode) {
 	if len(graph) == 0 {
-		fmt.Fprintf(c.out, "no Environments in namespace %s\n", c.namespace)
-		return nil
+		fmt.Fprintf(out, "no Environments in namespace %s\n", namespace)
+		return
 	}
 	for _, n := range graph {
 		indent := strings.Repeat("   ", n.Depth)
@@ -378,10 +508,9 @@ func (c *cli) envs(ctx context.Context) error {
 		if n.Depth > 0 {
 			arrow = "└─ "
 		}
-		fmt.Fprintf(c.out, "%s%s%s (%s)\n", indent, arrow, n.Name, dash(n.Strategy))
+		fmt.Fprintf(out, "%s%s%s (%s)\n", indent, arrow, n.Name, dash(n.Strategy))
 		for _, r := range n.Runs {
-			fmt.Fprintf(c.out, "%s     %s: %s (binding %s, deployed %s)\n", indent, r.Application, r.Snapshot, r.Binding, dash(r.Deployed))
+			fmt.Fprintf(out, "%s     %s: %s (binding %s, deployed %s)\n", indent, r.Application, r.Snapshot, r.Binding, dash(r.Deployed))
 		}
 	}
-	return nil
 }

@@ -1,14 +1,14 @@
 // Command argocd-gitops is the command line of the GitOps Service. It works
 // standalone, as `argocd gitops` (Argo CD >= 3.1 runs argocd-<name> from PATH)
-// and as `kubectl gitops` (through a kubectl-gitops link). It talks to the
-// Kubernetes API with the user's own kubeconfig and namespace, so it can never
-// do more than the user's RBAC allows.
+// and as `kubectl gitops` (through a kubectl-gitops link). It talks either to
+// the Kubernetes API with the user's own kubeconfig (kubectl's flags), or,
+// with an Argo CD login, to argocd-server's proxy extension with the user's
+// Argo CD token; either way it can never do more than the user may.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -18,9 +18,12 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appstudiov1alpha1 "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
@@ -28,24 +31,28 @@ import (
 	"github.com/gitops-service/gitops-service/extension/buildinfo"
 )
 
-const usage = `%[1]s: the GitOps Service from the command line (your kubeconfig, your namespace).
+// Exit codes, documented in the root command's help and the README.
+const (
+	exitOK = 0
+	// exitFailed: the sync or promotion ran and did not succeed, or another
+	// error (not found, cannot reach the cluster or Argo CD).
+	exitFailed = 1
+	// exitUsage: bad flags or arguments; nothing was done.
+	exitUsage = 2
+	// exitRefused: the cluster or Argo CD denied the request (RBAC, no
+	// session), or the GitOps Service refused the run before it started.
+	exitRefused = 3
+	// exitTimedOut: --timeout passed while following; the run goes on.
+	exitTimedOut = 4
+)
 
-Usage:
-  %[1]s list                                   deployments and bindings, with their sync and health
-  %[1]s status <name>                          a GitOpsDeployment (or binding): conditions, its Argo CD Application
-  %[1]s sync <deployment> [--revision R]       sync a manual GitOpsDeployment and follow it; exit 0 when it succeeded
-  %[1]s promote <snapshot> --to <env>          promote a Snapshot to one Environment and follow it
-  %[1]s promote <snapshot> --auto-from <env>   promote along the Environment graph from <env>
-  %[1]s envs                                   the Environments, their order and what each runs
-
-Flags (before or after the command):
-  -n, --namespace NS   namespace (default: your kubeconfig context's)
-  --kubeconfig FILE    kubeconfig (default: $KUBECONFIG or ~/.kube/config)
-  --context NAME       kubeconfig context
-  -o, --output FMT     json or yaml instead of text
-  --timeout D          how long sync/promote follow (default 10m)
-  --version            print the version and exit
-`
+const exitCodesHelp = `Exit codes:
+  0  success (a sync or promotion followed to its end succeeded)
+  1  failed: the sync or promotion did not succeed, or another error (not found, cannot connect)
+  2  usage: bad flags or arguments, nothing was done
+  3  refused: the cluster or Argo CD denied you (RBAC, no or expired login), or the GitOps Service
+     refused the run before it started (e.g. an automated deployment, a revision it does not accept)
+  4  timed out: --timeout passed while following; the run goes on in the cluster`
 
 // exitError carries an exit code; its message is printed unless empty.
 type exitError struct {
@@ -55,155 +62,183 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.msg }
 
+func usageError(format string, args ...any) error {
+	return &exitError{code: exitUsage, msg: fmt.Sprintf(format, args...)}
+}
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	name := filepath.Base(os.Args[0])
-	switch {
-	case strings.HasPrefix(name, "kubectl-"):
-		name = "kubectl gitops"
-	case strings.HasPrefix(name, "argocd-"):
-		// Argo CD runs plugins as argocd-<name>; people call it either way.
-		name = "argocd gitops"
-	}
-	err := run(ctx, name, os.Args[1:], os.Stdout)
+	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+	code := exitCode(run(ctx, progName(os.Args[0]), os.Args[1:], streams, term.IsTerminal(int(os.Stdout.Fd()))), streams.ErrOut)
+	stop()
+	os.Exit(code)
+}
+
+// exitCode prints err (if it says something) and returns its exit code.
+func exitCode(err error, errOut io.Writer) int {
 	if err == nil {
-		return
+		return exitOK
 	}
-	code := 1
+	code := exitFailed
 	var ee *exitError
 	if errors.As(err, &ee) {
 		code = ee.code
 	}
 	if msg := err.Error(); msg != "" {
-		fmt.Fprintf(os.Stderr, "error: %s\n", msg)
+		fmt.Fprintf(errOut, "error: %s\n", msg)
 	}
-	os.Exit(code)
+	return code
 }
 
-// options are the global flags.
+// progName is how the user called us.
+func progName(arg0 string) string {
+	name := filepath.Base(arg0)
+	switch {
+	case strings.HasPrefix(name, "kubectl-"):
+		return "kubectl gitops"
+	case strings.HasPrefix(name, "argocd-"):
+		// Argo CD runs plugins as argocd-<name>; people call it either way.
+		return "argocd gitops"
+	}
+	return name
+}
+
+// run executes one command line; its error carries the exit code.
+func run(ctx context.Context, prog string, args []string, streams genericiooptions.IOStreams, tty bool) error {
+	root := newRootCommand(prog, streams, tty)
+	// cobra reads os.Args when given nil.
+	root.SetArgs(append([]string{}, args...))
+	err := root.ExecuteContext(ctx)
+	var ee *exitError
+	if err != nil && !errors.As(err, &ee) && isCobraUsageError(err) {
+		return usageError("%v; see `%s --help`", err, prog)
+	}
+	return err
+}
+
+// isCobraUsageError: cobra returns plain errors for bad flags and arguments
+// (flag errors go through SetFlagErrorFunc below, this catches the rest).
+func isCobraUsageError(err error) bool {
+	s := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "accepts ", "requires ", "invalid argument", "flag needs an argument", "bad flag syntax"} {
+		if strings.Contains(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// options are the flags of one invocation.
 type options struct {
-	namespace, kubeconfig, kubeContext, output string
-	revision, to, autoFrom                     string
-	timeout                                    time.Duration
+	prog string
+	// kube are kubectl's flags (-n, --context, --as, --request-timeout, ...).
+	kube *genericclioptions.ConfigFlags
+	// argo are argocd's flags (--server, --auth-token, --grpc-web, ...).
+	argo *argoOptions
+	// print is the verb's -o; output its value.
+	print  *genericclioptions.PrintFlags
+	output string
+
+	allNamespaces   bool
+	selector        string
+	revision        string
+	to, autoFrom    string
+	timeout         time.Duration
+	argocdNamespace string
+	clientOnly      bool
+	streams         genericiooptions.IOStreams
+	tty             bool
 }
 
-// parse reads flags anywhere among args (as kubectl and argocd do) and returns
-// the positional arguments.
-func parse(prog string, args []string, o *options) ([]string, error) {
-	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	for _, n := range []string{"n", "namespace"} {
-		fs.StringVar(&o.namespace, n, "", "")
-	}
-	for _, n := range []string{"o", "output"} {
-		fs.StringVar(&o.output, n, "", "")
-	}
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "")
-	fs.StringVar(&o.kubeContext, "context", "", "")
-	fs.StringVar(&o.revision, "revision", "", "")
-	fs.StringVar(&o.to, "to", "", "")
-	fs.StringVar(&o.autoFrom, "auto-from", "", "")
-	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "")
-	var pos []string
-	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
-			return nil, &exitError{code: 2, msg: fmt.Sprintf("%v; see `%s --help`", err, prog)}
-		}
-		args = fs.Args()
-		if len(args) > 0 {
-			pos = append(pos, args[0])
-			args = args[1:]
-		}
-	}
-	switch o.output {
-	case "", "json", "yaml":
-	default:
-		return nil, &exitError{code: 2, msg: fmt.Sprintf("--output %q: use json or yaml (or nothing for text)", o.output)}
-	}
-	return pos, nil
-}
-
-func run(ctx context.Context, prog string, args []string, out io.Writer) error {
-	for _, a := range args {
-		if a == "-h" || a == "--help" || a == "help" {
-			fmt.Fprintf(out, usage, prog)
-			return nil
-		}
-		if a == "--version" {
-			fmt.Fprintln(out, buildinfo.String(prog))
-			return nil
-		}
-	}
-	var o options
-	pos, err := parse(prog, args, &o)
-	if err != nil {
-		return err
-	}
-	if len(pos) == 0 {
-		fmt.Fprintf(out, usage, prog)
-		return &exitError{code: 2, msg: "no command given"}
-	}
-	want := map[string]int{"list": 0, "status": 1, "sync": 1, "promote": 1, "envs": 0}
-	n, known := want[pos[0]]
-	if !known {
-		return &exitError{code: 2, msg: fmt.Sprintf("unknown command %q; see `%s --help`", pos[0], prog)}
-	}
-	if len(pos)-1 != n {
-		return &exitError{code: 2, msg: fmt.Sprintf("%s takes %d argument(s), got %d; see `%s --help`", pos[0], n, len(pos)-1, prog)}
-	}
-	c, err := connect(&o)
-	if err != nil {
-		return err
-	}
-	c.prog, c.out = prog, out
-	switch pos[0] {
-	case "list":
-		return c.list(ctx)
-	case "status":
-		return c.status(ctx, pos[1])
-	case "sync":
-		return c.sync(ctx, pos[1])
-	case "promote":
-		return c.promote(ctx, pos[1])
-	default:
-		return c.envs(ctx)
-	}
-}
-
-// cli is one invocation: the user's client and namespace.
-type cli struct {
-	client.Client
-	opts      options
-	namespace string
-	prog      string
-	out       io.Writer
-}
-
-func connect(o *options) (*cli, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if o.kubeconfig != "" {
-		rules.ExplicitPath = o.kubeconfig
-	}
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: o.kubeContext}
-	cfg := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
-	rest, err := cfg.ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("no usable kubeconfig (%v): log in to your cluster first, or point --kubeconfig or $KUBECONFIG at your kubeconfig", err)
-	}
-	ns := o.namespace
-	if ns == "" {
-		if ns, _, err = cfg.Namespace(); err != nil {
-			return nil, fmt.Errorf("reading the namespace of your kubeconfig context: %v; pass -n <namespace>", err)
-		}
-	}
+// newScheme knows our API types (and nothing else we print).
+func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(managedgitopsv1alpha1.AddToScheme(s))
 	utilruntime.Must(appstudiov1alpha1.AddToScheme(s))
-	rest.UserAgent = "argocd-gitops"
-	c, err := client.New(rest, client.Options{Scheme: s})
-	if err != nil {
-		return nil, explain(err, "", ns)
-	}
-	return &cli{Client: c, opts: *o, namespace: ns}, nil
+	return s
 }
+
+// cli is one invocation: the user's client and namespace, or their Argo CD
+// session.
+type cli struct {
+	client.WithWatch
+	// argo is set when we go through argocd-server (an Argo CD login).
+	argo      *argoClient
+	rest      *rest.Config
+	opts      *options
+	namespace string
+	prog      string
+	out       io.Writer
+	scheme    *runtime.Scheme
+}
+
+// connect picks the way in: an Argo CD login when argocd's flags, environment
+// or (without a usable kubeconfig) its config file say so, else the
+// kubeconfig.
+func connect(o *options) (*cli, error) {
+	c := &cli{opts: o, prog: o.prog, out: o.streams.Out, scheme: newScheme()}
+	kubeErr := error(nil)
+	var restCfg *rest.Config
+	if !o.argo.explicit() {
+		restCfg, kubeErr = kubeConfig(o.kube)
+		if kubeErr == nil {
+			return c, c.connectKube(restCfg)
+		}
+	}
+	a, err := o.argo.client(o.streams.ErrOut)
+	if err != nil {
+		if kubeErr != nil && errors.Is(err, errNoArgoLogin) {
+			return nil, fmt.Errorf("no usable kubeconfig (%v) and no Argo CD login: log in to your cluster, or run `argocd login <server>` (or pass --server and --auth-token)", kubeErr)
+		}
+		return nil, err
+	}
+	c.argo = a
+	if o.kube.Namespace != nil {
+		c.namespace = *o.kube.Namespace
+	}
+	if o.allNamespaces {
+		c.namespace = ""
+	}
+	return c, nil
+}
+
+// kubeConfig is the kubeconfig's client config; an error when there is no
+// kubeconfig at all (cli-runtime would then try localhost:8080, as kubectl
+// does) and we are not in a pod.
+func kubeConfig(f *genericclioptions.ConfigFlags) (*rest.Config, error) {
+	raw, err := f.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return nil, err
+	}
+	if len(raw.Contexts) == 0 && (f.Context == nil || *f.Context == "") {
+		if cfg, err := rest.InClusterConfig(); err == nil {
+			return cfg, nil
+		}
+		return nil, errors.New("no kubeconfig found ($KUBECONFIG, ~/.kube/config or --kubeconfig)")
+	}
+	return f.ToRESTConfig()
+}
+
+func (c *cli) connectKube(restCfg *rest.Config) error {
+	o := c.opts
+	ns, _, err := o.kube.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return fmt.Errorf("reading the namespace of your kubeconfig context: %v; pass -n <namespace>", err)
+	}
+	if o.allNamespaces {
+		ns = ""
+	}
+	restCfg.UserAgent = "argocd-gitops/" + buildinfo.Version
+	cl, err := client.NewWithWatch(restCfg, client.Options{Scheme: c.scheme})
+	if err != nil {
+		return explain(err, "", ns)
+	}
+	c.WithWatch, c.namespace, c.rest = cl, ns, restCfg
+	return nil
+}
+
+// text says whether output is for people (a table), not -o.
+func (c *cli) text() bool { return c.opts.output == "" || c.opts.output == "wide" }
+
+func (c *cli) wide() bool { return c.opts.output == "wide" }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -84,6 +85,13 @@ func viaArgoCD() bool {
 // argocd binary when it runs plugins, else argocd-gitops itself.
 func gitops(t *testing.T, kubeconfig string, args ...string) (string, int) {
 	t.Helper()
+	return gitopsWith(t, []string{"KUBECONFIG=" + kubeconfig, "HOME=" + t.TempDir()}, args...)
+}
+
+// gitopsWith runs the plugin as gitops does, with env added to the test's
+// environment (ARGOCD_* of the test's own are dropped).
+func gitopsWith(t *testing.T, env []string, args ...string) (string, int) {
+	t.Helper()
 	dir := pluginBinary(t)
 	bins, err := stack.Binaries()
 	require.NoError(t, err)
@@ -93,7 +101,13 @@ func gitops(t *testing.T, kubeconfig string, args ...string) (string, int) {
 	} else {
 		cmd = exec.Command(filepath.Join(dir, "argocd-gitops"), args...)
 	}
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"), "HOME="+t.TempDir())
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ARGOCD_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.CombinedOutput()
 	code := 0
 	var ee *exec.ExitError
@@ -148,11 +162,38 @@ func TestPluginSyncAndErrors(t *testing.T) {
 	assert.Equal(t, 1, code, out)
 	assert.Contains(t, out, "`list` shows what there is")
 
-	// Another namespace: no rights there.
+	// Another namespace: no rights there (exit code 3: refused).
 	out, code = gitops(t, kc, "list", "-n", "default")
-	assert.Equal(t, 1, code, out)
+	assert.Equal(t, 3, code, out)
 	assert.Contains(t, out, `you may not do this in namespace "default"`)
 	assert.Contains(t, out, "ask your platform admin")
+
+	// kubectl's flags (-nfoo, --as of the same user) and cli-runtime's
+	// printers: a List of typed objects.
+	out, code = gitops(t, kc, "list", "-n"+ns, "--as", user, "--request-timeout", "30s", "-o", "json")
+	require.Equal(t, 0, code, out)
+	var list struct {
+		Kind  string `json:"kind"`
+		Items []struct {
+			APIVersion string            `json:"apiVersion"`
+			Kind       string            `json:"kind"`
+			Metadata   metav1.ObjectMeta `json:"metadata"`
+		} `json:"items"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &list), out)
+	assert.Equal(t, "List", list.Kind)
+	require.Len(t, list.Items, 1)
+	assert.Equal(t, "managed-gitops.redhat.com/v1alpha1", list.Items[0].APIVersion)
+	assert.Equal(t, "GitOpsDeployment", list.Items[0].Kind)
+	assert.Equal(t, "web", list.Items[0].Metadata.Name)
+	out, code = gitops(t, kc, "list", "-o", "name")
+	require.Equal(t, 0, code, out)
+	assert.Equal(t, "gitopsdeployment.managed-gitops.redhat.com/web\n", out)
+
+	// Not finished within --timeout: exit code 4, the run goes on.
+	out, code = gitops(t, kc, "sync", "web", "--timeout", "1ms")
+	assert.Equal(t, 4, code, out)
+	assert.Contains(t, out, "it goes on in the cluster")
 
 	// The kubectl plugin name works the same.
 	cmd := exec.Command(filepath.Join(pluginBinary(t), "kubectl-gitops"), "--help")
