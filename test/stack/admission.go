@@ -70,3 +70,9 @@ func stripRules(s *apiextensionsv1.JSONSchemaProps) int {
 	}
 	return n
 }
+
+// ReadCRDs returns the CustomResourceDefinitions in the given files or
+// directories, as InstallCRDs reads them.
+func ReadCRDs(paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	return readCRDs(paths...)
+}

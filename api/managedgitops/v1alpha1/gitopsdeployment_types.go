@@ -43,7 +43,7 @@ type ApplicationSource struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule=`!self.startsWith('-') && !self.matches(r'[\s\p{Cc}\x{2028}\x{2029}]')`,message="repoURL must not start with '-' nor contain blanks or control characters",reason=FieldValueForbidden
-	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^(?i:https?|ssh|git)://([^/?#@]*@)?[^/?#:@]') || self.matches(r'^(?i:file):') || (!self.contains('://') && self.matches(r'^[A-Za-z0-9][A-Za-z0-9._-]*@[A-Za-z0-9][A-Za-z0-9.-]*:[^:\s]+$'))`,message="repoURL must be an https://, ssh://, http:// or git:// URL with a host, or git@host:path (file:// only where the platform allows it)",reason=FieldValueForbidden
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^(?i:https?|ssh|git)://([^/?#]*@)?[^/?#@:][^/?#@]*([/?#]|$)') || self.matches(r'^(?i:file):') || (!self.contains('://') && self.matches(r'^[A-Za-z0-9][A-Za-z0-9._-]*@[A-Za-z0-9][A-Za-z0-9.-]*:[^:\s]+$'))`,message="repoURL must be an https://, ssh://, http:// or git:// URL with a host, or git@host:path (file:// only where the platform allows it)",reason=FieldValueForbidden
 	// +kubebuilder:validation:XValidation:rule=`!self.matches(r'^[^:]*://[^/?#@]*:[^/?#@]*@')`,message="repoURL must not contain a password: use a GitOpsDeploymentRepositoryCredentials",reason=FieldValueForbidden
 	RepoURL string `json:"repoURL"`
 
