@@ -367,7 +367,7 @@ func TestNamesAtTheirLimits(t *testing.T) {
 			err := admit(c.make(long(c.limit + 1)))
 			require.Error(t, err, "a name of %d characters", c.limit+1)
 			assert.True(t, apierrors.IsInvalid(err), "%v", err)
-			assert.Contains(t, err.Error(), fmt.Sprintf("may not be more than %d bytes", c.limit))
+			assert.Contains(t, err.Error(), fmt.Sprintf("must be at most %d characters", c.limit))
 		})
 	}
 }

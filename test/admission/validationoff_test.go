@@ -58,37 +58,45 @@ func TestWithoutAdmissionChecksHostileValuesReachTheReconcilers(t *testing.T) {
 	}
 }
 
-// StripAdmissionChecks leaves every other rule: immutability, one-of and
-// name rules stay in the reconciler suites.
+// StripAdmissionChecks removes exactly the rules marked as admission checks:
+// immutability, one-of and name rules stay in the reconciler suites.
 func TestStripAdmissionChecksKeepsOtherRules(t *testing.T) {
 	crds, err := stack.ReadCRDs(crdDir)
 	require.NoError(t, err)
-	stripped, kept := 0, 0
+	stripped := 0
+	kept := map[string]int{}
 	for _, crd := range crds {
-		before := countRules(crd.Spec.Versions[0].Schema.OpenAPIV3Schema)
 		n := stack.StripAdmissionChecks(crd)
-		after := countRules(crd.Spec.Versions[0].Schema.OpenAPIV3Schema)
-		assert.Equal(t, before-n, after, crd.Name)
 		stripped += n
-		kept += after
+		walkRules(crd.Spec.Versions[0].Schema.OpenAPIV3Schema, func(r apiextensionsv1.ValidationRule) {
+			assert.Nil(t, r.Reason, "%s: rule %q with a reason was kept", crd.Name, r.Rule)
+			kept[r.Rule]++
+		})
 	}
-	// GitOpsDeployment repoURL 3, path 2, targetRevision 1 (twice: spec.source
-	// and status.reconciledState.source), syncOptions 1; SyncRun revisionId 1;
-	// RepositoryCredentials url 2; ManagedEnvironment and Environment apiURL 2 each.
-	assert.Equal(t, 20, stripped)
-	assert.Positive(t, kept, "the immutability and one-of rules are gone too")
+	t.Logf("%d admission checks stripped, kept: %v", stripped, kept)
+	assert.Greater(t, stripped, 30)
+	for rule := range kept {
+		assert.Contains(t, []string{
+			"self == oldSelf",
+			"has(self.manualPromotion) != has(self.automatedPromotion)",
+			"has(self.components) == has(oldSelf.components)",
+			"size(self.metadata.name) <= 63 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",
+		}, rule)
+	}
+	assert.Positive(t, kept["self == oldSelf"])
 }
 
-func countRules(s *apiextensionsv1.JSONSchemaProps) int {
+func walkRules(s *apiextensionsv1.JSONSchemaProps, f func(apiextensionsv1.ValidationRule)) {
 	if s == nil {
-		return 0
+		return
 	}
-	n := len(s.XValidations)
+	for _, r := range s.XValidations {
+		f(r)
+	}
 	for _, p := range s.Properties {
-		n += countRules(&p)
+		walkRules(&p, f)
 	}
 	if s.Items != nil {
-		n += countRules(s.Items.Schema)
+		walkRules(s.Items.Schema, f)
 	}
-	return n
 }

@@ -34,7 +34,7 @@ const (
 )
 
 // DeploymentTargetClassName is the name of a DeploymentTargetClass.
-// +kubebuilder:validation:MaxLength=253
+// +kubebuilder:validation:XValidation:rule="size(self) <= 253",message="must be at most 253 characters (the longest name of a Kubernetes object)",reason=FieldValueForbidden
 type DeploymentTargetClassName string
 
 // DeploymentTargetSpec is the desired state of a DeploymentTarget.
@@ -53,7 +53,7 @@ type DeploymentTargetSpec struct {
 
 	// ClaimRef is the name of the DeploymentTargetClaim, in the namespace of
 	// the DeploymentTarget, that the DeploymentTarget is bound to, if any.
-	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 253",message="must be at most 253 characters (the longest name of a Kubernetes object)",reason=FieldValueForbidden
 	// +optional
 	ClaimRef string `json:"claimRef,omitempty"`
 }
@@ -79,7 +79,7 @@ type DeploymentTargetKubernetesClusterCredentials struct {
 	// the DeploymentTarget, that contains a kubeconfig for the cluster in its
 	// 'kubeconfig' key.
 	// +required
-	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 253",message="must be at most 253 characters (the longest name of a Kubernetes object)",reason=FieldValueForbidden
 	ClusterCredentialsSecret string `json:"clusterCredentialsSecret"`
 
 	// AllowInsecureSkipTLSVerify, if true, lets the consumer of the

@@ -38,7 +38,7 @@ type DeploymentTargetClaimSpec struct {
 	// TargetName is the name of the DeploymentTarget, in the namespace of the
 	// claim, that the claim is (or should be) bound to. Set by a user to bind
 	// to a given DeploymentTarget, or by the binding controller.
-	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 253",message="must be at most 253 characters (the longest name of a Kubernetes object)",reason=FieldValueForbidden
 	// +optional
 	TargetName string `json:"targetName,omitempty"`
 }

@@ -55,7 +55,7 @@ type EnvironmentSpec struct {
 	// that is promoted from before this one: Environments form a digraph that
 	// gives the promotion flow, e.g. dev -> staging -> production.
 	// +optional
-	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 63",message="must be at most 63 characters (a DNS label, as namespace and Environment names are)",reason=FieldValueForbidden
 	ParentEnvironment string `json:"parentEnvironment,omitempty"`
 
 	// Tags are a user-visible, user-definable set of tags that can be applied
@@ -106,7 +106,7 @@ type DeploymentTargetClaimConfig struct {
 	// ClaimName is the name of a DeploymentTargetClaim in the namespace of the
 	// Environment.
 	// +optional
-	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 253",message="must be at most 253 characters (the longest name of a Kubernetes object)",reason=FieldValueForbidden
 	ClaimName string `json:"claimName,omitempty"`
 }
 
@@ -152,7 +152,7 @@ type KubernetesClusterCredentials struct {
 	// TargetNamespace is the default destination namespace of the deployments
 	// to this Environment.
 	// +optional
-	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 63",message="must be at most 63 characters (a DNS label, as namespace and Environment names are)",reason=FieldValueForbidden
 	TargetNamespace string `json:"targetNamespace,omitempty"`
 
 	// APIURL is the URL of the cluster's Kubernetes API endpoint.
@@ -171,7 +171,7 @@ type KubernetesClusterCredentials struct {
 	// Environment, that contains a kubeconfig for the cluster in its
 	// 'kubeconfig' key.
 	// +required
-	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 253",message="must be at most 253 characters (the longest name of a Kubernetes object)",reason=FieldValueForbidden
 	ClusterCredentialsSecret string `json:"clusterCredentialsSecret"`
 
 	// AllowInsecureSkipTLSVerify, if true, lets Argo CD connect to the cluster

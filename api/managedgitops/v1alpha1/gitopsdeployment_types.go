@@ -65,13 +65,13 @@ type ApplicationDestination struct {
 	// Environment is the name of a GitOpsDeploymentManagedEnvironment in the same
 	// namespace holding the credentials of the target cluster.
 	// +optional
-	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 253",message="must be at most 253 characters (the longest name of a Kubernetes object)",reason=FieldValueForbidden
 	Environment string `json:"environment,omitempty"`
 
 	// Namespace is the target namespace for resources that do not set their own.
 	// Defaults to the GitOpsDeployment's namespace.
 	// +optional
-	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 63",message="must be at most 63 characters (a DNS label, as namespace and Environment names are)",reason=FieldValueForbidden
 	Namespace string `json:"namespace,omitempty"`
 }
 

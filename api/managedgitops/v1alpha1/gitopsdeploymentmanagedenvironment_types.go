@@ -17,7 +17,7 @@ type GitOpsDeploymentManagedEnvironmentSpec struct {
 	// managed-gitops.redhat.com/managed-environment) whose kubeconfig key holds a
 	// kubeconfig with a cluster whose server is apiURL.
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 253",message="must be at most 253 characters (the longest name of a Kubernetes object)",reason=FieldValueForbidden
 	ClusterCredentialsSecret string `json:"credentialsSecret"`
 	// AllowInsecureSkipTLSVerify lets Argo CD connect despite an invalid or self-signed certificate.
 	// +optional

@@ -14,7 +14,7 @@ type GitOpsDeploymentRepositoryCredentialsSpec struct {
 	// Secret is the name of a Secret in the same namespace with keys url and
 	// username/password, or sshPrivateKey.
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 253",message="must be at most 253 characters (the longest name of a Kubernetes object)",reason=FieldValueForbidden
 	Secret string `json:"secret"`
 }
 

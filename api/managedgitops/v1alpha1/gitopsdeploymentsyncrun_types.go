@@ -8,7 +8,7 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 type GitOpsDeploymentSyncRunSpec struct {
 	// GitopsDeploymentName is the GitOpsDeployment (same namespace) to sync.
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 253",message="must be at most 253 characters (the longest name of a Kubernetes object)",reason=FieldValueForbidden
 	GitopsDeploymentName string `json:"gitopsDeploymentName"`
 	// RevisionID is the Git revision to deploy; empty means the deployment's targetRevision.
 	// +optional
