@@ -25,6 +25,11 @@ func readDocs(t *testing.T, file string) []*unstructured.Unstructured {
 	t.Helper()
 	data, err := os.ReadFile(file)
 	require.NoError(t, err)
+	return decodeDocs(t, file, data)
+}
+
+func decodeDocs(t *testing.T, file string, data []byte) []*unstructured.Unstructured {
+	t.Helper()
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var out []*unstructured.Unstructured
 	for {
@@ -72,4 +77,30 @@ func TestSeedExamplesAreAdmitted(t *testing.T) {
 	} {
 		assert.Positive(t, kinds[kind], "no seed example of %s was applied", kind)
 	}
+}
+
+// The samples of manifests/samples (what `make demo` applies, its local
+// file:// repository in place of REPO_URL) are admitted too.
+func TestSamplesAreAdmitted(t *testing.T) {
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "samples"}}
+	require.NoError(t, k8s.Create(ctx, ns))
+	files, err := filepath.Glob(filepath.Join("..", "..", "manifests", "samples", "*.yaml"))
+	require.NoError(t, err)
+	more, err := filepath.Glob(filepath.Join("..", "..", "manifests", "samples", "*", "*.yaml"))
+	require.NoError(t, err)
+	n := 0
+	for _, file := range append(files, more...) {
+		data, err := os.ReadFile(file)
+		require.NoError(t, err)
+		data = bytes.ReplaceAll(data, []byte("REPO_URL"), []byte("file:///tmp/gitops-service-demo/repo.git"))
+		for _, u := range decodeDocs(t, file, data) {
+			if u.GetKind() != "DeploymentTargetClass" {
+				u.SetNamespace(ns.Name)
+			}
+			n++
+			assert.NoError(t, k8s.Create(ctx, u, client.DryRunAll), "%s: %s %s", file, u.GetKind(), u.GetName())
+		}
+	}
+	require.GreaterOrEqual(t, n, 13)
 }
