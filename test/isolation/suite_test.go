@@ -41,6 +41,8 @@ var (
 var neverTenants = append([]string{argoNS, sidecarNS, adminNS}, nontenant.DefaultNeverTenants...)
 
 func TestMain(m *testing.M) {
+	// Our CRDs as shipped: hostile inputs may be refused at admission already.
+	stack.SuiteAdmissionChecks = true
 	os.Exit(stack.RunSuite(m, "isolation", func(s *stack.Suite) error {
 		k8s, kube = s.Client, s.Kube
 		for _, ns := range append([]string{neighbourNS}, neverTenants...) {

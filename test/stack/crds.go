@@ -32,6 +32,10 @@ func (k *Kube) InstallCRDs(ctx context.Context, paths ...string) error {
 	if err != nil {
 		return err
 	}
+	return k.installCRDs(ctx, paths, crds)
+}
+
+func (k *Kube) installCRDs(ctx context.Context, paths []string, crds []*apiextensionsv1.CustomResourceDefinition) error {
 	if len(crds) == 0 {
 		return fmt.Errorf("no CustomResourceDefinition found in %v", paths)
 	}

@@ -27,6 +27,13 @@ func ToolchainCRDs(root string) string {
 	return filepath.Join(root, "test", "stack", "testdata", "toolchain")
 }
 
+// SuiteAdmissionChecks, when a TestMain sets it before RunSuite, installs our
+// CRDs as shipped, with the CEL rules that repeat a reconciler's refusal at
+// admission (test/isolation). Without it a suite tests the reconcilers' own
+// checks: the CRDs are installed without those rules (see
+// InstallCRDsWithoutAdmissionChecks).
+var SuiteAdmissionChecks bool
+
 // Suite is what a reconciler test package runs against: a real kube-apiserver
 // (no kube-controller-manager, so no garbage collector: the tests see exactly
 // what the reconcilers delete) with Argo CD's CRDs and ours, the Argo CD
@@ -81,7 +88,11 @@ func RunSuite(m *testing.M, name string, setup func(*Suite) error, options ...fu
 	if err != nil {
 		return fail(err)
 	}
-	if err := kube.InstallCRDs(ctx, filepath.Join(argoMod, "manifests", "crds"), filepath.Join(root, "manifests", "crd"), ToolchainCRDs(root)); err != nil {
+	install := kube.InstallCRDsWithoutAdmissionChecks
+	if SuiteAdmissionChecks {
+		install = kube.InstallCRDs
+	}
+	if err := install(ctx, filepath.Join(argoMod, "manifests", "crds"), filepath.Join(root, "manifests", "crd"), ToolchainCRDs(root)); err != nil {
 		return fail(err)
 	}
 	level := zapcore.ErrorLevel

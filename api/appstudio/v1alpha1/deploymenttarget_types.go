@@ -34,6 +34,7 @@ const (
 )
 
 // DeploymentTargetClassName is the name of a DeploymentTargetClass.
+// +kubebuilder:validation:XValidation:rule="size(self) <= 253",message="must be at most 253 characters (the longest name of a Kubernetes object)",reason=FieldValueForbidden
 type DeploymentTargetClassName string
 
 // DeploymentTargetSpec is the desired state of a DeploymentTarget.
@@ -52,6 +53,7 @@ type DeploymentTargetSpec struct {
 
 	// ClaimRef is the name of the DeploymentTargetClaim, in the namespace of
 	// the DeploymentTarget, that the DeploymentTarget is bound to, if any.
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 253",message="must be at most 253 characters (the longest name of a Kubernetes object)",reason=FieldValueForbidden
 	// +optional
 	ClaimRef string `json:"claimRef,omitempty"`
 }
@@ -77,6 +79,7 @@ type DeploymentTargetKubernetesClusterCredentials struct {
 	// the DeploymentTarget, that contains a kubeconfig for the cluster in its
 	// 'kubeconfig' key.
 	// +required
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 253",message="must be at most 253 characters (the longest name of a Kubernetes object)",reason=FieldValueForbidden
 	ClusterCredentialsSecret string `json:"clusterCredentialsSecret"`
 
 	// AllowInsecureSkipTLSVerify, if true, lets the consumer of the
@@ -102,7 +105,7 @@ type DeploymentTargetStatus struct {
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=dt
+// +kubebuilder:resource:shortName=dt,categories=gitops
 // +kubebuilder:printcolumn:name="Class",type=string,JSONPath=`.spec.deploymentTargetClassName`
 // +kubebuilder:printcolumn:name="Claim",type=string,JSONPath=`.spec.claimRef`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`

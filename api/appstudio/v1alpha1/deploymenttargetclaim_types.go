@@ -38,6 +38,7 @@ type DeploymentTargetClaimSpec struct {
 	// TargetName is the name of the DeploymentTarget, in the namespace of the
 	// claim, that the claim is (or should be) bound to. Set by a user to bind
 	// to a given DeploymentTarget, or by the binding controller.
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 253",message="must be at most 253 characters (the longest name of a Kubernetes object)",reason=FieldValueForbidden
 	// +optional
 	TargetName string `json:"targetName,omitempty"`
 }
@@ -58,7 +59,7 @@ type DeploymentTargetClaimStatus struct {
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=dtc
+// +kubebuilder:resource:shortName=dtc,categories=gitops
 // +kubebuilder:printcolumn:name="Class",type=string,JSONPath=`.spec.deploymentTargetClassName`
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.targetName`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`

@@ -55,6 +55,7 @@ type EnvironmentSpec struct {
 	// that is promoted from before this one: Environments form a digraph that
 	// gives the promotion flow, e.g. dev -> staging -> production.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 63",message="must be at most 63 characters (a DNS label, as namespace and Environment names are)",reason=FieldValueForbidden
 	ParentEnvironment string `json:"parentEnvironment,omitempty"`
 
 	// Tags are a user-visible, user-definable set of tags that can be applied
@@ -105,6 +106,7 @@ type DeploymentTargetClaimConfig struct {
 	// ClaimName is the name of a DeploymentTargetClaim in the namespace of the
 	// Environment.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 253",message="must be at most 253 characters (the longest name of a Kubernetes object)",reason=FieldValueForbidden
 	ClaimName string `json:"claimName,omitempty"`
 }
 
@@ -150,10 +152,14 @@ type KubernetesClusterCredentials struct {
 	// TargetNamespace is the default destination namespace of the deployments
 	// to this Environment.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 63",message="must be at most 63 characters (a DNS label, as namespace and Environment names are)",reason=FieldValueForbidden
 	TargetNamespace string `json:"targetNamespace,omitempty"`
 
 	// APIURL is the URL of the cluster's Kubernetes API endpoint.
 	// +required
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^(?i:https)://[^/?#:@]')`,message="the API URL must be an https:// URL with a host",reason=FieldValueForbidden
+	// +kubebuilder:validation:XValidation:rule=`!self.matches(r'^[^:]*://[^/?#]*@') && !self.matches(r'[?&#\[\]*{}!\\\s]')`,message="the API URL must not contain credentials, a query, a fragment, spaces or any of [ ] * { } ! \\",reason=FieldValueForbidden
 	APIURL string `json:"apiURL"`
 
 	// IngressDomain is the ingress domain of the cluster. Not used by the
@@ -165,6 +171,7 @@ type KubernetesClusterCredentials struct {
 	// Environment, that contains a kubeconfig for the cluster in its
 	// 'kubeconfig' key.
 	// +required
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 253",message="must be at most 253 characters (the longest name of a Kubernetes object)",reason=FieldValueForbidden
 	ClusterCredentialsSecret string `json:"clusterCredentialsSecret"`
 
 	// AllowInsecureSkipTLSVerify, if true, lets Argo CD connect to the cluster
@@ -199,6 +206,7 @@ type EnvironmentStatus struct {
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=env,categories=gitops
 // +kubebuilder:printcolumn:name="Strategy",type=string,JSONPath=`.spec.deploymentStrategy`
 // +kubebuilder:printcolumn:name="Parent",type=string,JSONPath=`.spec.parentEnvironment`
 // +kubebuilder:printcolumn:name="Claim",type=string,JSONPath=`.spec.configuration.target.deploymentTargetClaim.claimName`,priority=1

@@ -61,12 +61,14 @@ type PromotionRunSpec struct {
 	// Snapshot is the name of the Snapshot, in the namespace of the
 	// PromotionRun, to promote between Environments.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 253",message="must be at most 253 characters (the longest name of a Kubernetes object)",reason=FieldValueForbidden
 	// +required
 	Snapshot string `json:"snapshot"`
 
 	// Application is the name of the Application, in the namespace of the
 	// PromotionRun, to promote. It must be the Application of the Snapshot.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 253",message="must be at most 253 characters (the longest name of a Kubernetes object)",reason=FieldValueForbidden
 	// +required
 	Application string `json:"application"`
 
@@ -87,6 +89,7 @@ type ManualPromotionConfiguration struct {
 	// TargetEnvironment is the name of the Environment, in the namespace of
 	// the PromotionRun, to promote the Snapshot to.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 63",message="must be at most 63 characters (a DNS label, as namespace and Environment names are)",reason=FieldValueForbidden
 	// +required
 	TargetEnvironment string `json:"targetEnvironment"`
 }
@@ -98,6 +101,7 @@ type AutomatedPromotionConfiguration struct {
 	// the PromotionRun, to begin iterating through the Environment digraph
 	// with.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 63",message="must be at most 63 characters (a DNS label, as namespace and Environment names are)",reason=FieldValueForbidden
 	// +required
 	InitialEnvironment string `json:"initialEnvironment"`
 }
@@ -162,6 +166,7 @@ type PromotionRunEnvironmentStatus struct {
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=apr;promotion,categories=gitops
 // +kubebuilder:printcolumn:name="Application",type=string,JSONPath=`.spec.application`
 // +kubebuilder:printcolumn:name="Snapshot",type=string,JSONPath=`.spec.snapshot`
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.manualPromotion.targetEnvironment`,priority=1

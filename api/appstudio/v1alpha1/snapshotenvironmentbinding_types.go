@@ -18,6 +18,7 @@ type SnapshotEnvironmentBindingSpec struct {
 	// binding, that is deployed. Immutable.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="application is immutable"
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 253",message="must be at most 253 characters (the longest name of a Kubernetes object)",reason=FieldValueForbidden
 	// +required
 	Application string `json:"application"`
 
@@ -25,6 +26,7 @@ type SnapshotEnvironmentBindingSpec struct {
 	// binding, that the Application is deployed to. Immutable.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="environment is immutable"
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 63",message="must be at most 63 characters (a DNS label, as namespace and Environment names are)",reason=FieldValueForbidden
 	// +required
 	Environment string `json:"environment"`
 
@@ -32,6 +34,7 @@ type SnapshotEnvironmentBindingSpec struct {
 	// that gives the container images of the Application's Components.
 	// Changing it deploys another Snapshot (a promotion).
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 253",message="must be at most 253 characters (the longest name of a Kubernetes object)",reason=FieldValueForbidden
 	// +required
 	Snapshot string `json:"snapshot"`
 
@@ -45,6 +48,7 @@ type SnapshotEnvironmentBindingSpec struct {
 // Environment of a SnapshotEnvironmentBinding.
 type BindingComponent struct {
 	// Name is the name of a Component in the namespace of the binding.
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 253",message="must be at most 253 characters (the longest name of a Kubernetes object)",reason=FieldValueForbidden
 	// +kubebuilder:validation:MinLength=1
 	// +required
 	Name string `json:"name"`
@@ -185,7 +189,7 @@ type BindingComponentGitOpsRepository struct {
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=seb
+// +kubebuilder:resource:shortName=seb,categories=gitops
 // +kubebuilder:printcolumn:name="Application",type=string,JSONPath=`.spec.application`
 // +kubebuilder:printcolumn:name="Environment",type=string,JSONPath=`.spec.environment`
 // +kubebuilder:printcolumn:name="Snapshot",type=string,JSONPath=`.spec.snapshot`

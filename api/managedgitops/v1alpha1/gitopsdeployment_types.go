@@ -41,13 +41,22 @@ type GitOpsDeploymentSpec struct {
 type ApplicationSource struct {
 	// RepoURL is the URL of the Git repository holding the Kubernetes resources.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule=`!self.startsWith('-') && !self.matches(r'[\s\p{Cc}\x{2028}\x{2029}]')`,message="repoURL must not start with '-' nor contain blanks or control characters",reason=FieldValueForbidden
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^(?i:https?|ssh|git)://([^/?#]*@)?[^/?#@:][^/?#@]*([/?#]|$)') || self.matches(r'^(?i:file):') || (!self.contains('://') && self.matches(r'^[A-Za-z0-9][A-Za-z0-9._-]*@[A-Za-z0-9][A-Za-z0-9.-]*:[^:\s]+$'))`,message="repoURL must be an https://, ssh://, http:// or git:// URL with a host, or git@host:path (file:// only where the platform allows it)",reason=FieldValueForbidden
+	// +kubebuilder:validation:XValidation:rule=`!self.matches(r'^[^:]*://[^/?#@]*:[^/?#@]*@')`,message="repoURL must not contain a password: use a GitOpsDeploymentRepositoryCredentials",reason=FieldValueForbidden
 	RepoURL string `json:"repoURL"`
 
 	// Path is the directory inside the repository to deploy from.
+	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule=`!self.startsWith('/') && !self.matches(r'(^|/)\.\.(/|$)')`,message="path must be relative and stay inside the repository (no leading '/', no '..' segments)",reason=FieldValueForbidden
+	// +kubebuilder:validation:XValidation:rule=`!self.matches(r'[\p{Cc}\x{2028}\x{2029}]')`,message="path must not contain control or line-break characters",reason=FieldValueForbidden
 	Path string `json:"path"`
 
 	// TargetRevision is the branch, tag or commit to deploy; empty means HEAD.
 	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule=`!self.startsWith('-') && !self.contains('..') && !self.matches(r'[\x00-\x20\p{Cc}\x{2028}\x{2029}]')`,message="a revision must not start with '-' nor contain '..', blanks or control characters",reason=FieldValueForbidden
 	TargetRevision string `json:"targetRevision,omitempty"`
 }
 
@@ -56,15 +65,19 @@ type ApplicationDestination struct {
 	// Environment is the name of a GitOpsDeploymentManagedEnvironment in the same
 	// namespace holding the credentials of the target cluster.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 253",message="must be at most 253 characters (the longest name of a Kubernetes object)",reason=FieldValueForbidden
 	Environment string `json:"environment,omitempty"`
 
 	// Namespace is the target namespace for resources that do not set their own.
 	// Defaults to the GitOpsDeployment's namespace.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 63",message="must be at most 63 characters (a DNS label, as namespace and Environment names are)",reason=FieldValueForbidden
 	Namespace string `json:"namespace,omitempty"`
 }
 
 // SyncOption is one Argo CD sync option, e.g. CreateNamespace=true.
+// +kubebuilder:validation:MaxLength=256
+// +kubebuilder:validation:XValidation:rule=`self == 'CreateNamespace=true' || self == 'CreateNamespace=false'`,message="the only supported sync options are CreateNamespace=true and CreateNamespace=false",reason=FieldValueForbidden
 type SyncOption string
 
 // SyncOptionCreateNamespaceTrue asks Argo CD to create the destination namespace.
@@ -224,7 +237,7 @@ type GitOpsDeploymentStatus struct {
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=gitopsdepl
+// +kubebuilder:resource:shortName=gitopsdepl,categories=gitops
 // +kubebuilder:printcolumn:name="Sync Status",type=string,JSONPath=`.status.sync.status`
 // +kubebuilder:printcolumn:name="Health Status",type=string,JSONPath=`.status.health.status`
 // +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`,priority=1

@@ -9,11 +9,15 @@ const ManagedEnvironmentSecretType = "managed-gitops.redhat.com/managed-environm
 type GitOpsDeploymentManagedEnvironmentSpec struct {
 	// APIURL is the https URL of the cluster's API server.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^(?i:https)://[^/?#:@]')`,message="the API URL must be an https:// URL with a host",reason=FieldValueForbidden
+	// +kubebuilder:validation:XValidation:rule=`!self.matches(r'^[^:]*://[^/?#]*@') && !self.matches(r'[?&#\[\]*{}!\\\s]')`,message="the API URL must not contain credentials, a query, a fragment, spaces or any of [ ] * { } ! \\",reason=FieldValueForbidden
 	APIURL string `json:"apiURL"`
 	// ClusterCredentialsSecret is a Secret (same namespace, type
 	// managed-gitops.redhat.com/managed-environment) whose kubeconfig key holds a
 	// kubeconfig with a cluster whose server is apiURL.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 253",message="must be at most 253 characters (the longest name of a Kubernetes object)",reason=FieldValueForbidden
 	ClusterCredentialsSecret string `json:"credentialsSecret"`
 	// AllowInsecureSkipTLSVerify lets Argo CD connect despite an invalid or self-signed certificate.
 	// +optional
@@ -39,7 +43,7 @@ type GitOpsDeploymentManagedEnvironmentStatus struct {
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=managedenv
+// +kubebuilder:resource:shortName=managedenv;gitopsdeplmanagedenv,categories=gitops
 // +kubebuilder:printcolumn:name="API URL",type=string,JSONPath=`.spec.apiURL`
 // +kubebuilder:printcolumn:name="Connected",type=string,JSONPath=`.status.conditions[?(@.type=="ConnectionInitializationSucceeded")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

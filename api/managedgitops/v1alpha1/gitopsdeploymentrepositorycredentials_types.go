@@ -7,10 +7,14 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 type GitOpsDeploymentRepositoryCredentialsSpec struct {
 	// Repository is the URL of the private repository (https:// or ssh://).
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^[\t-\r \x{85}\p{Z}]*(?i:https|ssh)://')`,message="url must start with https:// or ssh://",reason=FieldValueForbidden
+	// +kubebuilder:validation:XValidation:rule=`!self.matches(r'^[^:]*://[^/?#@]*:[^/?#@]*@')`,message="url must not contain a password: put the credentials in the Secret",reason=FieldValueForbidden
 	Repository string `json:"url"`
 	// Secret is the name of a Secret in the same namespace with keys url and
 	// username/password, or sshPrivateKey.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 253",message="must be at most 253 characters (the longest name of a Kubernetes object)",reason=FieldValueForbidden
 	Secret string `json:"secret"`
 }
 
@@ -23,6 +27,7 @@ type GitOpsDeploymentRepositoryCredentialsStatus struct {
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=repocred;gitopsdeplrepocred,categories=gitops
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.spec.url`
 // +kubebuilder:printcolumn:name="Secret",type=string,JSONPath=`.spec.secret`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

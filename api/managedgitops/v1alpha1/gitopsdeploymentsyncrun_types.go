@@ -8,9 +8,12 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 type GitOpsDeploymentSyncRunSpec struct {
 	// GitopsDeploymentName is the GitOpsDeployment (same namespace) to sync.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 253",message="must be at most 253 characters (the longest name of a Kubernetes object)",reason=FieldValueForbidden
 	GitopsDeploymentName string `json:"gitopsDeploymentName"`
 	// RevisionID is the Git revision to deploy; empty means the deployment's targetRevision.
 	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule=`!self.startsWith('-') && !self.contains('..') && !self.matches(r'[\x00-\x20\p{Cc}\x{2028}\x{2029}]')`,message="a revision must not start with '-' nor contain '..', blanks or control characters",reason=FieldValueForbidden
 	RevisionID string `json:"revisionId,omitempty"`
 }
 
@@ -37,6 +40,7 @@ type GitOpsDeploymentSyncRunStatus struct {
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=syncrun;gitopsdeplsyncrun,categories=gitops
 // +kubebuilder:printcolumn:name="Deployment",type=string,JSONPath=`.spec.gitopsDeploymentName`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Sync Status",type=string,JSONPath=`.status.syncStatus`

@@ -1,0 +1,57 @@
+-- Argo CD health of a DeploymentTargetClaim: its Ready condition when it has
+-- one, else an error (ErrorOccurred True) or phase Lost is Degraded, Bound
+-- Healthy, Pending (waiting for a target or its provisioner) Progressing.
+local function condition(conditions, kind)
+  if conditions == nil then
+    return nil
+  end
+  for _, c in ipairs(conditions) do
+    if c.type == kind then
+      return c
+    end
+  end
+  return nil
+end
+
+-- A Ready condition (kstatus) decides when there is one and it describes the
+-- current generation (its observedGeneration, else status.observedGeneration).
+local function fromReady(conditions)
+  local ready = condition(conditions, "Ready")
+  if ready == nil then
+    return nil
+  end
+  local observed = ready.observedGeneration
+  if observed == nil and obj.status ~= nil then
+    observed = obj.status.observedGeneration
+  end
+  if observed ~= nil and obj.metadata.generation ~= nil and observed ~= obj.metadata.generation then
+    return {status = "Progressing", message = "Waiting for the GitOps Service to observe generation " .. obj.metadata.generation}
+  end
+  if ready.status == "True" then
+    return {status = "Healthy", message = ready.message or ""}
+  elseif ready.status == "False" then
+    return {status = "Degraded", message = ready.message or ready.reason or ""}
+  end
+  return {status = "Progressing", message = ready.message or ""}
+end
+
+local function failed(c)
+  return c ~= nil and c.status == "True"
+end
+
+local status = obj.status or {}
+local hs = fromReady(status.conditions)
+if hs ~= nil then
+  return hs
+end
+local err = condition(status.conditions, "ErrorOccurred")
+if failed(err) then
+  return {status = "Degraded", message = err.message or ""}
+end
+if status.phase == "Lost" then
+  return {status = "Degraded", message = "The bound DeploymentTarget was deleted"}
+end
+if status.phase == "Bound" then
+  return {status = "Healthy", message = "Bound to " .. ((obj.spec and obj.spec.targetName) or "")}
+end
+return {status = "Progressing", message = (err and err.message) or "Waiting to be bound"}

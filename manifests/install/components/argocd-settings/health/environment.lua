@@ -1,0 +1,55 @@
+-- Argo CD health of an Environment: its Ready condition when it has one,
+-- else an error (ErrorOccurred True) is Degraded, waiting for its
+-- DeploymentTargetClaim to be bound Progressing, anything else Healthy (an
+-- Environment that never had a problem has no condition).
+local function condition(conditions, kind)
+  if conditions == nil then
+    return nil
+  end
+  for _, c in ipairs(conditions) do
+    if c.type == kind then
+      return c
+    end
+  end
+  return nil
+end
+
+-- A Ready condition (kstatus) decides when there is one and it describes the
+-- current generation (its observedGeneration, else status.observedGeneration).
+local function fromReady(conditions)
+  local ready = condition(conditions, "Ready")
+  if ready == nil then
+    return nil
+  end
+  local observed = ready.observedGeneration
+  if observed == nil and obj.status ~= nil then
+    observed = obj.status.observedGeneration
+  end
+  if observed ~= nil and obj.metadata.generation ~= nil and observed ~= obj.metadata.generation then
+    return {status = "Progressing", message = "Waiting for the GitOps Service to observe generation " .. obj.metadata.generation}
+  end
+  if ready.status == "True" then
+    return {status = "Healthy", message = ready.message or ""}
+  elseif ready.status == "False" then
+    return {status = "Degraded", message = ready.message or ready.reason or ""}
+  end
+  return {status = "Progressing", message = ready.message or ""}
+end
+
+local function failed(c)
+  return c ~= nil and c.status == "True"
+end
+
+local conditions = obj.status and obj.status.conditions
+local hs = fromReady(conditions)
+if hs ~= nil then
+  return hs
+end
+local err = condition(conditions, "ErrorOccurred")
+if failed(err) then
+  return {status = "Degraded", message = err.message or ""}
+end
+if err ~= nil and err.reason == "DeploymentTargetClaimNotBound" then
+  return {status = "Progressing", message = err.message or ""}
+end
+return {status = "Healthy", message = ""}

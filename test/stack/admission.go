@@ -1,0 +1,78 @@
+package stack
+
+import (
+	"context"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// AdmissionCheckReason marks the CRDs' CEL rules that repeat a reconciler's
+// refusal at admission (repository URLs, paths, revisions, API URLs, sync
+// options): they carry reason FieldValueForbidden, and no other rule does.
+const AdmissionCheckReason = apiextensionsv1.FieldValueForbidden
+
+// InstallCRDsWithoutAdmissionChecks installs the CRDs as InstallCRDs does,
+// with the rules marked AdmissionCheckReason left out ("validation off"): a
+// CR the rules would refuse reaches the reconcilers, as one written before
+// the rules existed does, so their own checks (defence in depth) stay tested.
+// Every other part of the schema (types, enums, lengths, immutability) stays.
+func (k *Kube) InstallCRDsWithoutAdmissionChecks(ctx context.Context, paths ...string) error {
+	crds, err := readCRDs(paths...)
+	if err != nil {
+		return err
+	}
+	for _, crd := range crds {
+		StripAdmissionChecks(crd)
+	}
+	return k.installCRDs(ctx, paths, crds)
+}
+
+// StripAdmissionChecks removes, in place, every CEL rule of crd marked
+// AdmissionCheckReason and returns how many it removed.
+func StripAdmissionChecks(crd *apiextensionsv1.CustomResourceDefinition) int {
+	n := 0
+	for i := range crd.Spec.Versions {
+		if s := crd.Spec.Versions[i].Schema; s != nil && s.OpenAPIV3Schema != nil {
+			n += stripRules(s.OpenAPIV3Schema)
+		}
+	}
+	return n
+}
+
+func stripRules(s *apiextensionsv1.JSONSchemaProps) int {
+	n := 0
+	kept := s.XValidations[:0]
+	for _, r := range s.XValidations {
+		if r.Reason != nil && *r.Reason == AdmissionCheckReason {
+			n++
+			continue
+		}
+		kept = append(kept, r)
+	}
+	s.XValidations = kept
+	if len(kept) == 0 {
+		s.XValidations = nil
+	}
+	for k, p := range s.Properties {
+		n += stripRules(&p)
+		s.Properties[k] = p
+	}
+	if s.Items != nil {
+		if s.Items.Schema != nil {
+			n += stripRules(s.Items.Schema)
+		}
+		for i := range s.Items.JSONSchemas {
+			n += stripRules(&s.Items.JSONSchemas[i])
+		}
+	}
+	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
+		n += stripRules(s.AdditionalProperties.Schema)
+	}
+	return n
+}
+
+// ReadCRDs returns the CustomResourceDefinitions in the given files or
+// directories, as InstallCRDs reads them.
+func ReadCRDs(paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	return readCRDs(paths...)
+}
