@@ -102,7 +102,7 @@ test-stack: ## Build kube-apiserver, kube-controller-manager, kubectl, Argo CD i
 
 .PHONY: unit
 unit: ## Pure unit tests (no servers): every package's tests but the files tagged `//go:build !unit`, which need the real API server.
-	go test -tags unit ./api/... ./reconcilers/... ./applicationset-generator/... ./ui-proxy/... ./extension/...
+	go test -tags unit ./api/... ./reconcilers/... ./applicationset-generator/... ./ui-proxy/... ./extension/... ./test/argocdhealth/
 
 # The end-to-end tests that also run on Argo CD 2.14.21 (all of them run on 3.5.1): the core of
 # every API within CI's time budget; `make test E2E_RUN_2_14=.` runs all of them on 2.14 too.
