@@ -12,7 +12,6 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -104,11 +103,12 @@ func CreateTarget(ctx context.Context, c client.Client, dt *as.DeploymentTarget)
 	}
 	orig := dt.DeepCopy()
 	dt.Status.Phase = as.DeploymentTargetPhaseAvailable
-	meta.SetStatusCondition(&dt.Status.Conditions, metav1.Condition{
+	// A success: no Event, so no recorder.
+	kernel.SetCondition(nil, dt, &dt.Status.Conditions, metav1.Condition{
 		Type: as.DeploymentTargetConditionErrorOccurred, Status: metav1.ConditionFalse,
 		Reason: as.DeploymentTargetReasonSuccess, Message: "provisioned by " + dt.Annotations[as.AnnDynamicallyProvisioned],
 		ObservedGeneration: dt.Generation,
-	})
+	}, metav1.Now(), false)
 	if err := c.Status().Patch(ctx, dt, client.MergeFrom(orig)); err != nil {
 		return nil, fmt.Errorf("marking DeploymentTarget %s/%s Available: %w", dt.Namespace, dt.Name, err)
 	}
