@@ -120,7 +120,9 @@ func TestStateCollector(t *testing.T) {
 
 	target := &appstudio.DeploymentTarget{ObjectMeta: meta("tenant-a", "t"), Spec: appstudio.DeploymentTargetSpec{DeploymentTargetClassName: "standard",
 		KubernetesClusterCredentials: appstudio.DeploymentTargetKubernetesClusterCredentials{APIURL: "https://kube.example.com", ClusterCredentialsSecret: "creds", DefaultNamespace: "ns"}}}
-	create(target, func() { target.Status.Phase, target.Status.Conditions = appstudio.DeploymentTargetPhaseFailed, []metav1.Condition{errCond} })
+	create(target, func() {
+		target.Status.Phase, target.Status.Conditions = appstudio.DeploymentTargetPhaseFailed, []metav1.Condition{errCond}
+	})
 
 	binding := func(ns, name string, deployed metav1.ConditionStatus, conds ...metav1.Condition) {
 		b := &appstudio.SnapshotEnvironmentBinding{ObjectMeta: meta(ns, name), Spec: appstudio.SnapshotEnvironmentBindingSpec{Application: "app", Environment: "dev", Snapshot: "snap"}}
@@ -154,18 +156,18 @@ func TestStateCollector(t *testing.T) {
 
 	// The cache is filled by informers that list lazily: wait for them.
 	want := map[string]float64{
-		`gitops_service_resources{kind="GitOpsDeployment"}`:                      4,
-		`gitops_service_resources{kind="GitOpsDeploymentSyncRun"}`:               3,
-		`gitops_service_resources{kind="PromotionRun"}`:                          4,
-		`gitops_service_resources{kind="DeploymentTargetClaim"}`:                 3,
-		`gitops_service_resources{kind="DeploymentTarget"}`:                      1,
-		`gitops_service_resources{kind="SnapshotEnvironmentBinding"}`:            3,
-		`gitops_service_resources{kind="Environment"}`:                           1,
-		`gitops_service_resources_with_error{kind="GitOpsDeployment"}`:           1,
-		`gitops_service_resources_with_error{kind="PromotionRun"}`:               1,
-		`gitops_service_resources_with_error{kind="DeploymentTarget"}`:           1,
-		`gitops_service_resources_with_error{kind="SnapshotEnvironmentBinding"}`: 1,
-		`gitops_service_resources_with_error{kind="Environment"}`:                1,
+		`gitops_service_resources{kind="GitOpsDeployment"}`:                                  4,
+		`gitops_service_resources{kind="GitOpsDeploymentSyncRun"}`:                           3,
+		`gitops_service_resources{kind="PromotionRun"}`:                                      4,
+		`gitops_service_resources{kind="DeploymentTargetClaim"}`:                             3,
+		`gitops_service_resources{kind="DeploymentTarget"}`:                                  1,
+		`gitops_service_resources{kind="SnapshotEnvironmentBinding"}`:                        3,
+		`gitops_service_resources{kind="Environment"}`:                                       1,
+		`gitops_service_resources_with_error{kind="GitOpsDeployment"}`:                       1,
+		`gitops_service_resources_with_error{kind="PromotionRun"}`:                           1,
+		`gitops_service_resources_with_error{kind="DeploymentTarget"}`:                       1,
+		`gitops_service_resources_with_error{kind="SnapshotEnvironmentBinding"}`:             1,
+		`gitops_service_resources_with_error{kind="Environment"}`:                            1,
 		`gitops_service_gitopsdeployments{health_status="Healthy",sync_status="Synced"}`:     2,
 		`gitops_service_gitopsdeployments{health_status="Degraded",sync_status="OutOfSync"}`: 1,
 		`gitops_service_gitopsdeployments{health_status="Unknown",sync_status="Unknown"}`:    1,
