@@ -19,6 +19,7 @@ import (
 
 	"github.com/gitops-service/gitops-service/extension/buildinfo"
 	"github.com/gitops-service/gitops-service/extension/sidecar"
+	gsmetrics "github.com/gitops-service/gitops-service/metrics"
 	"github.com/gitops-service/gitops-service/reconcilers/deploymenttarget"
 	"github.com/gitops-service/gitops-service/reconcilers/nontenant"
 	"github.com/gitops-service/gitops-service/reconcilers/promotionrun"
@@ -87,12 +88,7 @@ func main() {
 // registerBuildInfo adds gitops_service_build_info{version,goversion,revision} = 1
 // to reg, so dashboards can tell which build each replica runs.
 func registerBuildInfo(reg prometheus.Registerer) {
-	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "gitops_service_build_info",
-		Help: "The sidecar's build: version, Go version and git revision; always 1.",
-	}, []string{"version", "goversion", "revision"})
-	g.WithLabelValues(buildinfo.Version, buildinfo.GoVersion(), buildinfo.Revision).Set(1)
-	reg.MustRegister(g)
+	reg.MustRegister(gsmetrics.NewBuildInfo(buildinfo.Version, buildinfo.GoVersion(), buildinfo.Revision))
 }
 
 func envOr(key, def string) string {

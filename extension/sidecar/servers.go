@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	generator "github.com/gitops-service/gitops-service/applicationset-generator"
+	"github.com/gitops-service/gitops-service/metrics"
 	uiproxy "github.com/gitops-service/gitops-service/ui-proxy"
 )
 
@@ -131,7 +132,7 @@ func generatorServer(o Options, c, uncached client.Reader) *httpRunnable {
 		Token:  tokenFrom(ctrl.Log.WithName("generator"), o.GeneratorTokenFile, howTo),
 		Params: generator.ServerParams(c, uncached, o.ArgoNamespace, o.AllowFileRepositories),
 	}
-	return &httpRunnable{name: "generator", what: "ApplicationSet plugin generator", addr: o.GeneratorAddr, handler: s.Handler(),
+	return &httpRunnable{name: "generator", what: "ApplicationSet plugin generator", addr: o.GeneratorAddr, handler: metrics.InstrumentHandler("generator", s.Handler()),
 		tokenFile: o.GeneratorTokenFile, howTo: howTo}
 }
 
@@ -145,6 +146,6 @@ func uiProxyServer(o Options, c client.Client) *httpRunnable {
 		Client: c, Writer: c, ArgoNamespace: o.ArgoNamespace,
 		Token: tokenFrom(ctrl.Log.WithName("ui-proxy"), o.UIProxyTokenFile, howTo),
 	}
-	return &httpRunnable{name: "ui-proxy", what: "Argo CD proxy extension backend (the UI panel's API)", addr: o.UIProxyAddr, handler: s.Handler(),
+	return &httpRunnable{name: "ui-proxy", what: "Argo CD proxy extension backend (the UI panel's API)", addr: o.UIProxyAddr, handler: metrics.InstrumentHandler("ui-proxy", s.Handler()),
 		tokenFile: o.UIProxyTokenFile, howTo: howTo}
 }

@@ -26,6 +26,7 @@ import (
 
 	appstudiov1alpha1 "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	managedgitopsv1alpha1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/metrics"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/deploymenttarget"
 	"github.com/gitops-service/gitops-service/reconcilers/deploymenttargetclaim"
@@ -288,6 +289,10 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		if _, err := mgr.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
 			return nil, fmt.Errorf("%T informer: %w", obj, err)
 		}
+	}
+	// Our metrics read the cache at scrape time and watch runs finish.
+	if err := metrics.Attach(ctx, mgr); err != nil {
+		return nil, err
 	}
 	// Ready means the caches are synced, so a probe (or a test) that sees ready
 	// knows new objects are acted on at once.

@@ -10,6 +10,8 @@ import (
 	cacheutil "github.com/argoproj/argo-cd/v2/util/cache"
 	"github.com/argoproj/argo-cd/v2/util/cache/appstate"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/gitops-service/gitops-service/metrics"
 )
 
 // ResourceTrees reads an Application's resource tree: where Argo CD 3.x keeps
@@ -59,12 +61,15 @@ func (t *RedisTrees) ResourceTree(_ context.Context, name string) (*argov1alpha1
 	tree := &argov1alpha1.ApplicationTree{}
 	err := t.cache.GetAppResourcesTree(name, tree)
 	if errors.Is(err, appstate.ErrCacheMiss) {
+		metrics.ArgoRedisReads.WithLabelValues("miss").Inc()
 		return nil, nil
 	}
 	if err != nil {
+		metrics.ArgoRedisReads.WithLabelValues("error").Inc()
 		// The error names the address at most, never the password.
 		return nil, fmt.Errorf("reading the resource tree of Application %s from Argo CD's Redis: %w", name, err)
 	}
+	metrics.ArgoRedisReads.WithLabelValues("hit").Inc()
 	return tree, nil
 }
 

@@ -1,7 +1,6 @@
 package kernel
 
 import (
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,7 +18,7 @@ func SetCondition(rec record.EventRecorder, obj runtime.Object, conds *[]metav1.
 	before := meta.FindStatusCondition(*conds, c.Type)
 	changed := before == nil || before.Status != c.Status || before.Reason != c.Reason || before.Message != c.Message
 	if changed && warn {
-		rec.Event(obj, corev1.EventTypeWarning, c.Reason, c.Message)
+		warningEvent(rec, obj, c.Reason, c.Message)
 	}
 	c.LastTransitionTime = now
 	meta.SetStatusCondition(conds, c)
@@ -34,7 +33,7 @@ func SetError(rec record.EventRecorder, obj runtime.Object, conds *[]v1.GitOpsDe
 		return
 	}
 	if ErrorMessage(*conds) != msg {
-		rec.Event(obj, corev1.EventTypeWarning, string(v1.GitOpsDeploymentReasonErrorOccurred), msg)
+		warningEvent(rec, obj, string(v1.GitOpsDeploymentReasonErrorOccurred), msg)
 	}
 	*conds = v1.SetCondition(*conds, v1.GitOpsDeploymentConditionErrorOccurred, v1.GitOpsConditionStatusTrue, v1.GitOpsDeploymentReasonErrorOccurred, msg, now)
 }

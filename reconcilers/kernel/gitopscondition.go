@@ -1,7 +1,6 @@
 package kernel
 
 import (
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
@@ -21,7 +20,7 @@ func SetErrorReason(rec record.EventRecorder, obj runtime.Object, conds *[]v1.Gi
 		}
 	}
 	if changed {
-		rec.Event(obj, corev1.EventTypeWarning, reason, msg)
+		warningEvent(rec, obj, reason, msg)
 	}
 	*conds = v1.SetCondition(*conds, v1.GitOpsDeploymentConditionErrorOccurred, v1.GitOpsConditionStatusTrue, v1.GitOpsConditionReason(reason), msg, now)
 	return changed

@@ -1,0 +1,32 @@
+package kernel
+
+import (
+	"reflect"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/gitops-service/gitops-service/metrics"
+)
+
+// warningEvent emits the Warning Event of an error condition and counts it in
+// gitops_service_warning_events_total{kind, reason}: every refusal and error
+// the reconcilers report passes here, so the counter is incremented in one place.
+func warningEvent(rec record.EventRecorder, obj runtime.Object, reason, msg string) {
+	rec.Event(obj, corev1.EventTypeWarning, reason, msg)
+	metrics.WarningEvents.WithLabelValues(kindOf(obj), metrics.Reason(reason)).Inc()
+}
+
+// kindOf is obj's kind: its TypeMeta's, else its Go type's name (our API
+// types are named after their kinds; typed objects often lack TypeMeta).
+func kindOf(obj runtime.Object) string {
+	if k := obj.GetObjectKind().GroupVersionKind().Kind; k != "" {
+		return k
+	}
+	t := reflect.TypeOf(obj)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Name()
+}

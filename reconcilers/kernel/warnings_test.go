@@ -1,0 +1,50 @@
+package kernel
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+
+	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/metrics"
+)
+
+// Each Warning Event of an error condition is counted once, by kind and reason.
+func TestWarningEventsAreCounted(t *testing.T) {
+	count := func(kind, reason string) float64 {
+		return testutil.ToFloat64(metrics.WarningEvents.WithLabelValues(kind, reason))
+	}
+	rec := record.NewFakeRecorder(10)
+	now := metav1.Now()
+
+	run := &appstudio.PromotionRun{}
+	before := count("PromotionRun", "TestRefused")
+	c := metav1.Condition{Type: "ErrorOccurred", Status: metav1.ConditionTrue, Reason: "TestRefused", Message: "no"}
+	SetCondition(rec, run, &run.Status.Conditions, c, now, true)
+	SetCondition(rec, run, &run.Status.Conditions, c, now, true) // unchanged: no Event
+	SetCondition(rec, run, &run.Status.Conditions, metav1.Condition{Type: "Other", Status: metav1.ConditionTrue, Reason: "TestRefused"}, now, false)
+	if got := count("PromotionRun", "TestRefused") - before; got != 1 {
+		t.Errorf("SetCondition: counted %v, want 1", got)
+	}
+
+	d := &v1.GitOpsDeployment{}
+	before = count("GitOpsDeployment", "ErrorOccurred")
+	SetError(rec, d, &d.Status.Conditions, "bad", now)
+	SetError(rec, d, &d.Status.Conditions, "bad", now)
+	if got := count("GitOpsDeployment", "ErrorOccurred") - before; got != 1 {
+		t.Errorf("SetError: counted %v, want 1", got)
+	}
+
+	r := &v1.GitOpsDeploymentSyncRun{}
+	before = count("GitOpsDeploymentSyncRun", "Other")
+	SetErrorReason(rec, r, &r.Status.Conditions, "not a reason: free text", "m", now)
+	if got := count("GitOpsDeploymentSyncRun", "Other") - before; got != 1 {
+		t.Errorf("SetErrorReason with a malformed reason: counted %v under Other, want 1", got)
+	}
+	if len(rec.Events) != 3 {
+		t.Errorf("%d Events, want 3", len(rec.Events))
+	}
+}
