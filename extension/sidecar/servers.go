@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	generator "github.com/gitops-service/gitops-service/applicationset-generator"
-	"github.com/gitops-service/gitops-service/metrics"
+	"github.com/gitops-service/gitops-service/reconcilers/metrics"
 	uiproxy "github.com/gitops-service/gitops-service/ui-proxy"
 )
 

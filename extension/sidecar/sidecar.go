@@ -26,7 +26,7 @@ import (
 
 	appstudiov1alpha1 "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	managedgitopsv1alpha1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
-	"github.com/gitops-service/gitops-service/metrics"
+	"github.com/gitops-service/gitops-service/reconcilers/metrics"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/deploymenttarget"
 	"github.com/gitops-service/gitops-service/reconcilers/deploymenttargetclaim"

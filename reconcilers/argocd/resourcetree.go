@@ -11,7 +11,7 @@ import (
 	"github.com/argoproj/argo-cd/v2/util/cache/appstate"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/gitops-service/gitops-service/metrics"
+	"github.com/gitops-service/gitops-service/reconcilers/metrics"
 )
 
 // ResourceTrees reads an Application's resource tree: where Argo CD 3.x keeps

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/gitops-service/gitops-service/metrics"
+	"github.com/gitops-service/gitops-service/reconcilers/metrics"
 )
 
 // warningEvent emits the Warning Event of an error condition and counts it in

@@ -9,7 +9,7 @@ import (
 
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
-	"github.com/gitops-service/gitops-service/metrics"
+	"github.com/gitops-service/gitops-service/reconcilers/metrics"
 )
 
 // Each Warning Event of an error condition is counted once, by kind and reason.

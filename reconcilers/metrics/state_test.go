@@ -20,7 +20,7 @@ import (
 	appstudio "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	gitops "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/extension/sidecar"
-	"github.com/gitops-service/gitops-service/metrics"
+	"github.com/gitops-service/gitops-service/reconcilers/metrics"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
 

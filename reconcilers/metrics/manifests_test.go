@@ -15,7 +15,7 @@ import (
 )
 
 // monitoring is the install component with the dashboard and the alerts.
-const monitoring = "../manifests/install/components/monitoring"
+const monitoring = "../../manifests/install/components/monitoring"
 
 // providedByPrometheus are the names the dashboard and the alerts may use that
 // Prometheus itself makes for every target.
