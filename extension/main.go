@@ -19,8 +19,8 @@ import (
 
 	"github.com/gitops-service/gitops-service/extension/buildinfo"
 	"github.com/gitops-service/gitops-service/extension/sidecar"
-	gsmetrics "github.com/gitops-service/gitops-service/reconcilers/metrics"
 	"github.com/gitops-service/gitops-service/reconcilers/deploymenttarget"
+	gsmetrics "github.com/gitops-service/gitops-service/reconcilers/metrics"
 	"github.com/gitops-service/gitops-service/reconcilers/nontenant"
 	"github.com/gitops-service/gitops-service/reconcilers/promotionrun"
 )
