@@ -83,7 +83,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	patcher := kernel.NewStatusPatcher(r.Client, env)
 	defer patcher.Patch(ctx, env, &err)
 	result, err := r.reconcileNormal(ctx, env)
-	if err != nil && kernel.AsRefusal(err) == nil && kernel.AsWaiting(err) == nil {
+	if kernel.Transient(err) {
 		// Transient: the condition stays as it was until the retry.
 		return kernel.Outcome(ctrl.Result{}, err)
 	}

@@ -143,7 +143,7 @@ func (r *Reconciler) olderDuplicate(ctx context.Context, seb *as.SnapshotEnviron
 		if o.UID == seb.UID || o.Spec.Application != seb.Spec.Application || o.Spec.Environment != seb.Spec.Environment {
 			continue
 		}
-		if o.CreationTimestamp.Before(&seb.CreationTimestamp) || (o.CreationTimestamp.Equal(&seb.CreationTimestamp) && o.Name < seb.Name) {
+		if kernel.Older(&o, seb) {
 			return kernel.Refuse(as.BindingReasonErrorOccurred, "duplicate combination of Application (%s) and Environment (%s). Duplicated by: %s",
 				seb.Spec.Application, seb.Spec.Environment, o.Name)
 		}
