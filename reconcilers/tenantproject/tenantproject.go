@@ -58,6 +58,9 @@ type writer struct {
 	// server: a cached project at another version is read again around the cache.
 	known   string
 	pending pending
+	// ensured is when a caller's Ensure (with repositories) last succeeded:
+	// its Application may not exist yet.
+	ensured time.Time
 }
 
 // DefaultGrace is Projects.Grace when unset.
@@ -93,7 +96,30 @@ func (p *Projects) Ensure(ctx context.Context, namespace string, repos ...string
 	if err != nil {
 		return "", err
 	}
+	if len(repos) > 0 {
+		w.ensured = time.Now()
+	}
 	return name, nil
+}
+
+// Delete deletes the tenant's project as the caller listed it (UID and
+// version), under the project's lock, so no Ensure lands between the caller's
+// check that it is unused and the delete. It does not delete, and returns how
+// long until it may, while a caller's Ensure of it is younger than the grace
+// (its Application may not be written yet); a project that changed since it
+// was listed is left for the caller's next pass.
+func (p *Projects) Delete(ctx context.Context, project *argov1alpha1.AppProject) (wait time.Duration, err error) {
+	w := p.writer(project.Name)
+	w.Lock()
+	defer w.Unlock()
+	if left := p.grace() - time.Since(w.ensured); left > 0 {
+		return left, nil
+	}
+	err = p.Client.Delete(ctx, project, client.Preconditions{UID: &project.UID, ResourceVersion: &project.ResourceVersion})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return 0, fmt.Errorf("deleting AppProject %s: %w", project.Name, err)
+	}
+	return 0, nil
 }
 
 func (p *Projects) writer(name string) *writer {
