@@ -150,7 +150,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, env *as.Environment) (
 	}
 	desired := desiredManagedEnvironment(env, src, secret.ResourceVersion)
 	_, created, err := write(ctx, r.Client, "GitOpsDeploymentManagedEnvironment", me, desired,
-		func(cur, want *v1.GitOpsDeploymentManagedEnvironment) bool { return equality.Semantic.DeepEqual(cur.Spec, want.Spec) },
+		func(cur, want *v1.GitOpsDeploymentManagedEnvironment) bool {
+			return equality.Semantic.DeepEqual(cur.Spec, want.Spec)
+		},
 		func(updated, want *v1.GitOpsDeploymentManagedEnvironment) { updated.Spec = want.Spec })
 	if created {
 		r.Recorder.Eventf(env, corev1.EventTypeNormal, "ManagedEnvironmentCreated",
