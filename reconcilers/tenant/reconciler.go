@@ -4,6 +4,7 @@
 package tenant
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -102,11 +103,7 @@ func (r *Reconciler) deleteUnused(ctx context.Context, tenantNS string) error {
 	if err := c.List(ctx, &projects, inArgo, ofTenant, client.MatchingLabels{ownership.LabelOwnerKind: ownership.KindTenant}); err != nil {
 		return err
 	}
-	grace := r.Projects.Grace
-	if grace == 0 {
-		grace = tenantproject.DefaultGrace
-	}
-	unused, wait := expired(projects.Items, grace, time.Now())
+	unused, wait := expired(projects.Items, cmp.Or(r.Projects.Grace, tenantproject.DefaultGrace), time.Now())
 	var graceOver error
 	if wait > 0 {
 		graceOver = kernel.Wait("GracePeriod", wait, "the grace period of the tenant's AppProject")

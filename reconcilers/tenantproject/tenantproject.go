@@ -3,6 +3,7 @@
 package tenantproject
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -197,12 +198,7 @@ func (p *Projects) read(ctx context.Context, key types.NamespacedName, known str
 	return current, nil
 }
 
-func (p *Projects) grace() time.Duration {
-	if p.Grace == 0 {
-		return DefaultGrace
-	}
-	return p.Grace
-}
+func (p *Projects) grace() time.Duration { return cmp.Or(p.Grace, DefaultGrace) }
 
 func (p *Projects) notOurs(name, namespace string) error {
 	return fmt.Errorf("%w: the Argo CD AppProject %s/%s was not created by the GitOps Service for namespace %s and is never used: nothing is deployed until the platform admin removes it",
