@@ -116,11 +116,7 @@ func (s Store) ours(sec client.Object, uid types.UID) bool {
 func (s Store) Write(ctx context.Context, current, desired *corev1.Secret) (collided bool, err error) {
 	uid := types.UID(desired.Labels[ownership.LabelOwnerUID])
 	owned := kernel.Owned{Client: s.Client, APIReader: s.APIReader, Ours: func(o client.Object) bool { return s.ours(o, uid) }}
-	var cur client.Object
-	if current != nil {
-		cur = current
-	}
-	err = owned.Apply(ctx, cur, desired)
+	err = owned.Apply(ctx, current, desired)
 	var notOurs *kernel.NotOursError
 	if errors.As(err, &notOurs) {
 		return true, nil

@@ -129,11 +129,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, gd *v1.GitOpsDeploymen
 		return current, env, err
 	}
 	app := argocd.Application(r.ArgoNamespace, gd, target)
-	var cur client.Object
-	if current != nil {
-		cur = current
-	}
-	err = r.owned(gd).Apply(ctx, cur, app)
+	err = r.owned(gd).Apply(ctx, current, app)
 	var notOurs *kernel.NotOursError
 	if errors.As(err, &notOurs) {
 		return nil, env, collision(app.Namespace+"/"+app.Name, gd)

@@ -138,14 +138,13 @@ func (p *Projects) ensure(ctx context.Context, ns *corev1.Namespace, w *writer, 
 	ours := func(o client.Object) bool {
 		return ownership.IsOwnedBy(o.GetLabels(), ownership.KindTenant, string(ns.UID))
 	}
-	var cur client.Object
 	var have []string
 	exists := false
 	if current != nil {
 		if !ours(current) {
 			return p.notOurs(key.Name, ns.Name)
 		}
-		cur, have, exists = current, current.Spec.SourceRepos, current.DeletionTimestamp.IsZero()
+		have, exists = current.Spec.SourceRepos, current.DeletionTimestamp.IsZero()
 	}
 	var used []string
 	now := time.Now()
@@ -159,7 +158,7 @@ func (p *Projects) ensure(ctx context.Context, ns *corev1.Namespace, w *writer, 
 	if err != nil {
 		return err
 	}
-	err = kernel.Owned{Client: p.Client, APIReader: p.APIReader, Ours: ours, Locked: true}.Apply(ctx, cur, desired)
+	err = kernel.Owned{Client: p.Client, APIReader: p.APIReader, Ours: ours, Locked: true}.Apply(ctx, current, desired)
 	var foreign *kernel.NotOursError
 	switch {
 	case errors.As(err, &foreign):
