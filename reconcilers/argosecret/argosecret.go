@@ -116,11 +116,7 @@ func (s Store) ours(sec client.Object, uid types.UID) bool {
 func (s Store) Write(ctx context.Context, current, desired *corev1.Secret) (collided bool, err error) {
 	uid := types.UID(desired.Labels[ownership.LabelOwnerUID])
 	owned := kernel.Owned{Client: s.Client, APIReader: s.APIReader, Ours: func(o client.Object) bool { return s.ours(o, uid) }}
-	var cur client.Object
-	if current != nil {
-		cur = current
-	}
-	err = owned.Apply(ctx, cur, desired)
+	err = owned.Apply(ctx, current, desired)
 	var notOurs *kernel.NotOursError
 	if errors.As(err, &notOurs) {
 		return true, nil
@@ -134,12 +130,12 @@ func (s Store) Write(ctx context.Context, current, desired *corev1.Secret) (coll
 func (s Store) Fetch(ctx context.Context, key types.NamespacedName, obj client.Object) (found bool, err error) {
 	if err := s.Client.Get(ctx, key, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, s.DeleteFor(ctx, key, AnyUID)
+			return false, s.DeleteFor(ctx, key, ownership.AnyUID)
 		}
 		return false, err
 	}
 	if obj.GetDeletionTimestamp().IsZero() {
-		return true, s.DeleteFor(ctx, key, OtherUID(obj.GetUID()))
+		return true, s.DeleteFor(ctx, key, ownership.OtherUID(obj.GetUID()))
 	}
 	return true, nil
 }
@@ -171,18 +167,10 @@ func (s Store) Sync(ctx context.Context, owner client.Object, finalizer string, 
 
 // Finalize deletes owner's Secrets, then lets owner go.
 func (s Store) Finalize(ctx context.Context, owner client.Object, finalizer string) error {
-	if err := s.DeleteFor(ctx, client.ObjectKeyFromObject(owner), AnyUID); err != nil {
+	if err := s.DeleteFor(ctx, client.ObjectKeyFromObject(owner), ownership.AnyUID); err != nil {
 		return err
 	}
 	return kernel.RemoveFinalizer(ctx, s.Client, owner, finalizer)
-}
-
-// AnyUID and OtherUID select Secrets for DeleteFor.
-func AnyUID(types.UID) bool { return true }
-
-// OtherUID selects the Secrets of an earlier CR of the same name.
-func OtherUID(uid types.UID) func(types.UID) bool {
-	return func(u types.UID) bool { return u != uid }
 }
 
 // DeleteFor deletes the Secrets made for the CR key whose owner UID satisfies match.

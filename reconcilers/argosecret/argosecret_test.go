@@ -68,10 +68,10 @@ func TestSelected(t *testing.T) {
 		}
 		return out
 	}
-	assert.Equal(t, []string{"repo-u1", "repo-u0"}, names(repos.selected(list, AnyUID)), "gone: every Secret of ours for the name")
-	assert.Equal(t, []string{"repo-u0"}, names(repos.selected(list, OtherUID("u1"))), "re-created: only the earlier CR's")
-	assert.Equal(t, []string{"cluster-u1"}, names(clusters.selected(list, AnyUID)), "only the Store's kind")
-	assert.Empty(t, repos.selected(nil, AnyUID))
+	assert.Equal(t, []string{"repo-u1", "repo-u0"}, names(repos.selected(list, ownership.AnyUID)), "gone: every Secret of ours for the name")
+	assert.Equal(t, []string{"repo-u0"}, names(repos.selected(list, ownership.OtherUID("u1"))), "re-created: only the earlier CR's")
+	assert.Equal(t, []string{"cluster-u1"}, names(clusters.selected(list, ownership.AnyUID)), "only the Store's kind")
+	assert.Empty(t, repos.selected(nil, ownership.AnyUID))
 }
 
 // The Secrets the reconcilers write are the Store's: it finds their owner

@@ -1,6 +1,7 @@
 package deploymenttarget
 
 import (
+	"cmp"
 	"context"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -15,9 +16,7 @@ import (
 // SetupWithManager registers the reclaimer: targets, and the claims whose
 // disappearance releases them.
 func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concurrency int) error {
-	if r.ReleaseTimeout == 0 {
-		r.ReleaseTimeout = DefaultReleaseTimeout
-	}
+	r.ReleaseTimeout = cmp.Or(r.ReleaseTimeout, DefaultReleaseTimeout)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("deploymenttarget").
 		For(&as.DeploymentTarget{}).

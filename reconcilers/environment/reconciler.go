@@ -83,7 +83,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	patcher := kernel.NewStatusPatcher(r.Client, env)
 	defer patcher.Patch(ctx, env, &err)
 	result, err := r.reconcileNormal(ctx, env)
-	if err != nil && kernel.AsRefusal(err) == nil && kernel.AsWaiting(err) == nil {
+	if kernel.Transient(err) {
 		// Transient: the condition stays as it was until the retry.
 		return kernel.Outcome(ctrl.Result{}, err)
 	}
@@ -140,10 +140,25 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, env *as.Environment) (
 		_, rmErr := r.remove(ctx, key)
 		return ctrl.Result{}, cmp.Or(rmErr, refusal)
 	}
-	if secret, err = r.writeSecret(ctx, secret, desiredSecret(env, kubeconfig)); err != nil {
+	secret, _, err = write(ctx, r.Client, "Secret", secret, desiredSecret(env, kubeconfig),
+		func(cur, want *corev1.Secret) bool {
+			return len(cur.Data) == 1 && bytes.Equal(cur.Data[KubeconfigKey], want.Data[KubeconfigKey])
+		},
+		func(updated, want *corev1.Secret) { updated.Data = want.Data })
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: r.RecheckInterval}, r.writeManagedEnvironment(ctx, env, me, desiredManagedEnvironment(env, src, secret.ResourceVersion))
+	desired := desiredManagedEnvironment(env, src, secret.ResourceVersion)
+	_, created, err := write(ctx, r.Client, "GitOpsDeploymentManagedEnvironment", me, desired,
+		func(cur, want *v1.GitOpsDeploymentManagedEnvironment) bool {
+			return equality.Semantic.DeepEqual(cur.Spec, want.Spec)
+		},
+		func(updated, want *v1.GitOpsDeploymentManagedEnvironment) { updated.Spec = want.Spec })
+	if created {
+		r.Recorder.Eventf(env, corev1.EventTypeNormal, "ManagedEnvironmentCreated",
+			"Created GitOpsDeploymentManagedEnvironment %s for the cluster %s", desired.Name, desired.Spec.APIURL)
+	}
+	return ctrl.Result{RequeueAfter: r.RecheckInterval}, err
 }
 
 // claim reads the DeploymentTargetClaim env deploys through and, once it is
@@ -234,55 +249,34 @@ func (r *Reconciler) checkOurs(ctx context.Context, env *as.Environment, obj cli
 		kind, obj.GetName(), env.Namespace, env.Name)
 }
 
-// writeSecret creates or updates our copy of the credentials, only when it changed.
-func (r *Reconciler) writeSecret(ctx context.Context, current, desired *corev1.Secret) (*corev1.Secret, error) {
+// write creates desired when current is nil, else updates current to it
+// (set copies the content over) only when same says it changed; it returns
+// what now stands, and whether it was created. A create that finds the name
+// taken is kernel.ErrStaleCache: ours not yet in the cache, or someone
+// else's: the next pass tells.
+func write[T any, P interface {
+	*T
+	client.Object
+}](ctx context.Context, c client.Client, kind string, current, desired P, same func(current, desired P) bool, set func(updated, desired P)) (P, bool, error) {
 	if current == nil {
-		if err := r.Client.Create(ctx, desired); err != nil {
-			if apierrors.IsAlreadyExists(err) {
-				return nil, kernel.ErrStaleCache
-			}
-			return nil, fmt.Errorf("creating Secret %s/%s: %w", desired.Namespace, desired.Name, err)
+		if err := c.Create(ctx, desired); apierrors.IsAlreadyExists(err) {
+			return nil, false, kernel.ErrStaleCache
+		} else if err != nil {
+			return nil, false, fmt.Errorf("creating %s %s/%s: %w", kind, desired.GetNamespace(), desired.GetName(), err)
 		}
-		return desired, nil
+		return desired, true, nil
 	}
-	if len(current.Data) == 1 && bytes.Equal(current.Data[KubeconfigKey], desired.Data[KubeconfigKey]) && argocd.HasMeta(current, desired) {
-		return current, nil
+	if same(current, desired) && argocd.HasMeta(current, desired) {
+		return current, false, nil
 	}
-	updated := current.DeepCopy()
-	updated.Data = desired.Data
+	updated := current.DeepCopyObject().(P)
+	set(updated, desired)
 	argocd.CopyMeta(updated, desired)
-	if err := r.Client.Update(ctx, updated); err != nil {
-		return nil, fmt.Errorf("updating Secret %s/%s: %w", desired.Namespace, desired.Name, err)
+	if err := c.Update(ctx, updated); err != nil {
+		return nil, false, fmt.Errorf("updating %s %s/%s: %w", kind, desired.GetNamespace(), desired.GetName(), err)
 	}
-	ctrl.LoggerFrom(ctx).Info("updated the copy of the credentials Secret", "secret", desired.Name)
-	return updated, nil
-}
-
-// writeManagedEnvironment creates or updates env's ManagedEnvironment, only when it changed.
-func (r *Reconciler) writeManagedEnvironment(ctx context.Context, env *as.Environment, current, desired *v1.GitOpsDeploymentManagedEnvironment) error {
-	if current == nil {
-		if err := r.Client.Create(ctx, desired); err != nil {
-			if apierrors.IsAlreadyExists(err) {
-				// Ours not yet in the cache, or someone else's: the next pass tells.
-				return kernel.ErrStaleCache
-			}
-			return fmt.Errorf("creating GitOpsDeploymentManagedEnvironment %s: %w", desired.Name, err)
-		}
-		r.Recorder.Eventf(env, corev1.EventTypeNormal, "ManagedEnvironmentCreated",
-			"Created GitOpsDeploymentManagedEnvironment %s for the cluster %s", desired.Name, desired.Spec.APIURL)
-		return nil
-	}
-	if equality.Semantic.DeepEqual(current.Spec, desired.Spec) && argocd.HasMeta(current, desired) {
-		return nil
-	}
-	updated := current.DeepCopy()
-	updated.Spec = desired.Spec
-	argocd.CopyMeta(updated, desired)
-	if err := r.Client.Update(ctx, updated); err != nil {
-		return fmt.Errorf("updating GitOpsDeploymentManagedEnvironment %s: %w", desired.Name, err)
-	}
-	ctrl.LoggerFrom(ctx).Info("updated the GitOpsDeploymentManagedEnvironment", "managedEnvironment", desired.Name)
-	return nil
+	ctrl.LoggerFrom(ctx).Info("updated an object made for an Environment", "kind", kind, "name", desired.GetName())
+	return updated, false, nil
 }
 
 // remove deletes the ManagedEnvironment and Secret we wrote for an Environment

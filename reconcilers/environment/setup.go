@@ -1,6 +1,7 @@
 package environment
 
 import (
+	"cmp"
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,12 +23,8 @@ import (
 // (metadata only: the data is read uncached), so a changed credentials Secret
 // is copied at once; the copy is also compared every RecheckInterval.
 func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concurrency int) error {
-	if r.RecheckInterval == 0 {
-		r.RecheckInterval = DefaultRecheckInterval
-	}
-	if r.RetryInterval == 0 {
-		r.RetryInterval = DefaultRetryInterval
-	}
+	r.RecheckInterval = cmp.Or(r.RecheckInterval, DefaultRecheckInterval)
+	r.RetryInterval = cmp.Or(r.RetryInterval, DefaultRetryInterval)
 	// Status writes (ours, and the ManagedEnvironment reconciler's) need no
 	// other look; deletes always pass.
 	specOrMeta := builder.WithPredicates(predicate.Or(

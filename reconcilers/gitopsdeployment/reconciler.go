@@ -65,7 +65,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		if apierrors.IsNotFound(err) {
 			// Deleted without our finalizer: let go of the Application without
 			// touching what it deployed.
-			return ctrl.Result{}, r.deleteApplications(ctx, req.NamespacedName, otherUID(""), false)
+			return ctrl.Result{}, r.deleteApplications(ctx, req.NamespacedName, ownership.AnyUID, false)
 		}
 		return ctrl.Result{}, err
 	}
@@ -75,19 +75,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// The finalizer is the client's choice (cascading delete), never added
 	// here. A CR deleted and recreated under the same name is a new
 	// deployment: the old one's Application goes, without cascade.
-	if err := r.deleteApplications(ctx, req.NamespacedName, otherUID(gd.UID), false); err != nil {
+	if err := r.deleteApplications(ctx, req.NamespacedName, ownership.OtherUID(gd.UID), false); err != nil {
 		return ctrl.Result{}, err
 	}
 	patcher := kernel.NewStatusPatcher(r.Client, gd).Remembering(r.statusWrites)
 	defer patcher.Patch(ctx, gd, &err)
 	gd.Status.ObservedGeneration = gd.Generation
-	app, err := r.reconcileNormal(ctx, gd)
-	refusal := kernel.AsRefusal(err)
-	if err != nil && refusal == nil {
-		// Transient: the status stays as it was until the retry.
+	app, env, err := r.reconcileNormal(ctx, gd)
+	if kernel.Transient(err) {
+		// The status stays as it was until the retry.
 		return kernel.Outcome(ctrl.Result{}, err)
 	}
-	r.setStatus(ctx, gd, app, refusal)
+	refusal := kernel.AsRefusal(err)
+	r.setStatus(ctx, gd, app, env, refusal)
 	var result ctrl.Result
 	if app != nil && r.Trees != nil && argocd.HealthInTree(app) && app.Status.Health.Status != health.HealthStatusHealthy {
 		// Per-resource health kept only in Argo CD's resource tree changes
@@ -99,51 +99,49 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 }
 
 // reconcileNormal writes the Application. It returns the Application as now
-// known (also with a refusal, when one exists that is ours), and a
-// *kernel.Refusal when the spec cannot be deployed (then nothing is written).
-func (r *Reconciler) reconcileNormal(ctx context.Context, gd *v1.GitOpsDeployment) (*argov1alpha1.Application, error) {
+// known (also with a refusal, when one exists that is ours), the
+// ManagedEnvironment the deployment names (read once per pass, for the status
+// too), and a *kernel.Refusal when the spec cannot be deployed (then nothing
+// is written).
+func (r *Reconciler) reconcileNormal(ctx context.Context, gd *v1.GitOpsDeployment) (*argov1alpha1.Application, *v1.GitOpsDeploymentManagedEnvironment, error) {
 	current, err := r.currentApplication(ctx, gd)
 	if err != nil {
 		// Never touch an object someone else made, even under our name.
-		return nil, err
-	}
-	if refusal := check(gd, r.AllowFileRepositories); refusal != nil {
-		return current, refusal
+		return nil, nil, err
 	}
 	env, err := r.environment(ctx, gd)
 	if err != nil {
-		return current, err
+		return current, nil, err
+	}
+	if refusal := check(gd, r.AllowFileRepositories); refusal != nil {
+		return current, env, refusal
 	}
 	target, refusal := target(gd, env)
 	if refusal != nil {
-		return current, refusal
+		return current, env, refusal
 	}
 	if target.Project, err = r.Projects.Ensure(ctx, gd.Namespace, gd.Spec.Source.RepoURL); err != nil {
 		if errors.Is(err, tenantproject.ErrNotOurs) {
 			// A squatted AppProject is not watched (not ours): look again
 			// for the admin's removal of it.
-			return current, refuse("%s", err.Error()).Retry(kernel.UnwatchedRecheck)
+			return current, env, refuse("%s", err.Error()).Retry(kernel.UnwatchedRecheck)
 		}
-		return current, err
+		return current, env, err
 	}
 	app := argocd.Application(r.ArgoNamespace, gd, target)
-	var cur client.Object
-	if current != nil {
-		cur = current
-	}
-	err = r.owned(gd).Apply(ctx, cur, app)
+	err = r.owned(gd).Apply(ctx, current, app)
 	var notOurs *kernel.NotOursError
 	if errors.As(err, &notOurs) {
-		return nil, collision(app.Namespace+"/"+app.Name, gd)
+		return nil, env, collision(app.Namespace+"/"+app.Name, gd)
 	}
 	if err != nil {
-		return nil, err
+		return nil, env, err
 	}
 	if current != nil && app.ResourceVersion == "" {
 		// Nothing was written: the cached Application is current.
-		return current, nil
+		return current, env, nil
 	}
-	return app, nil
+	return app, env, nil
 }
 
 // environment reads the ManagedEnvironment the deployment names, nil when it
@@ -191,7 +189,7 @@ func (r *Reconciler) currentApplication(ctx context.Context, gd *v1.GitOpsDeploy
 }
 
 // setStatus computes the new status from the Application and the refusal, if any.
-func (r *Reconciler) setStatus(ctx context.Context, gd *v1.GitOpsDeployment, app *argov1alpha1.Application, refusal *kernel.Refusal) {
+func (r *Reconciler) setStatus(ctx context.Context, gd *v1.GitOpsDeployment, app *argov1alpha1.Application, env *v1.GitOpsDeploymentManagedEnvironment, refusal *kernel.Refusal) {
 	now := r.Now.Now()
 	msg := ""
 	if refusal != nil {
@@ -201,7 +199,7 @@ func (r *Reconciler) setStatus(ctx context.Context, gd *v1.GitOpsDeployment, app
 	if app == nil {
 		return
 	}
-	mirrored := argocd.MirrorStatus(app, r.serverNames(ctx, gd), r.resourceTree(ctx, app))
+	mirrored := argocd.MirrorStatus(app, serverNames(gd, env), r.resourceTree(ctx, app))
 	gd.Status.Sync = mirrored.Sync
 	gd.Status.Health = mirrored.Health
 	gd.Status.Resources = mirrored.Resources
@@ -226,13 +224,10 @@ func (r *Reconciler) resourceTree(ctx context.Context, app *argov1alpha1.Applica
 }
 
 // serverNames maps the deployment's environment's server URL back to its name.
-func (r *Reconciler) serverNames(ctx context.Context, gd *v1.GitOpsDeployment) argocd.ServerNames {
+func serverNames(gd *v1.GitOpsDeployment, env *v1.GitOpsDeploymentManagedEnvironment) argocd.ServerNames {
 	names := argocd.ServerNames{argocd.LocalServer: ""}
-	if name := gd.Spec.Destination.Environment; name != "" {
-		env := &v1.GitOpsDeploymentManagedEnvironment{}
-		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: gd.Namespace, Name: name}, env); err == nil {
-			names[argocd.ClusterServer(env.Spec.APIURL, string(env.UID))] = name
-		}
+	if env != nil {
+		names[argocd.ClusterServer(env.Spec.APIURL, string(env.UID))] = gd.Spec.Destination.Environment
 	}
 	return names
 }
@@ -242,14 +237,14 @@ func (r *Reconciler) serverNames(ctx context.Context, gd *v1.GitOpsDeployment) a
 // deployed resources) and the finalizer goes only once the Application is gone.
 func (r *Reconciler) reconcileDelete(ctx context.Context, gd *v1.GitOpsDeployment) error {
 	if !controllerutil.ContainsFinalizer(gd, v1.FinalizerResourcesFinalizer) {
-		return r.deleteApplications(ctx, client.ObjectKeyFromObject(gd), otherUID(""), false)
+		return r.deleteApplications(ctx, client.ObjectKeyFromObject(gd), ownership.AnyUID, false)
 	}
-	remaining, err := r.applications(ctx, client.ObjectKeyFromObject(gd), sameUID(gd.UID))
+	remaining, err := r.applications(ctx, client.ObjectKeyFromObject(gd), ownership.SameUID(gd.UID))
 	if err != nil {
 		return err
 	}
 	if len(remaining) > 0 {
-		if err := r.deleteApplications(ctx, client.ObjectKeyFromObject(gd), sameUID(gd.UID), true); err != nil {
+		if err := r.deleteApplications(ctx, client.ObjectKeyFromObject(gd), ownership.SameUID(gd.UID), true); err != nil {
 			return err
 		}
 		// The Application's delete event usually comes first.
@@ -287,14 +282,6 @@ func (r *Reconciler) applications(ctx context.Context, key types.NamespacedName,
 		}
 	}
 	return out, nil
-}
-
-func sameUID(uid types.UID) func(types.UID) bool {
-	return func(u types.UID) bool { return u == uid }
-}
-
-func otherUID(uid types.UID) func(types.UID) bool {
-	return func(u types.UID) bool { return u != uid }
 }
 
 // deleteApplications deletes the Applications of key whose owner UID satisfies

@@ -77,14 +77,6 @@ func ownerOf(o client.Object) *types.NamespacedName {
 
 // deploymentsUsing maps a ManagedEnvironment to the GitOpsDeployments that use it.
 func (r *Reconciler) deploymentsUsing(ctx context.Context, o client.Object) []reconcile.Request {
-	var list v1.GitOpsDeploymentList
-	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{environmentIndex: o.GetName()}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing GitOpsDeployments using a ManagedEnvironment", "environment", o.GetName())
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, gd := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gd)})
-	}
-	return reqs
+	return kernel.Listed(ctx, r.Client, &v1.GitOpsDeploymentList{}, func(*v1.GitOpsDeployment) bool { return true },
+		client.InNamespace(o.GetNamespace()), client.MatchingFields{environmentIndex: o.GetName()})
 }

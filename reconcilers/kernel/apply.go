@@ -53,12 +53,15 @@ func (e *NotOursError) Error() string {
 }
 
 // Apply makes the object named as desired carry desired's fields. current
-// is the object as cached and already checked to be ours, or nil when the
-// cache has none. Nothing is sent when current already carries every field of
+// is the object as cached and already checked to be ours, or nil (also a nil
+// pointer) when the cache has none. Nothing is sent when current already carries every field of
 // desired (an idle resync writes nothing). desired is then set to the object
 // as stored. Errors: *NotOursError (never touched), ErrStaleCache (our own
 // object, not yet cached), or a transient one.
 func (o Owned) Apply(ctx context.Context, current, desired client.Object) error {
+	if current != nil && reflect.ValueOf(current).IsNil() {
+		current = nil
+	}
 	want, err := applyConfig(o.Client.Scheme(), desired)
 	if err != nil {
 		return err

@@ -33,7 +33,8 @@
 //
 // reconcileNormal returns a *Refusal (the user must fix something), a *Waiting
 // (another object or a time), ErrStaleCache (our write is not cached yet) or
-// any other error (transient: backoff); see errors.go. No string comparison
+// any other error (transient: backoff; Transient says which, and then the
+// status stays as it was); see errors.go. No string comparison
 // decides control flow, and requeue intervals are the kernel's named ones.
 //
 // Decisions (what to write, which state comes next) are pure functions of what

@@ -82,11 +82,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	patcher := kernel.NewStatusPatcher(r.Client, env)
 	defer patcher.Patch(ctx, env, &err)
 	err = r.reconcileNormal(ctx, env)
-	refusal := kernel.AsRefusal(err)
-	if err != nil && refusal == nil {
-		// Transient: the condition stays as it was until the retry.
+	if kernel.Transient(err) {
+		// The condition stays as it was until the retry.
 		return kernel.Outcome(ctrl.Result{}, err)
 	}
+	refusal := kernel.AsRefusal(err)
 	kernel.SetCondition(r.Recorder, env, &env.Status.Conditions, condition(env, refusal), r.Now.Now(), refusal != nil)
 	if refusal != nil {
 		refusal.Retry(r.RetryInterval)

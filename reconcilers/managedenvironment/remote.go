@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -271,7 +272,7 @@ func installServiceAccount(ctx context.Context, c client.Client, tenantNS string
 	if err := grant(ctx, c, tenantNS, uid, namespaces, sa); err != nil {
 		return "", err
 	}
-	if err := removeRoles(ctx, c, uid, without(previous, namespaces)); err != nil {
+	if err := removeRoles(ctx, c, uid, sets.List(sets.New(previous...).Difference(sets.New(namespaces...)))); err != nil {
 		return "", err
 	}
 	if err := ensure(ctx, c, sa, uid, func() {
@@ -446,21 +447,6 @@ func union(a, b []string) []string {
 	for _, s := range append(append([]string(nil), a...), b...) {
 		if !seen[s] {
 			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// without returns the elements of a that are not in b.
-func without(a, b []string) []string {
-	drop := map[string]bool{}
-	for _, s := range b {
-		drop[s] = true
-	}
-	var out []string
-	for _, s := range a {
-		if !drop[s] {
 			out = append(out, s)
 		}
 	}

@@ -1,6 +1,7 @@
 package managedenvironment
 
 import (
+	"cmp"
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,15 +24,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	if r.RemoteClient == nil {
 		r.RemoteClient = NewRemoteClient
 	}
-	if r.RecheckInterval == 0 {
-		r.RecheckInterval = DefaultRecheckInterval
-	}
-	if r.RetryInterval == 0 {
-		r.RetryInterval = DefaultRetryInterval
-	}
-	if r.CleanupTimeout == 0 {
-		r.CleanupTimeout = DefaultCleanupTimeout
-	}
+	r.RecheckInterval = cmp.Or(r.RecheckInterval, DefaultRecheckInterval)
+	r.RetryInterval = cmp.Or(r.RetryInterval, DefaultRetryInterval)
+	r.CleanupTimeout = cmp.Or(r.CleanupTimeout, DefaultCleanupTimeout)
 	r.secrets = argosecret.Store{
 		Client: r.Client, APIReader: r.APIReader, Namespace: r.ArgoNamespace,
 		Kind: ownership.KindManagedEnvironment, Index: "managedenvironment.owner",

@@ -70,3 +70,15 @@ func Owner(o metav1.Object, kind string) (types.NamespacedName, bool) {
 // ManagedEnvironmentName is the GitOpsDeploymentManagedEnvironment made for
 // an Environment with a cluster, as in the original service.
 func ManagedEnvironmentName(environment string) string { return "managed-environment-" + environment }
+
+// AnyUID, SameUID and OtherUID select our objects by their owner UID: all of
+// a CR name's, the live CR's, or those of an earlier CR of the same name.
+func AnyUID(types.UID) bool { return true }
+
+func SameUID(uid types.UID) func(types.UID) bool {
+	return func(u types.UID) bool { return u == uid }
+}
+
+func OtherUID(uid types.UID) func(types.UID) bool {
+	return func(u types.UID) bool { return u != uid }
+}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
@@ -60,16 +61,7 @@ func (r *Reconciler) wake(ctx context.Context, run *as.PromotionRun, q workqueue
 
 // runsOf returns the runs of an application in a namespace that are in state.
 func (r *Reconciler) runsOf(ctx context.Context, namespace, application string, state as.PromotionRunState) []reconcile.Request {
-	var list as.PromotionRunList
-	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing PromotionRuns")
-		return nil
-	}
-	var out []reconcile.Request
-	for i := range list.Items {
-		if run := &list.Items[i]; run.Spec.Application == application && run.Status.State == state {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(run)})
-		}
-	}
-	return out
+	return kernel.Listed(ctx, r.Client, &as.PromotionRunList{}, func(run *as.PromotionRun) bool {
+		return run.Spec.Application == application && run.Status.State == state
+	}, client.InNamespace(namespace))
 }

@@ -88,11 +88,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	patcher := kernel.NewStatusPatcher(r.Client, rc)
 	defer patcher.Patch(ctx, rc, &err)
 	verdict, err := r.reconcileNormal(ctx, rc)
-	refusal := kernel.AsRefusal(err)
-	if err != nil && refusal == nil {
-		// Transient: the conditions stay as they were until the retry.
+	if kernel.Transient(err) {
+		// The conditions stay as they were until the retry.
 		return kernel.Outcome(ctrl.Result{}, err)
 	}
+	refusal := kernel.AsRefusal(err)
 	for _, c := range conditions(refusal, verdict) {
 		c.ObservedGeneration = rc.Generation
 		warn := c.Type == v1.RepositoryCredentialConditionErrorOccurred && c.Status == metav1.ConditionTrue
@@ -177,7 +177,7 @@ func (r *Reconciler) olderDuplicate(ctx context.Context, rc *v1.GitOpsDeployment
 		if o.UID == rc.UID || !o.DeletionTimestamp.IsZero() || !argocd.SameRepository(o.Spec.Repository, rc.Spec.Repository) {
 			continue
 		}
-		if o.CreationTimestamp.Before(&rc.CreationTimestamp) || (o.CreationTimestamp.Equal(&rc.CreationTimestamp) && o.Name < rc.Name) {
+		if kernel.Older(o, rc) {
 			return o.Name, nil
 		}
 	}

@@ -1,6 +1,7 @@
 package repositorycredentials
 
 import (
+	"cmp"
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,12 +27,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	if r.Verifier == nil {
 		r.Verifier = HTTPVerifier{}
 	}
-	if r.RecheckInterval == 0 {
-		r.RecheckInterval = DefaultRecheckInterval
-	}
-	if r.RetryInterval == 0 {
-		r.RetryInterval = DefaultRetryInterval
-	}
+	r.RecheckInterval = cmp.Or(r.RecheckInterval, DefaultRecheckInterval)
+	r.RetryInterval = cmp.Or(r.RetryInterval, DefaultRetryInterval)
 	r.secrets = argosecret.Store{
 		Client: r.Client, APIReader: r.APIReader, Namespace: r.ArgoNamespace,
 		Kind: ownership.KindRepositoryCredentials, Index: "repositorycredentials.owner",

@@ -143,7 +143,7 @@ func (r *Reconciler) olderDuplicate(ctx context.Context, seb *as.SnapshotEnviron
 		if o.UID == seb.UID || o.Spec.Application != seb.Spec.Application || o.Spec.Environment != seb.Spec.Environment {
 			continue
 		}
-		if o.CreationTimestamp.Before(&seb.CreationTimestamp) || (o.CreationTimestamp.Equal(&seb.CreationTimestamp) && o.Name < seb.Name) {
+		if kernel.Older(&o, seb) {
 			return kernel.Refuse(as.BindingReasonErrorOccurred, "duplicate combination of Application (%s) and Environment (%s). Duplicated by: %s",
 				seb.Spec.Application, seb.Spec.Environment, o.Name)
 		}
@@ -167,18 +167,17 @@ func (r *Reconciler) writeApplicationSet(ctx context.Context, seb *as.SnapshotEn
 	sort.Strings(repos)
 	desired.Annotations[argocd.AnnotationRepositories] = strings.Join(slices.Compact(repos), ",")
 	current := &argov1alpha1.ApplicationSet{}
-	var cur client.Object = current
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), current); apierrors.IsNotFound(err) {
-		cur = nil
+		current = nil
 	} else if err != nil {
 		return err
 	} else if !ownership.IsOwnedBy(current.Labels, ownership.KindBinding, string(seb.UID)) {
 		return &kernel.NotOursError{Kind: "ApplicationSet", Namespace: current.Namespace, Name: current.Name}
 	}
-	if err := r.owned(seb).Apply(ctx, cur, desired); err != nil {
+	if err := r.owned(seb).Apply(ctx, current, desired); err != nil {
 		return err
 	}
-	if cur == nil {
+	if current == nil {
 		current = desired // just created
 	}
 	argoErr := generationError(current)

@@ -61,17 +61,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 // bindingsWhere maps an object to the bindings of its namespace that use it.
 func (r *Reconciler) bindingsWhere(uses func(*as.SnapshotEnvironmentBinding, client.Object) bool) handler.EventHandler {
 	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		var list as.SnapshotEnvironmentBindingList
-		if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "listing SnapshotEnvironmentBindings")
-			return nil
-		}
-		var reqs []reconcile.Request
-		for i := range list.Items {
-			if uses(&list.Items[i], o) {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-			}
-		}
-		return reqs
+		return kernel.Listed(ctx, r.Client, &as.SnapshotEnvironmentBindingList{}, func(seb *as.SnapshotEnvironmentBinding) bool {
+			return uses(seb, o)
+		}, client.InNamespace(o.GetNamespace()))
 	})
 }

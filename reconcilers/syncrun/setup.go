@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
@@ -36,17 +37,7 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concu
 
 // runsOf returns the unfinished SyncRuns of a deployment.
 func (r *Reconciler) runsOf(ctx context.Context, namespace, deployment string) []reconcile.Request {
-	var list v1.GitOpsDeploymentSyncRunList
-	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing GitOpsDeploymentSyncRuns of a namespace for a watch event")
-		return nil
-	}
-	var out []reconcile.Request
-	for i := range list.Items {
-		run := &list.Items[i]
-		if run.Spec.GitopsDeploymentName == deployment && (!run.Status.Finished() || !run.DeletionTimestamp.IsZero()) {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(run)})
-		}
-	}
-	return out
+	return kernel.Listed(ctx, r.Client, &v1.GitOpsDeploymentSyncRunList{}, func(run *v1.GitOpsDeploymentSyncRun) bool {
+		return run.Spec.GitopsDeploymentName == deployment && (!run.Status.Finished() || !run.DeletionTimestamp.IsZero())
+	}, client.InNamespace(namespace))
 }

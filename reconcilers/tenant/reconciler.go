@@ -4,6 +4,7 @@
 package tenant
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +12,6 @@ import (
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -103,11 +103,7 @@ func (r *Reconciler) deleteUnused(ctx context.Context, tenantNS string) error {
 	if err := c.List(ctx, &projects, inArgo, ofTenant, client.MatchingLabels{ownership.LabelOwnerKind: ownership.KindTenant}); err != nil {
 		return err
 	}
-	grace := r.Projects.Grace
-	if grace == 0 {
-		grace = tenantproject.DefaultGrace
-	}
-	unused, wait := expired(projects.Items, grace, time.Now())
+	unused, wait := expired(projects.Items, cmp.Or(r.Projects.Grace, tenantproject.DefaultGrace), time.Now())
 	var graceOver error
 	if wait > 0 {
 		graceOver = kernel.Wait("GracePeriod", wait, "the grace period of the tenant's AppProject")
@@ -136,8 +132,12 @@ func (r *Reconciler) deleteUnused(ctx context.Context, tenantNS string) error {
 		if len(tenantproject.Made(apps.Items, tenantNS, p.Labels[ownership.LabelOwnerUID])) > 0 {
 			continue
 		}
-		if err := c.Delete(ctx, p, client.Preconditions{UID: &p.UID}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting AppProject %s: %w", p.Name, err)
+		left, err := r.Projects.Delete(ctx, p)
+		if err != nil {
+			return err
+		}
+		if left > 0 && graceOver == nil {
+			graceOver = kernel.Wait("GracePeriod", left, "the grace period of the tenant's AppProject")
 		}
 	}
 	return graceOver

@@ -3,6 +3,7 @@
 package tenantproject
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -58,6 +59,9 @@ type writer struct {
 	// server: a cached project at another version is read again around the cache.
 	known   string
 	pending pending
+	// ensured is when a caller's Ensure (with repositories) last succeeded:
+	// its Application may not exist yet.
+	ensured time.Time
 }
 
 // DefaultGrace is Projects.Grace when unset.
@@ -93,7 +97,30 @@ func (p *Projects) Ensure(ctx context.Context, namespace string, repos ...string
 	if err != nil {
 		return "", err
 	}
+	if len(repos) > 0 {
+		w.ensured = time.Now()
+	}
 	return name, nil
+}
+
+// Delete deletes the tenant's project as the caller listed it (UID and
+// version), under the project's lock, so no Ensure lands between the caller's
+// check that it is unused and the delete. It does not delete, and returns how
+// long until it may, while a caller's Ensure of it is younger than the grace
+// (its Application may not be written yet); a project that changed since it
+// was listed is left for the caller's next pass.
+func (p *Projects) Delete(ctx context.Context, project *argov1alpha1.AppProject) (wait time.Duration, err error) {
+	w := p.writer(project.Name)
+	w.Lock()
+	defer w.Unlock()
+	if left := p.grace() - time.Since(w.ensured); left > 0 {
+		return left, nil
+	}
+	err = p.Client.Delete(ctx, project, client.Preconditions{UID: &project.UID, ResourceVersion: &project.ResourceVersion})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return 0, fmt.Errorf("deleting AppProject %s: %w", project.Name, err)
+	}
+	return 0, nil
 }
 
 func (p *Projects) writer(name string) *writer {
@@ -111,14 +138,13 @@ func (p *Projects) ensure(ctx context.Context, ns *corev1.Namespace, w *writer, 
 	ours := func(o client.Object) bool {
 		return ownership.IsOwnedBy(o.GetLabels(), ownership.KindTenant, string(ns.UID))
 	}
-	var cur client.Object
 	var have []string
 	exists := false
 	if current != nil {
 		if !ours(current) {
 			return p.notOurs(key.Name, ns.Name)
 		}
-		cur, have, exists = current, current.Spec.SourceRepos, current.DeletionTimestamp.IsZero()
+		have, exists = current.Spec.SourceRepos, current.DeletionTimestamp.IsZero()
 	}
 	var used []string
 	now := time.Now()
@@ -132,7 +158,7 @@ func (p *Projects) ensure(ctx context.Context, ns *corev1.Namespace, w *writer, 
 	if err != nil {
 		return err
 	}
-	err = kernel.Owned{Client: p.Client, APIReader: p.APIReader, Ours: ours, Locked: true}.Apply(ctx, cur, desired)
+	err = kernel.Owned{Client: p.Client, APIReader: p.APIReader, Ours: ours, Locked: true}.Apply(ctx, current, desired)
 	var foreign *kernel.NotOursError
 	switch {
 	case errors.As(err, &foreign):
@@ -171,12 +197,7 @@ func (p *Projects) read(ctx context.Context, key types.NamespacedName, known str
 	return current, nil
 }
 
-func (p *Projects) grace() time.Duration {
-	if p.Grace == 0 {
-		return DefaultGrace
-	}
-	return p.Grace
-}
+func (p *Projects) grace() time.Duration { return cmp.Or(p.Grace, DefaultGrace) }
 
 func (p *Projects) notOurs(name, namespace string) error {
 	return fmt.Errorf("%w: the Argo CD AppProject %s/%s was not created by the GitOps Service for namespace %s and is never used: nothing is deployed until the platform admin removes it",
