@@ -4,6 +4,7 @@ package snapshotenvironmentbinding_test
 
 import (
 	"context"
+	"k8s.io/client-go/util/retry"
 	"strings"
 	"testing"
 	"time"
@@ -67,16 +68,30 @@ const (
 func setGenerationError(t *testing.T, set *argov1alpha1.ApplicationSet, msg string) {
 	t.Helper()
 	ctx := context.Background()
-	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(set), set))
 	status := argov1alpha1.ApplicationSetConditionStatusTrue
 	if msg == "" {
 		status = argov1alpha1.ApplicationSetConditionStatusFalse
-		delete(set.Annotations, refresh)
-		require.NoError(t, k8s.Update(ctx, set))
 	}
-	set.Status.Conditions = []argov1alpha1.ApplicationSetCondition{{Type: argov1alpha1.ApplicationSetConditionErrorOccurred,
-		Status: status, Message: msg, Reason: "ApplicationGenerationFromParamsError", LastTransitionTime: &metav1.Time{Time: time.Now()}}}
-	require.NoError(t, k8s.Status().Update(ctx, set))
+	// As Argo CD does it: the status first, then the refresh annotation taken
+	// off (a pass that saw the old error may have set it meanwhile). The
+	// reconciler writes the set too, so each write retries on a conflict.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(set), set); err != nil {
+			return err
+		}
+		set.Status.Conditions = []argov1alpha1.ApplicationSetCondition{{Type: argov1alpha1.ApplicationSetConditionErrorOccurred,
+			Status: status, Message: msg, Reason: "ApplicationGenerationFromParamsError", LastTransitionTime: &metav1.Time{Time: time.Now()}}}
+		return k8s.Status().Update(ctx, set)
+	}))
+	if msg == "" {
+		require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(set), set); err != nil {
+				return err
+			}
+			delete(set.Annotations, refresh)
+			return k8s.Update(ctx, set)
+		}))
+	}
 }
 
 // annotation waits until the set's annotation key satisfies ok and returns it.
@@ -121,6 +136,8 @@ func TestArgoCDGenerationErrorIsShownAndRetried(t *testing.T) {
 		c := meta.FindStatusCondition(got.Status.BindingConditions, as.BindingConditionErrorOccurred)
 		return c != nil && c.Status == metav1.ConditionFalse
 	}, wait, tick, "the binding kept Argo CD's error: %+v", got.Status)
+	// The last stamp is the one of the last pass that saw the error.
+	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(set), set))
 	last := set.Annotations[retried]
 	require.Never(t, func() bool {
 		return k8s.Get(ctx, client.ObjectKeyFromObject(set), set) == nil && (set.Annotations[refresh] != "" || set.Annotations[retried] != last)
