@@ -68,6 +68,7 @@ manifests: $(CONTROLLER_GEN) ## Regenerate CRDs and RBAC from markers.
 	hack/crd-kustomization.sh manifests/crd
 	$(CONTROLLER_GEN) rbac:roleName=gitops-service $(foreach p,$(MAIN_RBAC_PKGS),paths=$(p)) output:rbac:artifacts:config=manifests/rbac
 	$(CONTROLLER_GEN) rbac:roleName=gitops-service-namespace-provisioner paths=./$(PROVISIONER_PKG) output:rbac:artifacts:config=manifests/rbac/namespace-provisioner
+	go run ./hack/healthlua manifests/install/components/argocd-settings/health
 
 .PHONY: docs
 docs: ## Regenerate docs/flags.md (the sidecar's flag reference) from its --help.

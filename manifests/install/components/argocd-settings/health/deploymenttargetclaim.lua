@@ -1,6 +1,7 @@
 -- Argo CD health of a DeploymentTargetClaim: its Ready condition when it has
 -- one, else an error (ErrorOccurred True) or phase Lost is Degraded, Bound
 -- Healthy, Pending (waiting for a target or its provisioner) Progressing.
+-- Written by `make manifests` from src/deploymenttargetclaim.lua and src/common.lua: edit those.
 local function condition(conditions, kind)
   if conditions == nil then
     return nil

@@ -2,6 +2,7 @@
 -- else an error (ErrorOccurred True) is Degraded, waiting for its
 -- DeploymentTargetClaim to be bound Progressing, anything else Healthy (an
 -- Environment that never had a problem has no condition).
+-- Written by `make manifests` from src/environment.lua and src/common.lua: edit those.
 local function condition(conditions, kind)
   if conditions == nil then
     return nil

@@ -2,6 +2,7 @@
 -- else an error of the GitOps Service (ErrorOccurred) or of Argo CD (its error
 -- conditions, mirrored) is Degraded, else the health of its Argo CD
 -- Application, mirrored into status.health.
+-- Written by `make manifests` from src/gitopsdeployment.lua and src/common.lua: edit those.
 local function condition(conditions, kind)
   if conditions == nil then
     return nil

@@ -2,6 +2,7 @@
 -- has one, else the phase of the sync it started (Succeeded: Healthy; Failed,
 -- Error: Degraded; Running, Terminating: Progressing); before it starts, a
 -- refusal (ErrorOccurred) is Degraded and waiting its turn Progressing.
+-- Written by `make manifests` from src/gitopsdeploymentsyncrun.lua and src/common.lua: edit those.
 local function condition(conditions, kind)
   if conditions == nil then
     return nil

@@ -1,6 +1,7 @@
 -- Argo CD health of a PromotionRun: its Ready condition when it has one,
 -- else Completed with Success is Healthy, Completed with Failure or an error
 -- (ErrorOccurred) Degraded, Waiting and Active Progressing.
+-- Written by `make manifests` from src/promotionrun.lua and src/common.lua: edit those.
 local function condition(conditions, kind)
   if conditions == nil then
     return nil

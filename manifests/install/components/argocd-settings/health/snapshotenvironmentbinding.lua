@@ -1,6 +1,7 @@
 -- Argo CD health of a SnapshotEnvironmentBinding: its Ready condition when it
 -- has one, else an ErrorOccurred binding condition or a Degraded component is
 -- Degraded, AllComponentsDeployed True is Healthy, anything else Progressing.
+-- Written by `make manifests` from src/snapshotenvironmentbinding.lua and src/common.lua: edit those.
 local function condition(conditions, kind)
   if conditions == nil then
     return nil
