@@ -162,8 +162,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, dt *as.DeploymentTarge
 	if why == "" {
 		why = fmt.Sprintf("the external resources are not freed after %s", r.ReleaseTimeout)
 	}
-	// Failed, and still retried at the refusal interval.
-	refusal := kernel.Refuse(as.DeploymentTargetReasonReleaseFailed, "releasing the target's resources failed: %s", why)
+	// Failed, and still retried: the external resources are a state we do
+	// not watch, so as often as one (a namespace may just be slow to go).
+	refusal := kernel.Refuse(as.DeploymentTargetReasonReleaseFailed, "releasing the target's resources failed: %s", why).Retry(kernel.UnwatchedRecheck)
 	r.setPhase(dt, as.DeploymentTargetPhaseFailed, refusal, "")
 	return refusal
 }
