@@ -85,12 +85,27 @@ func SetReady(conds *[]metav1.Condition, err error, r Readiness, generation int6
 	c, ok := ReadyCondition(err, r)
 	if !ok {
 		if meta.FindStatusCondition(*conds, ConditionReady) != nil {
+			last(*conds, func(c metav1.Condition) bool { return c.Type == ConditionReady })
 			return
 		}
 		c.Status, c.Reason = metav1.ConditionUnknown, ReasonProgressing
 	}
 	c.ObservedGeneration = generation
 	SetCondition(nil, nil, conds, c, now, false)
+	last(*conds, func(c metav1.Condition) bool { return c.Type == ConditionReady })
+}
+
+// last moves the element that is picks out to the end of s: Ready comes after the
+// seed's conditions, so that their places in the list stay as they were.
+func last[T any](s []T, is func(T) bool) {
+	for i := range s {
+		if is(s[i]) {
+			picked := s[i]
+			copy(s[i:], s[i+1:])
+			s[len(s)-1] = picked
+			return
+		}
+	}
 }
 
 // SetGitOpsReady is SetReady for the GitOps kinds' condition type.
@@ -99,10 +114,21 @@ func SetGitOpsReady(conds *[]v1.GitOpsDeploymentCondition, err error, r Readines
 	if !ok {
 		for _, have := range *conds {
 			if have.Type == ConditionReady {
+				last(*conds, func(c v1.GitOpsDeploymentCondition) bool { return c.Type == ConditionReady })
 				return
 			}
 		}
 		c.Status, c.Reason = metav1.ConditionUnknown, ReasonProgressing
 	}
 	*conds = v1.SetCondition(*conds, ConditionReady, v1.GitOpsConditionStatus(c.Status), v1.GitOpsConditionReason(c.Reason), c.Message, now)
+	last(*conds, func(c v1.GitOpsDeploymentCondition) bool { return c.Type == ConditionReady })
+}
+
+// AsError is r as an error: nil for a nil r (a nil *Refusal put in an error
+// is an error that is not nil).
+func (r *Refusal) AsError() error {
+	if r == nil {
+		return nil
+	}
+	return r
 }

@@ -78,3 +78,27 @@ func TestSetReadyTransientKeepsOrStartsUnknown(t *testing.T) {
 		t.Fatalf("a transient pass changed Ready: %+v", g)
 	}
 }
+
+func TestRefusalAsError(t *testing.T) {
+	var none *Refusal
+	if none.AsError() != nil {
+		t.Fatal("a nil Refusal is a non-nil error")
+	}
+	if r := Refuse("X", "y"); r.AsError() != error(r) {
+		t.Fatal("a Refusal is not itself as an error")
+	}
+}
+
+func TestReadyComesLast(t *testing.T) {
+	now := metav1.NewTime(time.Unix(100, 0))
+	conds := []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionUnknown, Reason: ReasonProgressing}, {Type: "ErrorOccurred", Status: metav1.ConditionTrue, Reason: "X"}}
+	SetReady(&conds, Refuse("X", "y"), Readiness{}, 1, now)
+	if conds[0].Type != "ErrorOccurred" || conds[1].Type != ConditionReady || conds[1].Status != metav1.ConditionFalse {
+		t.Fatalf("Ready is not last: %+v", conds)
+	}
+	g := []v1.GitOpsDeploymentCondition{{Type: ConditionReady, Status: v1.GitOpsConditionStatusUnknown}, {Type: v1.GitOpsDeploymentConditionErrorOccurred, Status: v1.GitOpsConditionStatusTrue}}
+	SetGitOpsReady(&g, errors.New("timeout"), Readiness{}, now)
+	if g[0].Type != v1.GitOpsDeploymentConditionErrorOccurred || g[1].Type != ConditionReady || g[1].Status != v1.GitOpsConditionStatusUnknown {
+		t.Fatalf("Ready is not last: %+v", g)
+	}
+}
