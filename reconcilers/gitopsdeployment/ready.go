@@ -11,8 +11,10 @@ import (
 // Argo CD reports the Application Synced and Healthy with no error condition
 // (what a user waiting for a deployment waits for); False while Argo CD
 // reports an error (SyncError, ComparisonError, ...) or Degraded; else in
-// progress. Argo CD's warnings (…Warning) do not decide.
-func readiness(applied bool, st v1.GitOpsDeploymentStatus) kernel.Readiness {
+// progress. Argo CD's warnings (…Warning) do not decide. A manual
+// deployment is Ready once Healthy whatever its sync status: OutOfSync is its
+// steady state until a SyncRun syncs it.
+func readiness(applied, manual bool, st v1.GitOpsDeploymentStatus) kernel.Readiness {
 	if !applied {
 		return kernel.Progressing("the Argo CD Application is not created yet")
 	}
@@ -25,6 +27,8 @@ func readiness(applied bool, st v1.GitOpsDeploymentStatus) kernel.Readiness {
 	switch {
 	case sync == v1.SyncStatusCodeSynced && health == v1.HealthStatusHealthy:
 		return kernel.Done("SyncedAndHealthy", "the Application is Synced and Healthy")
+	case manual && health == v1.HealthStatusHealthy:
+		return kernel.Done(string(v1.HealthStatusHealthy), "the Application is Healthy, sync status %s (manual: a GitOpsDeploymentSyncRun syncs it)", orUnknown(string(sync)))
 	case health == v1.HealthStatusDegraded:
 		return kernel.Failed(string(v1.HealthStatusDegraded), "sync status %s, health Degraded: %s", orUnknown(string(sync)), st.Health.Message)
 	}

@@ -7,10 +7,16 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
-// readiness of a binding from its AllComponentsDeployed condition, for a pass
-// without a refusal: Ready once every Component is deployed, False while Argo
-// CD refuses a sync, else in progress.
-func readiness(all *metav1.Condition) kernel.Readiness {
+// readiness of a binding from its AllComponentsDeployed condition and its
+// components' health, for a pass without a refusal: Ready once every
+// Component is deployed, False while Argo CD refuses a sync or a Component is
+// Degraded, else in progress.
+func readiness(all *metav1.Condition, deployed []as.BindingStatusGitOpsDeployment) kernel.Readiness {
+	for _, d := range deployed {
+		if d.GitOpsDeploymentHealthStatus == "Degraded" {
+			return kernel.Failed("Degraded", "Component %s is Degraded", d.ComponentName)
+		}
+	}
 	switch {
 	case all == nil:
 		return kernel.Progressing("no component is deployed yet")

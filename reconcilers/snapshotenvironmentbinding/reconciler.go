@@ -250,7 +250,7 @@ func (r *Reconciler) setStatus(ctx context.Context, seb *as.SnapshotEnvironmentB
 		kernel.SetCondition(r.Recorder, seb, &seb.Status.ComponentDeploymentConditions, *status.allDeployed, now, false)
 	}
 	seb.Status.ObservedGeneration = seb.Generation
-	kernel.SetReady(&seb.Status.Conditions, refusal.AsError(), readiness(status.allDeployed), seb.Generation, now)
+	kernel.SetReady(&seb.Status.Conditions, refusal.AsError(), readiness(status.allDeployed, status.deployed), seb.Generation, now)
 	return nil
 }
 
