@@ -64,9 +64,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// conflict is retried); our own writes of this pass are not stale.
 	defer kernel.NewStatusPatcher(r.Client, dt).WithOptimisticLock().Patch(ctx, dt, &err)
 	if !dt.DeletionTimestamp.IsZero() {
-		return kernel.Outcome(ctrl.Result{}, r.reconcileDelete(ctx, dt))
+		err = r.reconcileDelete(ctx, dt)
+	} else {
+		err = r.reconcileNormal(ctx, dt)
 	}
-	return kernel.Outcome(ctrl.Result{}, r.reconcileNormal(ctx, dt))
+	// From the phase, whoever wrote it (the binder writes Bound): its
+	// update wakes us.
+	dt.Status.ObservedGeneration = dt.Generation
+	kernel.SetReady(&dt.Status.Conditions, err, readiness(dt.Status.Phase), dt.Generation, r.Now.Now())
+	return kernel.Outcome(ctrl.Result{}, err)
 }
 
 // reconcileNormal keeps the phase: Available when free, Bound when its claim

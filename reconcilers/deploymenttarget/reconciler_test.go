@@ -92,6 +92,19 @@ func TestFreeTargetIsAvailable(t *testing.T) {
 	cond := meta.FindStatusCondition(dt.Status.Conditions, as.DeploymentTargetConditionErrorOccurred)
 	require.NotNil(t, cond)
 	assert.Equal(t, metav1.ConditionFalse, cond.Status)
+	waitReady(t, dt, metav1.ConditionTrue, "Available")
+}
+
+// waitReady waits for dt's Ready condition with status and reason at its generation.
+func waitReady(t *testing.T, dt *as.DeploymentTarget, status metav1.ConditionStatus, reason string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		if k8s.Get(context.Background(), client.ObjectKeyFromObject(dt), dt) != nil {
+			return false
+		}
+		c := meta.FindStatusCondition(dt.Status.Conditions, "Ready")
+		return c != nil && c.Status == status && c.Reason == reason && c.ObservedGeneration == dt.Generation && dt.Status.ObservedGeneration == dt.Generation
+	}, wait, tick, "%s never Ready %s/%s; last %+v", dt.Name, status, reason, dt.Status)
 }
 
 func TestClaimGoneRetainReleases(t *testing.T) {
@@ -101,6 +114,7 @@ func TestClaimGoneRetainReleases(t *testing.T) {
 	dt = waitPhase(t, dt, as.DeploymentTargetPhaseReleased)
 	assert.Empty(t, dt.Spec.ClaimRef)
 	stack.WaitForEvent(t, k8s, dt, corev1.EventTypeNormal, "Released", "ghost", wait)
+	waitReady(t, dt, metav1.ConditionFalse, "Released")
 }
 
 // A target pre-bound to a claim that does not exist yet (never Bound) waits for it.

@@ -80,6 +80,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}()
 	phase, err = r.reconcileNormal(ctx, claim)
 	recorded = r.setStatus(claim, phase, err)
+	claim.Status.ObservedGeneration = claim.Generation
+	kernel.SetReady(&claim.Status.Conditions, err, readiness(claim, phase), claim.Generation, r.Now.Now())
 	return kernel.Outcome(ctrl.Result{}, err)
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/record"
@@ -175,6 +176,7 @@ func TestBindingByTargetName(t *testing.T) {
 	c := waitFor(t, claim(t, ns, "prod", cls, "wanted"), isBound, "was bound")
 	assert.Equal(t, "wanted", c.Spec.TargetName)
 	assert.Empty(t, c.Annotations[as.AnnBoundByController], "the user bound it, not the controller")
+	waitFor(t, c, func(c *as.DeploymentTargetClaim) bool { return isReady(c, metav1.ConditionTrue, "Bound") }, "is Ready")
 
 	// A name that does not exist yet: Pending until it does.
 	later := waitFor(t, claim(t, ns, "later", cls, "not-yet"), func(c *as.DeploymentTargetClaim) bool {
@@ -198,6 +200,7 @@ func TestTargetNameRefusals(t *testing.T) {
 			return hasReason(c, as.DeploymentTargetClaimPhasePending, metav1.ConditionTrue, tc.reason)
 		}, "was refused")
 		assert.Contains(t, claimCondition(c).Message, tc.msg)
+		waitFor(t, c, func(c *as.DeploymentTargetClaim) bool { return isReady(c, metav1.ConditionFalse, tc.reason) }, "is not Ready")
 		stack.WaitForEvent(t, k8s, c, corev1.EventTypeWarning, tc.reason, tc.msg, wait)
 	}
 	theirs := &as.DeploymentTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "theirs"}}
@@ -408,6 +411,10 @@ func TestDevSandboxReleaseFailed(t *testing.T) {
 	assert.Equal(t, metav1.ConditionTrue, cond.Status)
 	assert.Equal(t, as.DeploymentTargetReasonReleaseFailed, cond.Reason)
 	stack.WaitForEvent(t, k8s, dt, corev1.EventTypeWarning, as.DeploymentTargetReasonReleaseFailed, "not freed", wait)
+	waitFor(t, dt, func(dt *as.DeploymentTarget) bool {
+		c := meta.FindStatusCondition(dt.Status.Conditions, "Ready")
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == as.DeploymentTargetReasonReleaseFailed
+	}, "is not Ready")
 
 	// The toolchain lets go: the target goes too.
 	require.Eventually(t, func() bool {
@@ -455,5 +462,8 @@ func TestNamespaceProvisionerRefusesBadParameters(t *testing.T) {
 			return hasReason(c, as.DeploymentTargetClaimPhasePending, metav1.ConditionTrue, as.DeploymentTargetReasonProvisioningFailed)
 		}, "was refused")
 		assert.Contains(t, claimCondition(c).Message, tc.msg)
+		waitFor(t, c, func(c *as.DeploymentTargetClaim) bool {
+			return isReady(c, metav1.ConditionFalse, as.DeploymentTargetReasonProvisioningFailed)
+		}, "is not Ready")
 	}
 }

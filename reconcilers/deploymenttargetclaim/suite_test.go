@@ -102,6 +102,12 @@ func hasReason(c *as.DeploymentTargetClaim, phase as.DeploymentTargetClaimPhase,
 	return c.Status.Phase == phase && cond != nil && cond.Status == status && cond.Reason == reason
 }
 
+// isReady says whether c's Ready condition has status and reason at c's generation.
+func isReady(c *as.DeploymentTargetClaim, status metav1.ConditionStatus, reason string) bool {
+	cond := meta.FindStatusCondition(c.Status.Conditions, "Ready")
+	return cond != nil && cond.Status == status && cond.Reason == reason && cond.ObservedGeneration == c.Generation && c.Status.ObservedGeneration == c.Generation
+}
+
 // parallel runs f(i) for i in [0, n) on n goroutines and waits for them.
 func parallel(n int, f func(i int)) {
 	var wg sync.WaitGroup

@@ -88,6 +88,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return kernel.Outcome(ctrl.Result{}, err)
 	}
 	r.setCondition(env, err)
+	env.Status.ObservedGeneration = env.Generation
+	kernel.SetReady(&env.Status.Conditions, err, kernel.Done(kernel.ReasonSucceeded, "the Environment is configured"), env.Generation, r.Now.Now())
 	if refusal := kernel.AsRefusal(err); refusal != nil && refusal.After == 0 {
 		refusal.After = r.RetryInterval
 	}

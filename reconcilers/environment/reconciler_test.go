@@ -162,6 +162,22 @@ func waitConditionWithin(t *testing.T, within time.Duration, env *as.Environment
 	return got
 }
 
+// waitReady waits for env's Ready condition with status and reason, at its
+// current generation.
+func waitReady(t *testing.T, env *as.Environment, status metav1.ConditionStatus, reason string) {
+	t.Helper()
+	got := &as.Environment{}
+	if !assert.Eventually(t, func() bool {
+		if k8s.Get(context.Background(), client.ObjectKeyFromObject(env), got) != nil {
+			return false
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, "Ready")
+		return c != nil && c.Status == status && c.Reason == reason && c.ObservedGeneration == got.Generation && got.Status.ObservedGeneration == got.Generation
+	}, wait, tick) {
+		t.Fatalf("Environment %s/%s never got Ready %s/%s; last status: %+v", env.Namespace, env.Name, status, reason, got.Status)
+	}
+}
+
 func waitEvent(t *testing.T, env *as.Environment, eventType, reason, msgPart string) {
 	t.Helper()
 	stack.WaitForEvent(t, k8s, env, eventType, reason, msgPart, wait)
@@ -216,6 +232,7 @@ func TestCreatesManagedEnvironmentAndSecret(t *testing.T) {
 	assert.Equal(t, s.ResourceVersion, me.Annotations[environment.AnnotationCredentialsVersion])
 
 	waitEvent(t, env, corev1.EventTypeNormal, "ManagedEnvironmentCreated", "managed-environment-prod")
+	waitReady(t, env, metav1.ConditionTrue, "Succeeded")
 	got := &as.Environment{}
 	require.NoError(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(env), got))
 	assert.Nil(t, meta.FindStatusCondition(got.Status.Conditions, as.EnvironmentConditionErrorOccurred), "an Environment that never failed has no condition")
@@ -372,6 +389,7 @@ func TestErrorsBecomeConditions(t *testing.T) {
 			t.Parallel()
 			env := newEnv(t, ns, tc.name, tc.u, tc.mutate)
 			waitCondition(t, env, metav1.ConditionTrue, tc.reason, tc.msgPart)
+			waitReady(t, env, metav1.ConditionFalse, tc.reason)
 			waitEvent(t, env, corev1.EventTypeWarning, tc.reason, tc.msgPart)
 			assertNothingWritten(t, env)
 		})
@@ -382,6 +400,7 @@ func TestErrorsBecomeConditions(t *testing.T) {
 		waitCondition(t, env, metav1.ConditionTrue, as.EnvironmentReasonSecretNotFound, "later")
 		credentialsSecret(t, ns, "later", mg.ManagedEnvironmentSecretType, map[string][]byte{"kubeconfig": kc})
 		waitConditionWithin(t, watched, env, metav1.ConditionFalse, environment.ReasonResolved, "")
+		waitReady(t, env, metav1.ConditionTrue, "Succeeded")
 		waitManagedEnvironment(t, env, exists)
 	})
 	t.Run("broken-after-working", func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
 // mirrorAppConditions copies the Application's conditions (type = reason = Argo CD's
@@ -19,7 +20,7 @@ func mirrorAppConditions(conds []v1.GitOpsDeploymentCondition, app []argocd.AppC
 		conds = v1.SetCondition(conds, t, v1.GitOpsConditionStatusTrue, v1.GitOpsConditionReason(c.Type), c.Message, now)
 	}
 	for _, c := range append([]v1.GitOpsDeploymentCondition(nil), conds...) {
-		if c.Type != v1.GitOpsDeploymentConditionErrorOccurred && !present[c.Type] {
+		if c.Type != v1.GitOpsDeploymentConditionErrorOccurred && c.Type != kernel.ConditionReady && !present[c.Type] {
 			conds = v1.ResolveCondition(conds, c.Type, now)
 		}
 	}

@@ -88,6 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	refusal := kernel.AsRefusal(err)
 	r.setStatus(ctx, gd, app, env, refusal)
+	kernel.SetGitOpsReady(&gd.Status.Conditions, err, readiness(app != nil, gd.Spec.Type == v1.GitOpsDeploymentSpecTypeManual, gd.Status), r.Now.Now())
 	var result ctrl.Result
 	if app != nil && r.Trees != nil && argocd.HealthInTree(app) && app.Status.Health.Status != health.HealthStatusHealthy {
 		// Per-resource health kept only in Argo CD's resource tree changes

@@ -22,6 +22,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
@@ -188,6 +189,8 @@ func TestBadInputGivesConditionAndNoApplication(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			gd := create(t, newDeployment(ns, fmt.Sprintf("bad-%d", i), tc.mut))
 			waitCondition(t, gd, v1.GitOpsDeploymentConditionErrorOccurred, v1.GitOpsConditionStatusTrue, tc.msg)
+			ready := waitCondition(t, gd, kernel.ConditionReady, v1.GitOpsConditionStatusFalse, tc.msg)
+			assert.Equal(t, ready.Generation, ready.Status.ObservedGeneration)
 			assertNoApplication(t, gd)
 			var events corev1.EventList
 			require.Eventually(t, func() bool {
@@ -267,6 +270,7 @@ func TestStatusMirroredFromApplication(t *testing.T) {
 	require.NoError(t, k8s.Update(context.Background(), app))
 
 	got := waitCondition(t, gd, "ComparisonError", v1.GitOpsConditionStatusTrue, "repository not found")
+	waitCondition(t, gd, kernel.ConditionReady, v1.GitOpsConditionStatusFalse, "repository not found")
 	assert.Equal(t, v1.SyncStatusCodeSynced, got.Status.Sync.Status)
 	assert.Equal(t, "abc123", got.Status.Sync.Revision)
 	assert.Equal(t, v1.HealthStatusHealthy, got.Status.Health.Status)
@@ -280,6 +284,7 @@ func TestStatusMirroredFromApplication(t *testing.T) {
 	app.Status.Conditions = nil
 	require.NoError(t, k8s.Update(context.Background(), app))
 	got = waitCondition(t, gd, "ComparisonError", v1.GitOpsConditionStatusFalse, "")
+	waitCondition(t, gd, kernel.ConditionReady, v1.GitOpsConditionStatusTrue, "Synced and Healthy")
 	for _, c := range got.Status.Conditions {
 		if c.Type == "ComparisonError" {
 			assert.Equal(t, v1.GitOpsConditionReason("ComparisonErrorResolved"), c.Reason)

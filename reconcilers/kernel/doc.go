@@ -28,6 +28,9 @@
 //		// Every condition goes through the kernel: a Refusal is a Warning
 //		// Event when it is new, a Waiting is not, success resolves it.
 //		kernel.SetCondition(r.Recorder, obj, &obj.Status.Conditions, conditionFor(err), r.Now.Now(), kernel.AsRefusal(err) != nil)
+//		// Ready (kstatus) beside the kind's own conditions: from the outcome,
+//		// and from what the kind calls done when the pass ended in nil.
+//		kernel.SetReady(&obj.Status.Conditions, err, readiness(obj), obj.Generation, r.Now.Now())
 //		return kernel.Outcome(result, err)
 //	}
 //

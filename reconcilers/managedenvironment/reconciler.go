@@ -88,6 +88,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	refusal := kernel.AsRefusal(err)
 	kernel.SetCondition(r.Recorder, env, &env.Status.Conditions, condition(env, refusal), r.Now.Now(), refusal != nil)
+	env.Status.ObservedGeneration = env.Generation
+	kernel.SetReady(&env.Status.Conditions, err, kernel.Done(v1.ManagedEnvironmentReasonSucceeded, "Argo CD has a cluster for this environment"), env.Generation, r.Now.Now())
 	if refusal != nil {
 		refusal.Retry(r.RetryInterval)
 	}

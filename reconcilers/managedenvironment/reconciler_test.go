@@ -122,6 +122,22 @@ func waitConditionWithin(t *testing.T, within time.Duration, env *envT, status m
 	return got
 }
 
+// waitReady waits for env's Ready condition with status and reason, at its
+// current generation.
+func waitReady(t *testing.T, env *envT, status metav1.ConditionStatus, reason string) {
+	t.Helper()
+	got := &envT{}
+	if !assert.Eventually(t, func() bool {
+		if k8s.Get(context.Background(), client.ObjectKeyFromObject(env), got) != nil {
+			return false
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, "Ready")
+		return c != nil && c.Status == status && c.Reason == reason && c.ObservedGeneration == got.Generation && got.Status.ObservedGeneration == got.Generation
+	}, wait, tick) {
+		t.Fatalf("ManagedEnvironment %s/%s never got Ready %s/%s; last status: %+v", env.Namespace, env.Name, status, reason, got.Status)
+	}
+}
+
 func clusterSecretKey(env *envT) types.NamespacedName {
 	return types.NamespacedName{Namespace: argoNS, Name: argocd.ClusterSecretName(string(env.UID))}
 }
@@ -195,6 +211,7 @@ func TestConnectsWithToken(t *testing.T) {
 	env := newEnv(t, ns, "staging", "creds", nil)
 
 	got := waitCondition(t, env, metav1.ConditionTrue, v1.ManagedEnvironmentReasonSucceeded, "")
+	waitReady(t, env, metav1.ConditionTrue, v1.ManagedEnvironmentReasonSucceeded)
 	env.UID = got.UID
 	assert.Contains(t, got.Finalizers, v1.FinalizerManagedEnvironment)
 	s := waitClusterSecret(t, env, func(*corev1.Secret) bool { return true })
@@ -361,6 +378,7 @@ func TestFixingClearsTheCondition(t *testing.T) {
 	ns := tenant(t)
 	env := newEnv(t, ns, "later", "creds", nil)
 	waitCondition(t, env, metav1.ConditionFalse, v1.ManagedEnvironmentReasonSecretNotFound, "")
+	waitReady(t, env, metav1.ConditionFalse, v1.ManagedEnvironmentReasonSecretNotFound)
 
 	// The Secret is watched: once created it is used, well before the retry.
 	secret := credentialsSecret(t, ns, "creds", remoteKubeconfig(t, rk.AdminToken, nil))
@@ -419,6 +437,7 @@ func TestCreateNewServiceAccount(t *testing.T) {
 	credentialsSecret(t, ns, "creds", remoteKubeconfig(t, rk.AdminToken, nil))
 	env := newEnv(t, ns, "with-sa", "creds", func(e *envT) { e.Spec.CreateNewServiceAccount = true })
 	got := waitCondition(t, env, metav1.ConditionTrue, v1.ManagedEnvironmentReasonSucceeded, "")
+	waitReady(t, env, metav1.ConditionTrue, v1.ManagedEnvironmentReasonSucceeded)
 	env.UID = got.UID
 
 	sa, token, cr, crb, _, _ := remoteObjects(env.UID)
@@ -463,6 +482,7 @@ func TestCreateNewServiceAccountWithNamespaces(t *testing.T) {
 		e.Spec.Namespaces = []string{b, a}
 	})
 	got := waitCondition(t, env, metav1.ConditionTrue, v1.ManagedEnvironmentReasonSucceeded, "")
+	waitReady(t, env, metav1.ConditionTrue, v1.ManagedEnvironmentReasonSucceeded)
 	env.UID = got.UID
 	sa, token, cr, crb, roles, bindings := remoteObjects(env.UID, a, b)
 	require.True(t, exists(t, sa))
@@ -528,6 +548,7 @@ func TestDeletionLetsGoWithoutCredentials(t *testing.T) {
 	secret := credentialsSecret(t, ns, "creds", remoteKubeconfig(t, rk.AdminToken, nil))
 	env := newEnv(t, ns, "orphan", "creds", func(e *envT) { e.Spec.CreateNewServiceAccount = true })
 	got := waitCondition(t, env, metav1.ConditionTrue, v1.ManagedEnvironmentReasonSucceeded, "")
+	waitReady(t, env, metav1.ConditionTrue, v1.ManagedEnvironmentReasonSucceeded)
 	env.UID = got.UID
 	require.NoError(t, k8s.Delete(context.Background(), secret))
 	require.NoError(t, k8s.Delete(context.Background(), env))

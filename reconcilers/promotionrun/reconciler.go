@@ -93,11 +93,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// fail, above all a start: two runs never both become Active.
 	patcher := kernel.NewStatusPatcher(r.Client, run).WithOptimisticLock()
 	defer patcher.Patch(ctx, run, &err)
+	result := ctrl.Result{Requeue: true}
 	if starting {
 		// The start is written before anything is promoted: the next pass promotes.
-		return kernel.Outcome(ctrl.Result{Requeue: true}, r.start(ctx, run))
+		err = r.start(ctx, run)
+	} else {
+		result, err = r.promote(ctx, run)
 	}
-	return kernel.Outcome(r.promote(ctx, run))
+	run.Status.ObservedGeneration = run.Generation
+	kernel.SetReady(&run.Status.Conditions, err, readiness(run.Status), run.Generation, r.now())
+	return kernel.Outcome(result, err)
 }
 
 // lock takes the lock of the run's application (key ns/app) and returns its release.

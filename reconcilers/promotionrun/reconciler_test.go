@@ -74,6 +74,14 @@ func failedWith(msg string) func(*as.PromotionRun) bool {
 	}
 }
 
+// readyIs says the run's Ready condition has status and reason at its generation.
+func readyIs(status metav1.ConditionStatus, reason string) func(*as.PromotionRun) bool {
+	return func(r *as.PromotionRun) bool {
+		c := meta.FindStatusCondition(r.Status.Conditions, "Ready")
+		return c != nil && c.Status == status && c.Reason == reason && c.ObservedGeneration == r.Generation && r.Status.ObservedGeneration == r.Generation
+	}
+}
+
 func state(s as.PromotionRunState) func(*as.PromotionRun) bool {
 	return func(r *as.PromotionRun) bool { return r.Status.State == s }
 }
@@ -101,6 +109,7 @@ func TestManualPromotionCreatesTheBindingAndTimesOut(t *testing.T) {
 	})
 	assert.Equal(t, []string{name}, active.Status.ActiveBindings)
 	assert.False(t, active.Status.PromotionStartTime.IsZero())
+	waitRun(t, run, "Ready=Unknown while Active", readyIs(metav1.ConditionUnknown, "Progressing"))
 	require.Len(t, active.Status.EnvironmentStatus, 1)
 	assert.Equal(t, as.PromotionRunEnvironmentStatus{Step: 1, EnvironmentName: "staging", Status: as.PromotionRunEnvironmentStatusInProgress,
 		DisplayStatus: "0 of 1 components deployed; waiting for appa-fe: no GitOpsDeployment yet"}, active.Status.EnvironmentStatus[0])
@@ -112,6 +121,7 @@ func TestManualPromotionCreatesTheBindingAndTimesOut(t *testing.T) {
 	got := waitRun(t, run, "timed out", failedWith("timed out after "+timeout.String()+" promoting to staging: 0 of 1 components deployed"))
 	assert.Equal(t, as.PromotionRunEnvironmentStatusFailure, got.Status.EnvironmentStatus[0].Status)
 	assert.GreaterOrEqual(t, got.Status.Conditions[0].LastTransitionTime.Sub(got.Status.PromotionStartTime.Time), timeout-time.Second)
+	waitRun(t, run, "Ready=False once failed", readyIs(metav1.ConditionFalse, "PromotionFailed"))
 	warning(t, got, "PromotionFailed")
 }
 
@@ -196,6 +206,7 @@ func activeThenWaiting(t *testing.T, ns string) (first, second *as.PromotionRun)
 	second = manual(ns, "a-second", "appa", "snap-a", "staging")
 	require.NoError(t, k8s.Create(context.Background(), second))
 	waitRun(t, second, "Waiting", state(as.PromotionRunStateWaiting))
+	waitRun(t, second, "Ready=Unknown while waiting", readyIs(metav1.ConditionUnknown, "Waiting"))
 	return first, second
 }
 

@@ -98,7 +98,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		warn := c.Type == v1.RepositoryCredentialConditionErrorOccurred && c.Status == metav1.ConditionTrue
 		kernel.SetCondition(r.Recorder, rc, &rc.Status.Conditions, c, r.Now.Now(), warn)
 	}
-	if refusal = firstRefusal(refusal, verdict); refusal != nil {
+	refusal = firstRefusal(refusal, verdict)
+	rc.Status.ObservedGeneration = rc.Generation
+	kernel.SetReady(&rc.Status.Conditions, refusal.AsError(), readiness(verdict), rc.Generation, r.Now.Now())
+	if refusal != nil {
 		return kernel.Outcome(ctrl.Result{}, refusal.Retry(r.RetryInterval))
 	}
 	return ctrl.Result{RequeueAfter: r.RecheckInterval}, nil

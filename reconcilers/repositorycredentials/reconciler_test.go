@@ -139,6 +139,8 @@ func TestWorkingCredentialsGiveArgoCDAProjectScopedSecret(t *testing.T) {
 	goodSecret(t, ns.Name, "creds", url)
 	rc := newRC(t, ns.Name, "private", url, "creds")
 	got := waitConditions(t, rc, verified, "")
+	ready := waitConditions(t, rc, map[string]string{"Ready": "True/Verified"}, "")
+	assert.Equal(t, ready.Generation, ready.Status.ObservedGeneration)
 	assert.Contains(t, got.Finalizers, v1.FinalizerRepositoryCredentials)
 	s := waitRepoSecret(t, rc, exists)
 	assert.Equal(t, "repository", s.Labels["argocd.argoproj.io/secret-type"])
@@ -169,6 +171,7 @@ func TestWrongPasswordIsReportedAndFixed(t *testing.T) {
 		v1.RepositoryCredentialConditionValidRepositoryURL: "True/ValidRepositoryUrl",
 		v1.RepositoryCredentialConditionValidCredential:    "False/InvalidCredentials",
 	}, "HTTP 401")
+	waitConditions(t, rc, map[string]string{"Ready": "False/InvalidCredentials"}, "HTTP 401")
 	// Argo CD still gets them (the repository may be down for a moment); the
 	// status says they do not work.
 	waitRepoSecret(t, rc, exists)

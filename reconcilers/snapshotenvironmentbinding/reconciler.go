@@ -249,6 +249,8 @@ func (r *Reconciler) setStatus(ctx context.Context, seb *as.SnapshotEnvironmentB
 	if status.allDeployed != nil {
 		kernel.SetCondition(r.Recorder, seb, &seb.Status.ComponentDeploymentConditions, *status.allDeployed, now, false)
 	}
+	seb.Status.ObservedGeneration = seb.Generation
+	kernel.SetReady(&seb.Status.Conditions, refusal.AsError(), readiness(status.allDeployed, status.deployed), seb.Generation, now)
 	return nil
 }
 

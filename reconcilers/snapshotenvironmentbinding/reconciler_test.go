@@ -103,6 +103,19 @@ func annotation(t *testing.T, set *argov1alpha1.ApplicationSet, key, what string
 	return set.Annotations[key]
 }
 
+// waitReady waits for the binding's Ready condition with status and reason at its generation.
+func waitReady(t *testing.T, seb *as.SnapshotEnvironmentBinding, status metav1.ConditionStatus, reason string) {
+	t.Helper()
+	got := &as.SnapshotEnvironmentBinding{}
+	require.Eventually(t, func() bool {
+		if k8s.Get(context.Background(), client.ObjectKeyFromObject(seb), got) != nil {
+			return false
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, "Ready")
+		return c != nil && c.Status == status && c.Reason == reason && c.ObservedGeneration == got.Generation && got.Status.ObservedGeneration == got.Generation
+	}, wait, tick, "the binding is not Ready %s/%s: %+v", status, reason, got.Status)
+}
+
 // Argo CD does not retry a generation that failed (e.g. the generator's token
 // Secret was created after the binding) for 3 minutes: the binding says so and
 // asks again every 10 s until it works.
@@ -121,6 +134,7 @@ func TestArgoCDGenerationErrorIsShownAndRetried(t *testing.T) {
 		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == as.BindingReasonErrorGeneratingGitOpsDeployment &&
 			strings.Contains(c.Message, `Argo CD cannot generate the Applications: error getting plugin from generator`)
 	}, wait, tick, "the binding does not show Argo CD's error: %+v", got.Status)
+	waitReady(t, seb, metav1.ConditionFalse, as.BindingReasonErrorGeneratingGitOpsDeployment)
 	annotation(t, set, refresh, "set", func(v string) bool { return v == "true" })
 	first := annotation(t, set, retried, "set", func(v string) bool { return v != "" })
 
@@ -136,6 +150,7 @@ func TestArgoCDGenerationErrorIsShownAndRetried(t *testing.T) {
 		c := meta.FindStatusCondition(got.Status.BindingConditions, as.BindingConditionErrorOccurred)
 		return c != nil && c.Status == metav1.ConditionFalse
 	}, wait, tick, "the binding kept Argo CD's error: %+v", got.Status)
+	waitReady(t, seb, metav1.ConditionUnknown, "Progressing")
 	// The last stamp is the one of the last pass that saw the error.
 	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(set), set))
 	last := set.Annotations[retried]
@@ -162,6 +177,7 @@ func TestForeignApplicationSetIsACondition(t *testing.T) {
 		c := meta.FindStatusCondition(got.Status.BindingConditions, as.BindingConditionErrorOccurred)
 		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "was not created by the GitOps Service")
 	}, wait, tick, "the binding does not show the foreign ApplicationSet: %+v", got.Status)
+	waitReady(t, seb, metav1.ConditionFalse, as.BindingReasonErrorOccurred)
 	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(set), set))
 	require.Equal(t, foreignRV, set.ResourceVersion, "the foreign ApplicationSet was written")
 }

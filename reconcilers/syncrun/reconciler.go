@@ -69,6 +69,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	patcher := kernel.NewStatusPatcher(r.Client, run)
 	result, err := r.reconcileNormal(ctx, run)
+	run.Status.ObservedGeneration = run.Generation
+	kernel.SetGitOpsReady(&run.Status.Conditions, err, readiness(run.Status), r.Now.Now())
 	// An exception to the kernel's shape: the finalizer is added only when the
 	// sync starts (a run never started has nothing to terminate), and a
 	// finished run lets go of it BEFORE its outcome is written, so whoever

@@ -65,6 +65,9 @@ func TestStartsThenTerminatesWithPatchesOfItsOwnFields(t *testing.T) {
 	running := []byte(`{"operation":null,"status":{"operationState":{"phase":"Running","startedAt":"` + now.UTC().Format(time.RFC3339) +
 		`","operation":{"sync":{"revision":"v2"},"info":[{"name":"` + syncrun.InfoKey + `","value":"` + string(run.UID) + `"}]}}}}`)
 	require.NoError(t, k8s.Patch(ctx, app, client.RawPatch(types.MergePatchType, running)))
+	require.Eventually(t, func() bool {
+		return k8s.Get(ctx, client.ObjectKeyFromObject(run), run) == nil && hasReady(run, v1.GitOpsConditionStatusUnknown, "the sync is Running")
+	}, wait, tick, "the running run is not Ready=Unknown: %+v", run.Status)
 	require.NoError(t, k8s.Delete(ctx, run))
 	require.Eventually(t, func() bool {
 		return k8s.Get(ctx, key, app) == nil && app.Status.OperationState != nil && app.Status.OperationState.Phase == synccommon.OperationTerminating
@@ -105,7 +108,21 @@ func TestLookAlikeInAnotherProjectIsNotSynced(t *testing.T) {
 		return k8s.Get(ctx, client.ObjectKeyFromObject(run), run) == nil && len(run.Status.Conditions) > 0 &&
 			strings.Contains(run.Status.Conditions[0].Message, "is not the one of GitOpsDeployment")
 	}, wait, tick, "the run did not refuse the look-alike: %+v", run.Status)
+	require.Eventually(t, func() bool {
+		return k8s.Get(ctx, client.ObjectKeyFromObject(run), run) == nil && hasReady(run, v1.GitOpsConditionStatusFalse, "is not the one of GitOpsDeployment")
+	}, wait, tick, "the refused run is not Ready=False: %+v", run.Status)
+	assert.Equal(t, run.Generation, run.Status.ObservedGeneration)
 	require.NoError(t, k8s.Get(ctx, key, app))
 	assert.Nil(t, app.Operation, "a sync was started on a look-alike")
 	assert.Equal(t, "default", app.Spec.Project)
+}
+
+// hasReady says whether run's Ready condition has status and a message with msgPart.
+func hasReady(run *v1.GitOpsDeploymentSyncRun, status v1.GitOpsConditionStatus, msgPart string) bool {
+	for _, c := range run.Status.Conditions {
+		if c.Type == "Ready" && c.Status == status && strings.Contains(c.Message, msgPart) {
+			return true
+		}
+	}
+	return false
 }

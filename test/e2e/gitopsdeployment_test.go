@@ -95,6 +95,11 @@ func TestAutomatedDeploysAndFollowsPushes(t *testing.T) {
 	got := waitStatus(t, gd, "Synced/Healthy at the first commit, the sync operation ended", func(g *v1.GitOpsDeployment) bool {
 		return syncedHealthyAt(sha1)(g) && g.Status.OperationState != nil && g.Status.OperationState.Phase != v1.OperationRunning
 	})
+	// What a user (or a kstatus tool) waits for: done, at this generation.
+	out, err := kubectl(t, "wait", "-n", ns, "gitopsdeployment/"+gd.Name, "--for=condition=Ready", "--timeout=60s")
+	require.NoError(t, err, out)
+	out, err = kubectl(t, "wait", "-n", ns, "gitopsdeployment/"+gd.Name, "--for=jsonpath={.status.observedGeneration}="+fmt.Sprint(got.Generation), "--timeout=10s")
+	require.NoError(t, err, out)
 	cm, err := getConfigMap(ns, "settings")
 	require.NoError(t, err)
 	assert.Equal(t, "one", cm.Data["value"])
@@ -221,6 +226,8 @@ func TestRefusedDestinationsWriteNoApplication(t *testing.T) {
 				return false
 			})
 			assert.Empty(t, got.Status.Sync.Status)
+			out, err := kubectl(t, "wait", "-n", ns, "gitopsdeployment/"+gd.Name, "--for=condition=Ready=False", "--timeout=60s")
+			require.NoError(t, err, out)
 			var apps argov1alpha1.ApplicationList
 			require.NoError(t, k8s.List(context.Background(), &apps, client.InNamespace(argo.Namespace),
 				client.MatchingLabels{ownership.LabelOwnerUID: string(gd.UID)}))

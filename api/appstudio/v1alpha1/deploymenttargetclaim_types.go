@@ -55,6 +55,11 @@ type DeploymentTargetClaimStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// ObservedGeneration is the spec generation the sidecar last acted on
+	// (kstatus: a Ready condition is current only when this equals
+	// metadata.generation).
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
 // +kubebuilder:object:root=true

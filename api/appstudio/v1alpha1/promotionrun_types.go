@@ -142,6 +142,11 @@ type PromotionRunStatus struct {
 	// fails if it does not complete within its timeout from this time.
 	// +optional
 	PromotionStartTime metav1.Time `json:"promotionStartTime,omitempty"`
+	// ObservedGeneration is the spec generation the sidecar last acted on
+	// (kstatus: a Ready condition is current only when this equals
+	// metadata.generation).
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
 // PromotionRunEnvironmentStatus is the state of one step of a PromotionRun.

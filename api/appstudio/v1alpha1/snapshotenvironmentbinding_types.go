@@ -118,6 +118,20 @@ type SnapshotEnvironmentBindingStatus struct {
 	// +listMapKey=type
 	// +optional
 	ComponentDeploymentConditions []metav1.Condition `json:"componentDeploymentConditions,omitempty"`
+
+	// Conditions hold Ready, the kstatus summary of the binding (True once
+	// every Component is deployed, False with the reason of a refusal,
+	// Unknown in progress); the seed's conditions above stay as they are.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// ObservedGeneration is the spec generation the sidecar last acted on
+	// (kstatus: a Ready condition is current only when this equals
+	// metadata.generation).
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
 // BindingStatusGitOpsDeployment is a GitOpsDeployment that deploys one

@@ -39,6 +39,11 @@ type GitOpsDeploymentManagedEnvironmentStatus struct {
 	// Conditions: ConnectionInitializationSucceeded.
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// ObservedGeneration is the spec generation the sidecar last acted on
+	// (kstatus: a Ready condition is current only when this equals
+	// metadata.generation).
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
 // +kubebuilder:object:root=true

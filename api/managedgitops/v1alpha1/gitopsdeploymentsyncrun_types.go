@@ -36,6 +36,11 @@ type GitOpsDeploymentSyncRunStatus struct {
 	// StartedAt is when the sync operation was requested; a run with it set is never started again.
 	// +optional
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// ObservedGeneration is the spec generation the sidecar last acted on
+	// (kstatus: a Ready condition is current only when this equals
+	// metadata.generation).
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
 // +kubebuilder:object:root=true
