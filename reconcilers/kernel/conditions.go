@@ -26,16 +26,31 @@ func SetCondition(rec record.EventRecorder, obj runtime.Object, conds *[]metav1.
 }
 
 // SetError records msg on the original service's ErrorOccurred condition,
-// with a Warning Event when the message is new; msg "" resolves it.
+// with a Warning Event when it changed; msg "" resolves it.
 func SetError(rec record.EventRecorder, obj runtime.Object, conds *[]v1.GitOpsDeploymentCondition, msg string, now metav1.Time) {
 	if msg == "" {
 		*conds = v1.ResolveCondition(*conds, v1.GitOpsDeploymentConditionErrorOccurred, now)
 		return
 	}
-	if ErrorMessage(*conds) != msg {
-		warningEvent(rec, obj, string(v1.GitOpsDeploymentReasonErrorOccurred), msg)
+	SetErrorReason(rec, obj, conds, string(v1.GitOpsDeploymentReasonErrorOccurred), msg, now)
+}
+
+// SetErrorReason is SetCondition for the GitOps kinds' ErrorOccurred
+// condition with a reason of the caller's (SetError's is always
+// ErrorOccurred): True with reason and msg, a Warning Event when its status,
+// reason or message changed. It returns whether any of those changed.
+func SetErrorReason(rec record.EventRecorder, obj runtime.Object, conds *[]v1.GitOpsDeploymentCondition, reason, msg string, now metav1.Time) bool {
+	changed := true
+	for _, c := range *conds {
+		if c.Type == v1.GitOpsDeploymentConditionErrorOccurred {
+			changed = c.Status != v1.GitOpsConditionStatusTrue || string(c.Reason) != reason || c.Message != msg
+		}
 	}
-	*conds = v1.SetCondition(*conds, v1.GitOpsDeploymentConditionErrorOccurred, v1.GitOpsConditionStatusTrue, v1.GitOpsDeploymentReasonErrorOccurred, msg, now)
+	if changed {
+		warningEvent(rec, obj, reason, msg)
+	}
+	*conds = v1.SetCondition(*conds, v1.GitOpsDeploymentConditionErrorOccurred, v1.GitOpsConditionStatusTrue, v1.GitOpsConditionReason(reason), msg, now)
+	return changed
 }
 
 // ErrorMessage is the message of a True ErrorOccurred condition, or "".
