@@ -31,3 +31,19 @@ func ServerParams(c, uncached client.Reader, argoNamespace string, allowFile boo
 		return params, err
 	}
 }
+
+// Served answers only for bindings in namespaces serves accepts (the tenants
+// of this sidecar's Argo CD instance): a request about another instance's
+// tenant is refused, with no data. nil serves: params as it is.
+func Served(params ParamsFunc, serves func(ctx context.Context, namespace string) bool) ParamsFunc {
+	if serves == nil {
+		return params
+	}
+	return func(ctx context.Context, req Request) ([]argocd.GeneratorParams, error) {
+		ns, _ := req.Input.Parameters[argocd.GeneratorInputNamespace].(string)
+		if ns != "" && !serves(ctx, ns) {
+			return nil, fmt.Errorf("%w: namespace %s is not served by this Argo CD instance", ErrBadRequest, ns)
+		}
+		return params(ctx, req)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/gitops-service/gitops-service/extension/buildinfo"
 	"github.com/gitops-service/gitops-service/extension/sidecar"
 	"github.com/gitops-service/gitops-service/reconcilers/deploymenttarget"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	gsmetrics "github.com/gitops-service/gitops-service/reconcilers/metrics"
 	"github.com/gitops-service/gitops-service/reconcilers/nontenant"
 	"github.com/gitops-service/gitops-service/reconcilers/promotionrun"
@@ -60,6 +61,8 @@ func main() {
 	}
 	flag.StringVar(&o.SidecarNamespace, "sidecar-namespace", envOr("POD_NAMESPACE", inClusterNamespace()), "The sidecar's own namespace, never a tenant (env POD_NAMESPACE; in a cluster its service account's namespace).")
 	neverTenants := flag.String("never-tenant-namespaces", strings.Join(nontenant.DefaultNeverTenants, ","), "Comma-separated namespaces that are never tenants: their CRs are refused with a condition, like those of the Argo CD namespace and the sidecar's own.")
+	flag.StringVar(&o.ArgoCDInstance, "argocd-instance", "", "Name of this Argo CD instance when tenants are spread over several: the sidecar serves only the namespaces labelled "+kernel.LabelArgoCDInstance+"=<name> (and unlabelled ones with --serve-unlabelled-namespaces); \"\" (the default): one instance serves every namespace.")
+	flag.BoolVar(&o.ServeUnlabelledNamespaces, "serve-unlabelled-namespaces", true, "With --argocd-instance: this instance also serves namespaces without the "+kernel.LabelArgoCDInstance+" label (the default instance; give it to one instance only).")
 	flag.BoolVar(&o.AllowFileRepositories, "allow-file-repositories", false, "Let tenants use file:// repository URLs, which the repo-server reads from its own disk: only for demos and tests on one machine, never for a shared cluster.")
 	version := flag.Bool("version", false, "Print the version and exit.")
 	zapOpts := zap.Options{}

@@ -10,6 +10,7 @@
 package uiproxy
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -62,6 +63,10 @@ type Server struct {
 	// Token returns the secret argocd-server adds to each request; nil or
 	// empty refuses everything.
 	Token func() []byte
+	// Serves says whether a tenant namespace is this Argo CD instance's; an
+	// Application of another's is answered "not here", with no data. nil:
+	// every namespace.
+	Serves func(ctx context.Context, namespace string) bool
 }
 
 // Deployment is the panel's view of the GitOps Service object behind an
@@ -262,6 +267,9 @@ func (s *Server) application(r *http.Request) (*argov1alpha1.Application, int, s
 	}
 	if app.Labels[ownership.LabelManagedBy] != ownership.ManagedByValue {
 		return nil, http.StatusNotFound, "Application " + name + " was not made by the GitOps Service"
+	}
+	if tenant := app.Labels[ownership.LabelTenantNS]; s.Serves != nil && !s.Serves(r.Context(), tenant) {
+		return nil, http.StatusNotFound, "namespace " + tenant + " is served by another Argo CD instance, not here"
 	}
 	// Labels alone are forged by anyone who may create an Application in
 	// some project: the Application must be in its owner's tenant project and

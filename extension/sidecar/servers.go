@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	generator "github.com/gitops-service/gitops-service/applicationset-generator"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/metrics"
 	uiproxy "github.com/gitops-service/gitops-service/ui-proxy"
 )
@@ -126,11 +127,11 @@ func tokenFrom(log logr.Logger, file, howTo string) func() []byte {
 	}
 }
 
-func generatorServer(o Options, c, uncached client.Reader) *httpRunnable {
+func generatorServer(o Options, c, uncached client.Reader, shard *kernel.Shard) *httpRunnable {
 	const howTo = `create Secret gitops-service-generator (key "token", labelled app.kubernetes.io/part-of=argocd; README "Install"), the one the plugin ConfigMap names, and mount it at this file`
 	s := &generator.Server{
 		Token:  tokenFrom(ctrl.Log.WithName("generator"), o.GeneratorTokenFile, howTo),
-		Params: generator.ServerParams(c, uncached, o.ArgoNamespace, o.AllowFileRepositories),
+		Params: generator.Served(generator.ServerParams(c, uncached, o.ArgoNamespace, o.AllowFileRepositories), servesOf(shard)),
 	}
 	return &httpRunnable{name: "generator", what: "ApplicationSet plugin generator", addr: o.GeneratorAddr, handler: metrics.InstrumentHandler("generator", s.Handler()),
 		tokenFile: o.GeneratorTokenFile, howTo: howTo}
@@ -140,12 +141,21 @@ func generatorServer(o Options, c, uncached client.Reader) *httpRunnable {
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionruns,verbs=create
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentsyncruns,verbs=create
 
-func uiProxyServer(o Options, c client.Client) *httpRunnable {
+func uiProxyServer(o Options, c client.Client, shard *kernel.Shard) *httpRunnable {
 	const howTo = `create Secret gitops-service-ui-proxy (key "token", labelled app.kubernetes.io/part-of=argocd; README "Install") and mount it at this file`
 	s := &uiproxy.Server{
 		Client: c, Writer: c, ArgoNamespace: o.ArgoNamespace,
-		Token: tokenFrom(ctrl.Log.WithName("ui-proxy"), o.UIProxyTokenFile, howTo),
+		Token:  tokenFrom(ctrl.Log.WithName("ui-proxy"), o.UIProxyTokenFile, howTo),
+		Serves: servesOf(shard),
 	}
 	return &httpRunnable{name: "ui-proxy", what: "Argo CD proxy extension backend (the UI panel's API)", addr: o.UIProxyAddr, handler: metrics.InstrumentHandler("ui-proxy", s.Handler()),
 		tokenFile: o.UIProxyTokenFile, howTo: howTo}
+}
+
+// servesOf is the servers' check of a tenant namespace; nil with one instance.
+func servesOf(shard *kernel.Shard) func(context.Context, string) bool {
+	if shard == nil {
+		return nil
+	}
+	return shard.Serves
 }

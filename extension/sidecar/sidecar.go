@@ -31,6 +31,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/deploymenttargetclaim"
 	"github.com/gitops-service/gitops-service/reconcilers/environment"
 	"github.com/gitops-service/gitops-service/reconcilers/gitopsdeployment"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/managedenvironment"
 	"github.com/gitops-service/gitops-service/reconcilers/metrics"
 	"github.com/gitops-service/gitops-service/reconcilers/nontenant"
@@ -40,6 +41,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/provisioner/devsandbox"
 	nsprovisioner "github.com/gitops-service/gitops-service/reconcilers/provisioner/namespace"
 	"github.com/gitops-service/gitops-service/reconcilers/repositorycredentials"
+	shardreconciler "github.com/gitops-service/gitops-service/reconcilers/shard"
 	"github.com/gitops-service/gitops-service/reconcilers/snapshotenvironmentbinding"
 	"github.com/gitops-service/gitops-service/reconcilers/syncrun"
 	"github.com/gitops-service/gitops-service/reconcilers/tenant"
@@ -98,6 +100,13 @@ type Options struct {
 	// ReleaseTimeout is how long freeing a deleted DeploymentTarget's
 	// resources may fail before the target is marked Failed.
 	ReleaseTimeout time.Duration
+	// ArgoCDInstance names this Argo CD instance when tenants are spread over
+	// several: only namespaces labelled kernel.LabelArgoCDInstance with it
+	// (and unlabelled ones with ServeUnlabelledNamespaces) are served. Empty:
+	// one instance, every namespace.
+	ArgoCDInstance string
+	// ServeUnlabelledNamespaces makes this instance the default one.
+	ServeUnlabelledNamespaces bool
 	// Pod is the sidecar's own Pod (downward API env POD_NAME, POD_NAMESPACE,
 	// POD_UID), where Events about the sidecar itself go (a missing token
 	// Secret); nil: none, only the log.
@@ -164,6 +173,20 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	// With several Argo CD instances, every controller's queue holds only the
+	// requests of our tenants (kernel.Sharded), and the shard reconciler hands
+	// namespaces over between instances.
+	var shard *kernel.Shard
+	if o.ArgoCDInstance != "" {
+		shard = &kernel.Shard{Instance: o.ArgoCDInstance, ServeUnlabelled: o.ServeUnlabelledNamespaces, Reader: mgr.GetClient(), Scheme: mgr.GetScheme()}
+		ctx = kernel.WithShard(ctx, shard)
+		if err := (&shardreconciler.Reconciler{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace, Shard: shard,
+			Recorder: mgr.GetEventRecorderFor("gitops-service"), Never: refused,
+		}).SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("setting up the shard reconciler: %w", err)
+		}
 	}
 	projects := &tenantproject.Projects{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace, Grace: o.ProjectGrace}
 	var trees argocd.ResourceTrees
@@ -239,6 +262,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		APIReader:     mgr.GetAPIReader(),
 		ArgoNamespace: o.ArgoNamespace,
 		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
+		Shard:         shard,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the tenant RBAC policy reconciler: %w", err)
 	}
@@ -258,10 +282,10 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	}
 	var servers []*httpRunnable
 	if o.GeneratorAddr != "" && o.GeneratorAddr != "0" {
-		servers = append(servers, generatorServer(o, mgr.GetClient(), mgr.GetAPIReader()))
+		servers = append(servers, generatorServer(o, mgr.GetClient(), mgr.GetAPIReader(), shard))
 	}
 	if o.UIProxyAddr != "" && o.UIProxyAddr != "0" {
-		servers = append(servers, uiProxyServer(o, mgr.GetClient()))
+		servers = append(servers, uiProxyServer(o, mgr.GetClient(), shard))
 	}
 	for _, srv := range servers {
 		srv.event = podEvents(mgr.GetEventRecorderFor("gitops-service"), o.Pod)

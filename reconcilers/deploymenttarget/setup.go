@@ -15,13 +15,13 @@ import (
 
 // SetupWithManager registers the reclaimer: targets, and the claims whose
 // disappearance releases them.
-func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concurrency int) error {
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
 	r.ReleaseTimeout = cmp.Or(r.ReleaseTimeout, DefaultReleaseTimeout)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("deploymenttarget").
 		For(&as.DeploymentTarget{}).
 		Watches(&as.DeploymentTargetClaim{}, handler.EnqueueRequestsFromMapFunc(targetsOf(r.Client))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		WithOptions(kernel.Sharded(ctx, &as.DeploymentTarget{}, controller.Options{MaxConcurrentReconciles: concurrency})).
 		Complete(r)
 }
 

@@ -16,12 +16,12 @@ import (
 
 // SetupWithManager registers the binder: claims, the targets that may
 // satisfy or stop satisfying them, and what the provisioners watch.
-func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concurrency int) error {
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("deploymenttargetclaim").
 		For(&as.DeploymentTargetClaim{}).
 		Watches(&as.DeploymentTarget{}, handler.EnqueueRequestsFromMapFunc(claimsFor(r.Client))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
+		WithOptions(kernel.Sharded(ctx, &as.DeploymentTargetClaim{}, controller.Options{MaxConcurrentReconciles: concurrency}))
 	for _, p := range r.Provisioners {
 		if w, ok := p.(provisioner.Watcher); ok {
 			b = b.Watches(w.Watched(), handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {

@@ -22,7 +22,7 @@ import (
 // ManagedEnvironments they control, and the tenants' credentials Secrets
 // (metadata only: the data is read uncached), so a changed credentials Secret
 // is copied at once; the copy is also compared every RecheckInterval.
-func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concurrency int) error {
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
 	r.RecheckInterval = cmp.Or(r.RecheckInterval, DefaultRecheckInterval)
 	r.RetryInterval = cmp.Or(r.RetryInterval, DefaultRetryInterval)
 	// Status writes (ours, and the ManagedEnvironment reconciler's) need no
@@ -45,7 +45,7 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concu
 		// The claim an Environment deploys through, and its target, changed.
 		Watches(&as.DeploymentTargetClaim{}, handler.EnqueueRequestsFromMapFunc(usersOfClaim(r.Client, (*as.DeploymentTargetClaim).GetName))).
 		Watches(&as.DeploymentTarget{}, handler.EnqueueRequestsFromMapFunc(usersOfClaim(r.Client, func(dt *as.DeploymentTarget) string { return dt.Spec.ClaimRef }))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		WithOptions(kernel.Sharded(ctx, &as.Environment{}, controller.Options{MaxConcurrentReconciles: concurrency})).
 		Complete(r)
 }
 

@@ -63,7 +63,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 			return nil
 		})).
 		Watches(&v1.GitOpsDeploymentManagedEnvironment{}, handler.EnqueueRequestsFromMapFunc(r.deploymentsUsing)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		WithOptions(kernel.Sharded(ctx, &v1.GitOpsDeployment{}, controller.Options{MaxConcurrentReconciles: concurrency})).
 		Complete(r)
 }
 

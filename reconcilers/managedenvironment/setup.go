@@ -37,7 +37,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	if err != nil {
 		return err
 	}
-	return b.WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).Complete(r)
+	return b.WithOptions(kernel.Sharded(ctx, &v1.GitOpsDeploymentManagedEnvironment{}, controller.Options{MaxConcurrentReconciles: concurrency})).Complete(r)
 }
 
 // usersOf enqueues the ManagedEnvironments of the Secret's namespace that name it.

@@ -20,7 +20,7 @@ import (
 // SetupWithManager registers the reconciler and its watches: a run follows its
 // bindings and their generated Applications, and a waiting run starts when the
 // run before it completes or goes away.
-func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concurrency int) error {
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("promotionrun").
 		For(&as.PromotionRun{}).
@@ -48,7 +48,7 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concu
 			}
 			return r.runsOf(ctx, l[ownership.LabelTenantNS], l[as.LabelApplication], as.PromotionRunStateActive)
 		})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		WithOptions(kernel.Sharded(ctx, &as.PromotionRun{}, controller.Options{MaxConcurrentReconciles: concurrency})).
 		Complete(r)
 }
 

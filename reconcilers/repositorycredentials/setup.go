@@ -43,7 +43,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		// changes or goes, the others of the namespace are looked at again.
 		Watches(&v1.GitOpsDeploymentRepositoryCredentials{}, handler.EnqueueRequestsFromMapFunc(sameNamespace(r.Client)),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleted()))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		WithOptions(kernel.Sharded(ctx, &v1.GitOpsDeploymentRepositoryCredentials{}, controller.Options{MaxConcurrentReconciles: concurrency})).
 		Complete(r)
 }
 

@@ -54,7 +54,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		Watches(&as.Application{}, r.bindingsWhere(func(seb *as.SnapshotEnvironmentBinding, o client.Object) bool {
 			return seb.Spec.Application == o.GetName()
 		})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		WithOptions(kernel.Sharded(ctx, &as.SnapshotEnvironmentBinding{}, controller.Options{MaxConcurrentReconciles: concurrency})).
 		Complete(r)
 }
 

@@ -17,7 +17,7 @@ import (
 
 // SetupWithManager registers the reconciler and its watches: a run waits for
 // its GitOpsDeployment and follows the deployment's Application.
-func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concurrency int) error {
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("syncrun").
 		For(&v1.GitOpsDeploymentSyncRun{}).
@@ -31,7 +31,7 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concu
 			}
 			return nil
 		})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		WithOptions(kernel.Sharded(ctx, &v1.GitOpsDeploymentSyncRun{}, controller.Options{MaxConcurrentReconciles: concurrency})).
 		Complete(r)
 }
 

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
 // Only our key of argocd-rbac-cm: a server-side apply with our field manager
@@ -42,6 +43,8 @@ type PolicyReconciler struct {
 	APIReader     client.Reader
 	ArgoNamespace string
 	Recorder      record.EventRecorder
+	// Shard leaves out the namespaces another Argo CD instance serves; nil: none.
+	Shard *kernel.Shard
 }
 
 // Reconcile rebuilds the policy from every annotated namespace.
@@ -54,7 +57,8 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.
 	for i := range nss.Items {
 		ns := &nss.Items[i]
 		// Argo CD's own namespace is never a tenant.
-		if ns.Name == r.ArgoNamespace || !ns.DeletionTimestamp.IsZero() {
+		if ns.Name == r.ArgoNamespace || !ns.DeletionTimestamp.IsZero() ||
+			(r.Shard != nil && r.Shard.Decide(ns.Labels, ns.Annotations) != kernel.ShardServe) {
 			continue
 		}
 		valid, invalid := argocd.ParseSubjects(ns.Annotations[argocd.AnnotationArgoCDSubjects])
@@ -106,7 +110,9 @@ func (r *PolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 				return e.Object.GetAnnotations()[argocd.AnnotationArgoCDSubjects] != ""
 			},
 			UpdateFunc: func(e event.UpdateEvent) bool {
+				// The instance's mark follows its label: a moved tenant's users go.
 				return e.ObjectOld.GetAnnotations()[argocd.AnnotationArgoCDSubjects] != e.ObjectNew.GetAnnotations()[argocd.AnnotationArgoCDSubjects] ||
+					e.ObjectOld.GetAnnotations()[kernel.AnnotationServedBy] != e.ObjectNew.GetAnnotations()[kernel.AnnotationServedBy] ||
 					e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
 			},
 			DeleteFunc: func(e event.DeleteEvent) bool {
