@@ -111,3 +111,27 @@ func TestServerRefusesWhenNoTokenConfigured(t *testing.T) {
 	code, _ := post(t, srv.URL, "", `{}`)
 	assert.Equal(t, http.StatusUnauthorized, code, "an empty configured token must not let an empty bearer in")
 }
+
+// A binding of a tenant another Argo CD instance serves is refused with no
+// parameters, and the binding is not even read.
+func TestServedRefusesOtherInstancesTenants(t *testing.T) {
+	read := 0
+	params := Served(func(context.Context, Request) ([]argocd.GeneratorParams, error) {
+		read++
+		return []argocd.GeneratorParams{{Component: "a"}}, nil
+	}, func(_ context.Context, ns string) bool { return ns == "ours" })
+	srv := newTestServer(params)
+	defer srv.Close()
+	body := `{"applicationSetName":"seb-1","input":{"parameters":{"namespace":"%s","binding":"b"}}}`
+
+	code, out := post(t, srv.URL, "s3cret", fmt.Sprintf(body, "theirs"))
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, fmt.Sprint(out), "not served by this Argo CD instance")
+	assert.Nil(t, out["output"])
+	assert.Zero(t, read)
+
+	code, out = post(t, srv.URL, "s3cret", fmt.Sprintf(body, "ours"))
+	assert.Equal(t, http.StatusOK, code)
+	assert.Len(t, out["output"].(map[string]any)["parameters"], 1)
+	assert.Equal(t, 1, read)
+}

@@ -219,15 +219,20 @@ func (r *Reconciler) delete(ctx context.Context, obj client.Object, propagation 
 
 // withoutPruning are finalizers without Argo CD's resources finalizer (and
 // its /background and /foreground forms), the one that prunes what the
-// Application deployed.
+// Application deployed, and without its post-delete finalizer, which would
+// run the tenant's post-delete hooks: the workload is moving, not going.
 func withoutPruning(finalizers []string) []string {
 	var kept []string
 	for _, f := range finalizers {
-		if f != argov1alpha1.ResourcesFinalizerName && !strings.HasPrefix(f, argov1alpha1.ResourcesFinalizerName+"/") {
+		if !isArgoCD(f, argov1alpha1.ResourcesFinalizerName) && !isArgoCD(f, argov1alpha1.PostDeleteFinalizerName) {
 			kept = append(kept, f)
 		}
 	}
 	return kept
+}
+
+func isArgoCD(finalizer, name string) bool {
+	return finalizer == name || strings.HasPrefix(finalizer, name+"/")
 }
 
 // SetupWithManager watches Namespaces: the label and the mark are all that

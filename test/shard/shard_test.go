@@ -69,7 +69,9 @@ func tenant(t *testing.T, instance string) string {
 func deploy(t *testing.T, ns, repoURL string) *v1.GitOpsDeployment {
 	t.Helper()
 	gd := &v1.GitOpsDeployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		// The client's finalizer: deleting the deployment deletes what it
+		// deployed (the instance serving it then must do it).
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", Finalizers: []string{v1.FinalizerResourcesFinalizer}},
 		Spec: v1.GitOpsDeploymentSpec{
 			Source: v1.ApplicationSource{RepoURL: repoURL, Path: "app"},
 			Type:   v1.GitOpsDeploymentSpecTypeAutomated,
@@ -247,7 +249,8 @@ func TestTenantsOverTwoArgoCDInstances(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, argoB.Refresh(ctx, "", argocd.ApplicationName(string(gdA.UID))))
 	stack.WaitFor(t, k8s, gdA, deployWait, "Synced at the pushed commit through instance b", syncedHealthyAt(sha2))
-	// ...and deletes it: its finalizer is b's to remove, and the workload goes (cascade).
+	// ...and deletes it: the client's finalizer, which a left alone, is b's
+	// to act on: b's Argo CD prunes the workload, then b removes it.
 	require.NoError(t, k8s.Delete(ctx, gdA))
 	require.Eventually(t, func() bool {
 		err := k8s.Get(ctx, client.ObjectKeyFromObject(gdA), &v1.GitOpsDeployment{})
