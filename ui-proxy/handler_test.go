@@ -1,6 +1,7 @@
 package uiproxy_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -55,6 +56,12 @@ func project(tenant string) string { return argocd.ProjectName("ns-uid-" + tenan
 
 func serve(t *testing.T, objs ...client.Object) *httptest.Server {
 	t.Helper()
+	return serveFor(t, nil, objs...)
+}
+
+// serveFor is serve for one Argo CD instance's tenants (serves; nil: all).
+func serveFor(t *testing.T, serves func(context.Context, string) bool, objs ...client.Object) *httptest.Server {
+	t.Helper()
 	s := runtime.NewScheme()
 	require.NoError(t, argov1alpha1.AddToScheme(s))
 	require.NoError(t, v1.AddToScheme(s))
@@ -62,7 +69,7 @@ func serve(t *testing.T, objs ...client.Object) *httptest.Server {
 	require.NoError(t, corev1.AddToScheme(s))
 	objs = append(objs, tenantNS("team-a", ""), tenantNS("team-b", ""))
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
-	srv := httptest.NewServer((&uiproxy.Server{Client: c, ArgoNamespace: argoNS, Token: func() []byte { return []byte(secret) }}).Handler())
+	srv := httptest.NewServer((&uiproxy.Server{Client: c, ArgoNamespace: argoNS, Token: func() []byte { return []byte(secret) }, Serves: serves}).Handler())
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -263,4 +270,22 @@ func TestBindingViewAndPromotionPath(t *testing.T) {
 func withImage(c uiproxy.ComponentState, image string) uiproxy.ComponentState {
 	c.Image = image
 	return c
+}
+
+// With several Argo CD instances, an Application of a tenant another instance
+// serves (one left behind, or a look-alike) is "not here", with no data.
+func TestAnswersOnlyForThisInstancesTenants(t *testing.T) {
+	gd := &v1.GitOpsDeployment{ObjectMeta: meta("team-a", "web", "uid-a", 0)}
+	app := ourApplication("app-a", ownership.KindGitOpsDeployment, "team-a", "web", "uid-a", nil)
+	ours := func(served string) func(context.Context, string) bool {
+		return func(_ context.Context, ns string) bool { return ns == served }
+	}
+	status, body := call(t, serveFor(t, ours("team-b"), gd, app), secret, argoNS+":app-a", project("team-a"))
+	assert.Equal(t, http.StatusNotFound, status, "%v", body)
+	assert.Contains(t, body["error"], "served by another Argo CD instance")
+	assert.Nil(t, body["kind"], "nothing about the deployment")
+
+	status, body = call(t, serveFor(t, ours("team-a"), gd, app), secret, argoNS+":app-a", project("team-a"))
+	assert.Equal(t, http.StatusOK, status, "%v", body)
+	assert.Equal(t, "GitOpsDeployment", body["kind"])
 }
