@@ -65,7 +65,9 @@ func (k *Kube) installCRDs(ctx context.Context, paths []string, crds []*apiexten
 	}
 	for _, crd := range crds {
 		var last *apiextensionsv1.CustomResourceDefinition
-		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		// Minutes, not seconds: a large CRD (Argo CD's ApplicationSet) took
+		// over 30 s to be established at load 40 on the shared 2-core machine.
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 			cur, err := api.Get(ctx, crd.Name, metav1.GetOptions{})
 			if err != nil {
 				return false, nil
