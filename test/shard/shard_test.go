@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
@@ -204,11 +205,8 @@ func TestTenantsOverTwoArgoCDInstances(t *testing.T) {
 	}()
 
 	// The move: the platform admin relabels the namespace, nothing else.
-	ns := &corev1.Namespace{}
-	require.NoError(t, k8s.Get(ctx, types.NamespacedName{Name: onA}, ns))
-	patch := client.MergeFrom(ns.DeepCopy())
-	ns.Labels[kernel.LabelArgoCDInstance] = "b"
-	require.NoError(t, k8s.Patch(ctx, ns, patch))
+	moved := time.Now()
+	moveTo(t, onA, "b")
 
 	require.Eventually(t, func() bool { return servedBy(t, onA) == "b" }, deployWait, poll,
 		"instance a never released the tenant to b (served-by is %q)", servedBy(t, onA))
@@ -224,6 +222,7 @@ func TestTenantsOverTwoArgoCDInstances(t *testing.T) {
 			app.Status.Sync.Revision == sha && app.Status.Health.Status == "Healthy"
 	}, deployWait, poll, "instance b's Application of the moved tenant never became Synced/Healthy")
 	stack.WaitFor(t, k8s, gdA, deployWait, "Synced/Healthy through instance b", syncedHealthyAt(sha))
+	t.Logf("moved: Synced/Healthy through instance b %s after the label change", time.Since(moved).Round(time.Millisecond))
 	close(stop)
 	<-watched
 	assert.Empty(t, duplicate, "both instances had an Application of the moved tenant at once")
@@ -233,9 +232,9 @@ func TestTenantsOverTwoArgoCDInstances(t *testing.T) {
 	assert.True(t, apierrors.IsNotFound(err), "a's Application of the moved tenant is still there: %v", err)
 	assert.Zero(t, ofTenant(t, nsA, onA), "instance a left objects of the moved tenant")
 	// The workload was neither pruned nor recreated.
-	moved := &appsv1.Deployment{}
-	require.NoError(t, k8s.Get(ctx, types.NamespacedName{Namespace: onA, Name: "web"}, moved))
-	assert.Equal(t, deployment.UID, moved.UID, "the Deployment was recreated")
+	movedDeployment := &appsv1.Deployment{}
+	require.NoError(t, k8s.Get(ctx, types.NamespacedName{Namespace: onA, Name: "web"}, movedDeployment))
+	assert.Equal(t, deployment.UID, movedDeployment.UID, "the Deployment was recreated")
 	movedCM := &corev1.ConfigMap{}
 	require.NoError(t, k8s.Get(ctx, types.NamespacedName{Namespace: onA, Name: "settings"}, movedCM))
 	assert.Equal(t, cm.UID, movedCM.UID, "the ConfigMap was recreated")
@@ -261,4 +260,81 @@ func TestTenantsOverTwoArgoCDInstances(t *testing.T) {
 		return apierrors.IsNotFound(err)
 	}, deployWait, poll, "deleting the moved tenant's GitOpsDeployment did not remove its workload")
 	assert.Zero(t, ofTenant(t, nsA, onA))
+}
+
+// moveTo relabels namespace ns for instance, as the platform admin does.
+func moveTo(t *testing.T, ns, instance string) {
+	t.Helper()
+	obj := &corev1.Namespace{}
+	require.NoError(t, k8s.Get(context.Background(), types.NamespacedName{Name: ns}, obj))
+	patch := client.MergeFrom(obj.DeepCopy())
+	obj.Labels[kernel.LabelArgoCDInstance] = instance
+	require.NoError(t, k8s.Patch(context.Background(), obj, patch))
+}
+
+// A binding's ApplicationSet moves too: a releases its ApplicationSet
+// (orphaning the generated Application, which it then deletes without
+// pruning), b's applicationset controller generates the Application anew
+// through b's plugin generator, and the component's Deployment keeps running.
+func TestBindingMovesWithItsTenant(t *testing.T) {
+	ctx := context.Background()
+	ns := tenant(t, "a")
+	files := map[string]string{
+		"components/web/base/kustomization.yaml": "resources:\n- deployment.yaml\n",
+		"components/web/base/deployment.yaml":    workload("")["app/deployment.yaml"],
+	}
+	repo, err := stack.NewGitRepo(gitRoot, "repo-"+rand.String(6))
+	require.NoError(t, err)
+	_, err = repo.Commit(files, "initial content")
+	require.NoError(t, err)
+	require.NoError(t, k8s.Create(ctx, &as.Application{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop"}, Spec: as.ApplicationSpec{DisplayName: "Shop"}}))
+	comp := &as.Component{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: as.ComponentSpec{ComponentName: "web", Application: "shop", ContainerImage: "registry.example.com/web:1"}}
+	require.NoError(t, k8s.Create(ctx, comp))
+	comp.Status.GitOps = as.GitOpsStatus{RepositoryURL: repo.URL, Branch: "main", Context: "components/web/base"}
+	require.NoError(t, k8s.Status().Update(ctx, comp))
+	require.NoError(t, k8s.Create(ctx, &as.Environment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev"},
+		Spec: as.EnvironmentSpec{DisplayName: "Dev", DeploymentStrategy: as.DeploymentStrategyAppStudioAutomated}}))
+	require.NoError(t, k8s.Create(ctx, &as.Snapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "snap-1"},
+		Spec: as.SnapshotSpec{Application: "shop", Components: []as.SnapshotComponent{{Name: "web", ContainerImage: "registry.example.com/web:v1"}}}}))
+	seb := &as.SnapshotEnvironmentBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop-dev"},
+		Spec: as.SnapshotEnvironmentBindingSpec{Application: "shop", Environment: "dev", Snapshot: "snap-1",
+			Components: []as.BindingComponent{{Name: "web"}}}}
+	require.NoError(t, k8s.Create(ctx, seb))
+
+	deployed := func() bool {
+		d := &appsv1.Deployment{}
+		return k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, d) == nil &&
+			d.Spec.Template.Spec.Containers[0].Image == "registry.example.com/web:v1"
+	}
+	require.Eventually(t, deployed, deployWait, poll, "the Snapshot's image was never deployed through instance a")
+	count := func(argoNS string, list client.ObjectList) int {
+		require.NoError(t, k8s.List(ctx, list, client.InNamespace(argoNS), client.MatchingLabels{ownership.LabelTenantNS: ns}))
+		n, err := metaItems(list)
+		require.NoError(t, err)
+		return n
+	}
+	require.Equal(t, 1, count(nsA, &argov1alpha1.ApplicationSetList{}))
+	require.Eventually(t, func() bool { return count(nsA, &argov1alpha1.ApplicationList{}) == 1 }, deployWait, poll)
+	assert.Zero(t, ofTenant(t, nsB, ns))
+	before := &appsv1.Deployment{}
+	require.NoError(t, k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, before))
+	pod := runningPod(t, ns)
+
+	moveTo(t, ns, "b")
+	require.Eventually(t, func() bool { return servedBy(t, ns) == "b" }, deployWait, poll, "instance a never released the tenant")
+	require.Eventually(t, func() bool {
+		var apps argov1alpha1.ApplicationList
+		if err := k8s.List(ctx, &apps, client.InNamespace(nsB), client.MatchingLabels{ownership.LabelTenantNS: ns}); err != nil || len(apps.Items) != 1 {
+			return false
+		}
+		return apps.Items[0].Status.Sync.Status == argov1alpha1.SyncStatusCodeSynced && apps.Items[0].Status.Health.Status == "Healthy"
+	}, deployWait, poll, "instance b's applicationset controller never generated a Synced/Healthy Application")
+	assert.Equal(t, 1, count(nsB, &argov1alpha1.ApplicationSetList{}))
+	assert.Zero(t, ofTenant(t, nsA, ns), "instance a left objects of the moved tenant")
+	after := &appsv1.Deployment{}
+	require.NoError(t, k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, after))
+	assert.Equal(t, before.UID, after.UID, "the Deployment was recreated")
+	assert.Equal(t, pod, runningPod(t, ns), "the Pod was replaced")
+	assert.True(t, deployed())
 }

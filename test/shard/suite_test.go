@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-service/gitops-service/extension/sidecar"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
 
@@ -111,6 +112,13 @@ func run(m *testing.M) (code int) {
 		return fail(err)
 	}
 	defer sideB.Close()
+	// Each Argo CD's applicationset controller asks its own sidecar's plugin generator.
+	if err := argoA.RegisterGenerator(ctx, argocd.GeneratorConfigMap, sideA.GeneratorURL, sideA.GeneratorToken); err != nil {
+		return fail(err)
+	}
+	if err := argoB.RegisterGenerator(ctx, argocd.GeneratorConfigMap, sideB.GeneratorURL, sideB.GeneratorToken); err != nil {
+		return fail(err)
+	}
 	if k8s, err = client.New(kube.Config, client.Options{Scheme: sidecar.NewScheme()}); err != nil {
 		return fail(err)
 	}
