@@ -61,6 +61,8 @@ func main() {
 	flag.StringVar(&o.SidecarNamespace, "sidecar-namespace", envOr("POD_NAMESPACE", inClusterNamespace()), "The sidecar's own namespace, never a tenant (env POD_NAMESPACE; in a cluster its service account's namespace).")
 	neverTenants := flag.String("never-tenant-namespaces", strings.Join(nontenant.DefaultNeverTenants, ","), "Comma-separated namespaces that are never tenants: their CRs are refused with a condition, like those of the Argo CD namespace and the sidecar's own.")
 	flag.BoolVar(&o.AllowFileRepositories, "allow-file-repositories", false, "Let tenants use file:// repository URLs, which the repo-server reads from its own disk: only for demos and tests on one machine, never for a shared cluster.")
+	memoryLimit := flag.String("memory-limit", "", "The container's memory limit (e.g. 768Mi) for the Go runtime's soft limit; default: env "+sidecar.EnvMemoryLimit+" (bytes, from limits.memory), else the cgroup's. GOMEMLIMIT, when set, wins.")
+	memoryPercent := flag.Int("memory-limit-percent", 90, "The Go runtime's soft memory limit as a percent of the container's memory limit; 0 sets none.")
 	version := flag.Bool("version", false, "Print the version and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -70,6 +72,7 @@ func main() {
 		return
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	sidecar.SetMemoryLimit(ctrl.Log.WithName("memory"), *memoryLimit, *memoryPercent)
 	o.NeverTenants = []string{}
 	for _, ns := range strings.Split(*neverTenants, ",") {
 		if ns = strings.TrimSpace(ns); ns != "" {
