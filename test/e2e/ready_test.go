@@ -1,5 +1,3 @@
-//go:build !unit
-
 package e2e
 
 import (
