@@ -64,6 +64,8 @@ func main() {
 	flag.StringVar(&o.ArgoCDInstance, "argocd-instance", "", "Name of this Argo CD instance when tenants are spread over several: the sidecar serves only the namespaces labelled "+kernel.LabelArgoCDInstance+"=<name> (and unlabelled ones with --serve-unlabelled-namespaces); \"\" (the default): one instance serves every namespace.")
 	flag.BoolVar(&o.ServeUnlabelledNamespaces, "serve-unlabelled-namespaces", true, "With --argocd-instance: this instance also serves namespaces without the "+kernel.LabelArgoCDInstance+" label (the default instance; give it to one instance only).")
 	flag.BoolVar(&o.AllowFileRepositories, "allow-file-repositories", false, "Let tenants use file:// repository URLs, which the repo-server reads from its own disk: only for demos and tests on one machine, never for a shared cluster.")
+	memoryLimit := flag.String("memory-limit", "", "The container's memory limit (e.g. 768Mi) for the Go runtime's soft limit; default: env "+sidecar.EnvMemoryLimit+" (bytes, from limits.memory), else the cgroup's. GOMEMLIMIT, when set, wins.")
+	memoryPercent := flag.Int("memory-limit-percent", 90, "The Go runtime's soft memory limit as a percent of the container's memory limit; 0 sets none.")
 	version := flag.Bool("version", false, "Print the version and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -73,6 +75,7 @@ func main() {
 		return
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	sidecar.SetMemoryLimit(ctrl.Log.WithName("memory"), *memoryLimit, *memoryPercent)
 	o.NeverTenants = []string{}
 	for _, ns := range strings.Split(*neverTenants, ",") {
 		if ns = strings.TrimSpace(ns); ns != "" {

@@ -140,8 +140,11 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	refused := nontenant.New(o.ArgoNamespace, o.SidecarNamespace, o.NeverTenants)
 	// The reconcilers never see a CR in a namespace that is never a tenant, so
 	// nothing can be written for one; reconcilers/nontenant refuses them.
+	// Argo CD's sync history is never read here: cached Applications go without it.
+	apps := argoOnly
+	apps.Transform = stripApplication
 	byObject := map[client.Object]cache.ByObject{
-		&argov1alpha1.Application{}:    argoOnly,
+		&argov1alpha1.Application{}:    apps,
 		&argov1alpha1.AppProject{}:     argoOnly,
 		&argov1alpha1.ApplicationSet{}: argoOnly,
 		// Only our Secrets of the Argo CD namespace are cached here; the
@@ -362,4 +365,17 @@ func setupDeploymentTargets(ctx context.Context, mgr ctrl.Manager, cfg *rest.Con
 		return fmt.Errorf("setting up the DeploymentTarget reclaimer: %w", err)
 	}
 	return nil
+}
+
+// stripApplication is the cache's transform of Applications: managedFields
+// (as for every kind) and Argo CD's sync history (status.history, up to 10
+// past syncs with their sources), which nothing here reads. Our writes to
+// Applications are server-side applies without status and patches of what
+// changed, so the stripped fields are never written back.
+func stripApplication(in any) (any, error) {
+	out, err := cache.TransformStripManagedFields()(in)
+	if app, ok := out.(*argov1alpha1.Application); ok {
+		app.Status.History = nil
+	}
+	return out, err
 }

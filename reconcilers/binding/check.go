@@ -29,7 +29,7 @@ const (
 func Check(params []argocd.GeneratorParams, allowFile bool) error {
 	for _, p := range params {
 		if msg := textProblem(p.Component); msg != "" {
-			return kernel.Refuse(appstudiov1alpha1.BindingReasonErrorOccurred, "component %s", msg)
+			return Refuse(ReasonInvalidParameter, "component %s", msg)
 		}
 		// Every value reaches Argo CD's templates and the Application: none
 		// may carry control or line-break characters, whatever the template
@@ -39,7 +39,7 @@ func Check(params []argocd.GeneratorParams, allowFile bool) error {
 		for i := 0; i < v.NumField(); i++ {
 			key, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
 			if msg := textProblem(v.Field(i).String()); msg != "" {
-				return kernel.Refuse(appstudiov1alpha1.BindingReasonErrorOccurred, "component %v: %s %s", p.Component, key, msg)
+				return Refuse(ReasonInvalidParameter, "component %v: %s %s", p.Component, key, msg)
 			}
 		}
 		// Refused before the project lists it: Argo CD then refuses the
@@ -56,7 +56,7 @@ func Check(params []argocd.GeneratorParams, allowFile bool) error {
 			return kernel.Refuse(appstudiov1alpha1.BindingReasonGitOpsRepoNotReady, "component %v: GitOps repository branch: %s", p.Component, msg)
 		}
 		if strings.Trim(p.Replicas, "0123456789") != "" || len(p.Replicas) > 9 {
-			return kernel.Refuse(appstudiov1alpha1.BindingReasonErrorOccurred, "component %v: replicas %s is not a count", p.Component, shown(p.Replicas))
+			return Refuse(ReasonInvalidReplicas, "component %v: replicas %s is not a count", p.Component, shown(p.Replicas))
 		}
 		// The images become the argument name=image of kustomize's
 		// "edit set image": no option, no second '='. Argo CD expands $VAR
@@ -65,7 +65,7 @@ func Check(params []argocd.GeneratorParams, allowFile bool) error {
 		// reference has a '$'.
 		for key, img := range map[string]string{"image": p.Image, "imageName": p.ImageName} {
 			if strings.HasPrefix(img, "-") || strings.ContainsAny(img, "= $") {
-				return kernel.Refuse(appstudiov1alpha1.BindingReasonErrorOccurred,
+				return Refuse(ReasonInvalidImage,
 					"component %v: %s %s is not an image reference (no leading '-', '=', '$' or blanks)", p.Component, key, shown(img))
 			}
 		}
@@ -76,7 +76,7 @@ func Check(params []argocd.GeneratorParams, allowFile bool) error {
 // checkEnv says why an env list (where says whose) is refused, or nil.
 func checkEnv(where string, env []appstudiov1alpha1.EnvVarPair) error {
 	refuse := func(format string, args ...any) error {
-		return kernel.Refuse(appstudiov1alpha1.BindingReasonErrorOccurred, "%s: %s", where, fmt.Sprintf(format, args...))
+		return Refuse(ReasonInvalidEnv, "%s: %s", where, fmt.Sprintf(format, args...))
 	}
 	if len(env) > MaxEnv {
 		return refuse("%d env variables, at most %d", len(env), MaxEnv)

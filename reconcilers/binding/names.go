@@ -128,7 +128,7 @@ func holders(ctx context.Context, c, api client.Reader, argoNamespace, tenantUID
 		}
 		out[own] = o
 		if r == Other && o == Other {
-			return nil, kernel.Refuse(appstudiov1alpha1.BindingReasonErrorOccurred,
+			return nil, Refuse(ReasonApplicationNameCollision,
 				"the Argo CD Applications %s/%s and %s/%s of component %q exist and were not created for this binding: delete or rename one of them",
 				argoNamespace, readable, argoNamespace, own, sc.Name)
 		}

@@ -45,7 +45,7 @@ const maxAppName = 63
 func Params(in Inputs) ([]argocd.GeneratorParams, error) {
 	seb, snap := in.Binding, in.Snapshot
 	if snap.Spec.Application != seb.Spec.Application {
-		return nil, kernel.Refuse(appstudiov1alpha1.BindingReasonErrorOccurred,
+		return nil, Refuse(ReasonSnapshotOfAnotherApplication,
 			"Snapshot %q is of Application %q, not of the binding's Application %q", snap.Name, snap.Spec.Application, seb.Spec.Application)
 	}
 	config := map[string]appstudiov1alpha1.BindingComponentConfiguration{}

@@ -73,7 +73,7 @@ func TestParamsErrors(t *testing.T) {
 		mut    func(*Inputs)
 		reason string
 	}{
-		"snapshot of another application": {func(in *Inputs) { in.Snapshot.Spec.Application = "appb" }, as.BindingReasonErrorOccurred},
+		"snapshot of another application": {func(in *Inputs) { in.Snapshot.Spec.Application = "appb" }, ReasonSnapshotOfAnotherApplication},
 		"duplicate component config": {func(in *Inputs) {
 			in.Binding.Spec.Components = append(in.Binding.Spec.Components, in.Binding.Spec.Components[0])
 		}, as.BindingReasonDuplicateComponents},
@@ -169,7 +169,8 @@ func TestParamsRefusesHostileEnv(t *testing.T) {
 			assert.Nil(t, params)
 			var ie *kernel.Refusal
 			require.True(t, errors.As(err, &ie), "got %v", err)
-			assert.Equal(t, as.BindingReasonErrorOccurred, ie.Reason)
+			assert.Equal(t, ReasonInvalidEnv, ie.Reason, "the Event's and Ready's reason")
+			assert.Equal(t, as.BindingReasonErrorOccurred, ie.ConditionReason(), "bindingConditions keep the seed's reason")
 			assert.Contains(t, ie.Message, tc.want)
 			assert.False(t, strings.ContainsAny(ie.Message, "\u0085\u2028\u2029\n\r\x7f"), "the message quotes, never carries, the characters: %q", ie.Message)
 			assert.Less(t, len(ie.Message), 400, "the message is bounded")
@@ -202,19 +203,19 @@ func TestCheck(t *testing.T) {
 		"path leaving the repo":    {func(p *argocd.GeneratorParams) { p.Path = "a/../../b" }, false, as.BindingReasonGitOpsRepoNotReady, "no '..' segments"},
 		"absolute path":            {func(p *argocd.GeneratorParams) { p.Path = "/etc" }, false, as.BindingReasonGitOpsRepoNotReady, "must be relative"},
 		"option-like branch":       {func(p *argocd.GeneratorParams) { p.TargetRevision = "--output=x" }, false, as.BindingReasonGitOpsRepoNotReady, "GitOps repository branch"},
-		"NEL in the path":          {func(p *argocd.GeneratorParams) { p.Path = "a\u0085b" }, false, as.BindingReasonErrorOccurred, `component backend: path "a\u0085b" has the control or line-break character U+0085`},
-		"NEL in the branch":        {func(p *argocd.GeneratorParams) { p.TargetRevision = "main\u0085x" }, false, as.BindingReasonErrorOccurred, "targetRevision"},
-		"LS in the repository":     {func(p *argocd.GeneratorParams) { p.RepoURL = "https://h/\u2028r" }, false, as.BindingReasonErrorOccurred, "repoURL"},
-		"NEL in the image":         {func(p *argocd.GeneratorParams) { p.Image = "i\u0085:1" }, false, as.BindingReasonErrorOccurred, "image"},
-		"NEL in the env":           {func(p *argocd.GeneratorParams) { p.Env = "[\"\u0085\"]" }, false, as.BindingReasonErrorOccurred, "env"},
-		"control in the component": {func(p *argocd.GeneratorParams) { p.Component = "c\x1b" }, false, as.BindingReasonErrorOccurred, `component "c\x1b" has the control`},
-		"replicas not a count":     {func(p *argocd.GeneratorParams) { p.Replicas = "1: x" }, false, as.BindingReasonErrorOccurred, `replicas "1: x" is not a count`},
-		"replicas too big":         {func(p *argocd.GeneratorParams) { p.Replicas = "99999999999" }, false, as.BindingReasonErrorOccurred, "not a count"},
-		"option-like image":        {func(p *argocd.GeneratorParams) { p.Image = "--help" }, false, as.BindingReasonErrorOccurred, "image \"--help\" is not an image reference"},
-		"image name with =":        {func(p *argocd.GeneratorParams) { p.ImageName = "a=b" }, false, as.BindingReasonErrorOccurred, "imageName"},
+		"NEL in the path":          {func(p *argocd.GeneratorParams) { p.Path = "a\u0085b" }, false, ReasonInvalidParameter, `component backend: path "a\u0085b" has the control or line-break character U+0085`},
+		"NEL in the branch":        {func(p *argocd.GeneratorParams) { p.TargetRevision = "main\u0085x" }, false, ReasonInvalidParameter, "targetRevision"},
+		"LS in the repository":     {func(p *argocd.GeneratorParams) { p.RepoURL = "https://h/\u2028r" }, false, ReasonInvalidParameter, "repoURL"},
+		"NEL in the image":         {func(p *argocd.GeneratorParams) { p.Image = "i\u0085:1" }, false, ReasonInvalidParameter, "image"},
+		"NEL in the env":           {func(p *argocd.GeneratorParams) { p.Env = "[\"\u0085\"]" }, false, ReasonInvalidParameter, "env"},
+		"control in the component": {func(p *argocd.GeneratorParams) { p.Component = "c\x1b" }, false, ReasonInvalidParameter, `component "c\x1b" has the control`},
+		"replicas not a count":     {func(p *argocd.GeneratorParams) { p.Replicas = "1: x" }, false, ReasonInvalidReplicas, `replicas "1: x" is not a count`},
+		"replicas too big":         {func(p *argocd.GeneratorParams) { p.Replicas = "99999999999" }, false, ReasonInvalidReplicas, "not a count"},
+		"option-like image":        {func(p *argocd.GeneratorParams) { p.Image = "--help" }, false, ReasonInvalidImage, "image \"--help\" is not an image reference"},
+		"image name with =":        {func(p *argocd.GeneratorParams) { p.ImageName = "a=b" }, false, ReasonInvalidImage, "imageName"},
 		// Argo CD expands these in kustomize images: the tenant's path "x=--help" makes "a=b=--help".
-		"image expanding the path": {func(p *argocd.GeneratorParams) { p.Image = "b${ARGOCD_APP_SOURCE_PATH}" }, false, as.BindingReasonErrorOccurred, `image "b${ARGOCD_APP_SOURCE_PATH}" is not an image reference`},
-		"image name expanding":     {func(p *argocd.GeneratorParams) { p.ImageName = "$ARGOCD_APP_SOURCE_PATH" }, false, as.BindingReasonErrorOccurred, "imageName"},
+		"image expanding the path": {func(p *argocd.GeneratorParams) { p.Image = "b${ARGOCD_APP_SOURCE_PATH}" }, false, ReasonInvalidImage, `image "b${ARGOCD_APP_SOURCE_PATH}" is not an image reference`},
+		"image name expanding":     {func(p *argocd.GeneratorParams) { p.ImageName = "$ARGOCD_APP_SOURCE_PATH" }, false, ReasonInvalidImage, "imageName"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			params, err := Params(inputs())
@@ -224,6 +225,11 @@ func TestCheck(t *testing.T) {
 			var ie *kernel.Refusal
 			require.True(t, errors.As(err, &ie), "got %v", err)
 			assert.Equal(t, tc.reason, ie.Reason)
+			if tc.reason != as.BindingReasonGitOpsRepoNotReady {
+				assert.Equal(t, as.BindingReasonErrorOccurred, ie.ConditionReason(), "bindingConditions keep the seed's reason")
+			} else {
+				assert.Equal(t, tc.reason, ie.ConditionReason(), "the original service's own reason")
+			}
 			assert.Contains(t, ie.Message, tc.want)
 		})
 	}

@@ -97,8 +97,8 @@ func Resolve(ctx context.Context, c, api client.Reader, argoNamespace string, se
 	get := func(name string, obj client.Object, what string) error {
 		err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj)
 		if apierrors.IsNotFound(err) {
-			return kernel.Refuse(appstudiov1alpha1.BindingReasonErrorOccurred,
-				"%s %q not found in namespace %q", what, name, ns)
+			// what is one of our kind names: the reason stays bounded.
+			return Refuse(what+"NotFound", "%s %q not found in namespace %q", what, name, ns)
 		}
 		return err
 	}
@@ -171,19 +171,19 @@ func claimTarget(ctx context.Context, c client.Reader, env *appstudiov1alpha1.En
 	claim := &appstudiov1alpha1.DeploymentTargetClaim{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: name}, claim); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, kernel.Refuse(appstudiov1alpha1.BindingReasonErrorOccurred,
+			return nil, Refuse(ReasonDeploymentTargetClaimNotFound,
 				"DeploymentTargetClaim %q of Environment %q not found", name, env.Name)
 		}
 		return nil, err
 	}
 	if claim.Status.Phase != appstudiov1alpha1.DeploymentTargetClaimPhaseBound {
-		return nil, kernel.Refuse(appstudiov1alpha1.BindingReasonErrorOccurred,
+		return nil, Refuse(ReasonDeploymentTargetClaimNotBound,
 			"DeploymentTargetClaim %q of Environment %q is %s, not Bound", name, env.Name, claim.Status.Phase)
 	}
 	dt := &appstudiov1alpha1.DeploymentTarget{}
 	err := c.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: claim.Spec.TargetName}, dt)
 	if apierrors.IsNotFound(err) || (err == nil && dt.Spec.ClaimRef != claim.Name) {
-		return nil, kernel.Refuse(appstudiov1alpha1.BindingReasonErrorOccurred,
+		return nil, Refuse(ReasonDeploymentTargetNotFound,
 			"DeploymentTarget %q of DeploymentTargetClaim %q not found", claim.Spec.TargetName, name)
 	}
 	return dt, err
@@ -196,7 +196,7 @@ func claimTarget(ctx context.Context, c client.Reader, env *appstudiov1alpha1.En
 // apiURL, or whose connection is not verified for its current spec is not used.
 func managedDestination(env *appstudiov1alpha1.Environment, me *managedgitopsv1alpha1.GitOpsDeploymentManagedEnvironment, apiURL, ns string) (string, string, error) {
 	if me == nil || !metav1.IsControlledBy(me, env) || !me.DeletionTimestamp.IsZero() || me.Spec.APIURL != apiURL || !connected(me) {
-		return "", "", kernel.Refuse(appstudiov1alpha1.BindingReasonErrorOccurred,
+		return "", "", Refuse(ReasonManagedEnvironmentNotConnected,
 			"the cluster of Environment %q is not connected yet (GitOpsDeploymentManagedEnvironment %q): see the status of both", env.Name, ownership.ManagedEnvironmentName(env.Name))
 	}
 	if ns == "" {

@@ -26,14 +26,20 @@ func TestCheck(t *testing.T) {
 		mut       func(*v1.GitOpsDeploymentSpec)
 		allowFile bool
 		want      string // message substring; "" means accepted
+		reason    string // the Event's and Ready's
 	}{
-		{"valid", func(*v1.GitOpsDeploymentSpec) {}, false, ""},
-		{"spec problem first", func(s *v1.GitOpsDeploymentSpec) { s.Source.Path = ""; s.Source.RepoURL = "file:///x" }, false, v1.ErrMsgPathEmpty},
-		{"file repository", func(s *v1.GitOpsDeploymentSpec) { s.Source.RepoURL = "file:///srv/repo" }, false, "spec.source.repoURL: "},
-		{"file repository allowed", func(s *v1.GitOpsDeploymentSpec) { s.Source.RepoURL = "file:///srv/repo" }, true, ""},
-		{"remote helper", func(s *v1.GitOpsDeploymentSpec) { s.Source.RepoURL = "ext::sh -c id" }, true, "spec.source.repoURL: "},
-		{"revision as an option", func(s *v1.GitOpsDeploymentSpec) { s.Source.TargetRevision = "--upload-pack=x" }, false, "spec.source.targetRevision: "},
-		{"plain revision", func(s *v1.GitOpsDeploymentSpec) { s.Source.TargetRevision = "release-1" }, false, ""},
+		{"valid", func(*v1.GitOpsDeploymentSpec) {}, false, "", ""},
+		{"spec problem first", func(s *v1.GitOpsDeploymentSpec) { s.Source.Path = ""; s.Source.RepoURL = "file:///x" }, false, v1.ErrMsgPathEmpty, ReasonInvalidSource},
+		{"file repository", func(s *v1.GitOpsDeploymentSpec) { s.Source.RepoURL = "file:///srv/repo" }, false, "spec.source.repoURL: ", ReasonInvalidSource},
+		{"file repository allowed", func(s *v1.GitOpsDeploymentSpec) { s.Source.RepoURL = "file:///srv/repo" }, true, "", ""},
+		{"remote helper", func(s *v1.GitOpsDeploymentSpec) { s.Source.RepoURL = "ext::sh -c id" }, true, "spec.source.repoURL: ", ReasonInvalidSource},
+		{"revision as an option", func(s *v1.GitOpsDeploymentSpec) { s.Source.TargetRevision = "--upload-pack=x" }, false, "spec.source.targetRevision: ", ReasonInvalidSource},
+		{"plain revision", func(s *v1.GitOpsDeploymentSpec) { s.Source.TargetRevision = "release-1" }, false, "", ""},
+		{"bad type", func(s *v1.GitOpsDeploymentSpec) { s.Type = "Auto" }, false, v1.ErrMsgTypeInvalid, ReasonInvalidType},
+		{"foreign namespace", func(s *v1.GitOpsDeploymentSpec) { s.Destination.Namespace = "other" }, false, v1.ErrMsgEnvironmentNeeded, ReasonInvalidDestination},
+		{"sync option", func(s *v1.GitOpsDeploymentSpec) {
+			s.SyncPolicy = &v1.SyncPolicy{SyncOptions: []v1.SyncOption{"Prune=false"}}
+		}, false, "unsupported sync option", ReasonInvalidSyncPolicy},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,7 +49,8 @@ func TestCheck(t *testing.T) {
 				return
 			}
 			require.NotNil(t, got)
-			assert.Equal(t, string(v1.GitOpsDeploymentReasonErrorOccurred), got.Reason)
+			assert.Equal(t, tc.reason, got.Reason, "the Event's and Ready's reason names the failure")
+			assert.Equal(t, string(v1.GitOpsDeploymentReasonErrorOccurred), got.ConditionReason(), "the seed's condition keeps ErrorOccurred")
 			assert.Contains(t, got.Message, tc.want)
 			assert.False(t, got.Keep)
 			assert.Zero(t, got.After, "a spec problem is looked at again at the kernel's refusal interval")
@@ -66,30 +73,32 @@ func TestTarget(t *testing.T) {
 		mut     func(*v1.GitOpsDeploymentSpec)
 		env     *v1.GitOpsDeploymentManagedEnvironment
 		want    argocd.Target
-		waiting bool
+		waiting string // the refusal's reason while the environment is not there
 	}{
-		{"local, own namespace by default", func(*v1.GitOpsDeploymentSpec) {}, nil, argocd.Target{Server: argocd.LocalServer, Namespace: "jane"}, false},
+		{"local, own namespace by default", func(*v1.GitOpsDeploymentSpec) {}, nil, argocd.Target{Server: argocd.LocalServer, Namespace: "jane"}, ""},
 		{"local, own namespace named", func(s *v1.GitOpsDeploymentSpec) { s.Destination.Namespace = "jane" }, nil,
-			argocd.Target{Server: argocd.LocalServer, Namespace: "jane"}, false},
+			argocd.Target{Server: argocd.LocalServer, Namespace: "jane"}, ""},
 		{"environment connected", func(s *v1.GitOpsDeploymentSpec) {
 			s.Destination = v1.ApplicationDestination{Environment: "prod", Namespace: "apps"}
 		},
-			connected(metav1.ConditionTrue), argocd.Target{Server: remote, Namespace: "apps"}, false},
+			connected(metav1.ConditionTrue), argocd.Target{Server: remote, Namespace: "apps"}, ""},
 		{"environment connected, tenant's namespace by default", func(s *v1.GitOpsDeploymentSpec) { s.Destination.Environment = "prod" },
-			connected(metav1.ConditionTrue), argocd.Target{Server: remote, Namespace: "jane"}, false},
-		{"environment missing", func(s *v1.GitOpsDeploymentSpec) { s.Destination.Environment = "prod" }, nil, argocd.Target{}, true},
+			connected(metav1.ConditionTrue), argocd.Target{Server: remote, Namespace: "jane"}, ""},
+		{"environment missing", func(s *v1.GitOpsDeploymentSpec) { s.Destination.Environment = "prod" }, nil, argocd.Target{}, ReasonManagedEnvironmentNotFound},
 		{"environment not connected", func(s *v1.GitOpsDeploymentSpec) { s.Destination.Environment = "prod" },
-			connected(metav1.ConditionFalse), argocd.Target{}, true},
+			connected(metav1.ConditionFalse), argocd.Target{}, ReasonManagedEnvironmentNotConnected},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got, refusal := target(deployment(tc.mut), tc.env)
 			assert.Equal(t, tc.want, got)
-			if !tc.waiting {
+			if tc.waiting == "" {
 				assert.Nil(t, refusal)
 				return
 			}
 			require.NotNil(t, refusal)
+			assert.Equal(t, tc.waiting, refusal.Reason)
+			assert.Equal(t, string(v1.GitOpsDeploymentReasonErrorOccurred), refusal.ConditionReason())
 			assert.Equal(t, v1.ErrMsgManagedEnvUnresolved, refusal.Message, "the original service's message")
 			assert.Equal(t, kernel.WaitingRetry, refusal.After, "looked at again at the waiting interval")
 		})

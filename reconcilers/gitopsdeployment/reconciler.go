@@ -125,7 +125,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, gd *v1.GitOpsDeploymen
 		if errors.Is(err, tenantproject.ErrNotOurs) {
 			// A squatted AppProject is not watched (not ours): look again
 			// for the admin's removal of it.
-			return current, env, refuse("%s", err.Error()).Retry(kernel.UnwatchedRecheck)
+			return current, env, refuse(ReasonAppProjectNotOurs, "%s", err.Error()).Retry(kernel.UnwatchedRecheck)
 		}
 		return current, env, err
 	}
@@ -167,7 +167,7 @@ func (r *Reconciler) owned(gd *v1.GitOpsDeployment) kernel.Owned {
 }
 
 func collision(name string, gd *v1.GitOpsDeployment) *kernel.Refusal {
-	return refuse("name collision: Argo CD Application %s exists and was not created for GitOpsDeployment %s/%s", name, gd.Namespace, gd.Name)
+	return refuse(ReasonApplicationNameCollision, "name collision: Argo CD Application %s exists and was not created for GitOpsDeployment %s/%s", name, gd.Namespace, gd.Name)
 }
 
 // currentApplication returns the GitOpsDeployment's Application from the
@@ -192,11 +192,7 @@ func (r *Reconciler) currentApplication(ctx context.Context, gd *v1.GitOpsDeploy
 // setStatus computes the new status from the Application and the refusal, if any.
 func (r *Reconciler) setStatus(ctx context.Context, gd *v1.GitOpsDeployment, app *argov1alpha1.Application, env *v1.GitOpsDeploymentManagedEnvironment, refusal *kernel.Refusal) {
 	now := r.Now.Now()
-	msg := ""
-	if refusal != nil {
-		msg = refusal.Message
-	}
-	kernel.SetError(r.Recorder, gd, &gd.Status.Conditions, msg, now)
+	kernel.SetError(r.Recorder, gd, &gd.Status.Conditions, refusal, now)
 	if app == nil {
 		return
 	}

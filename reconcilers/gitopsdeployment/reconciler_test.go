@@ -22,6 +22,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/gitopsdeployment"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/test/stack"
@@ -172,31 +173,35 @@ func TestSpecChangesPropagate(t *testing.T) {
 
 func TestBadInputGivesConditionAndNoApplication(t *testing.T) {
 	cases := []struct {
-		name string
-		mut  func(*v1.GitOpsDeployment)
-		msg  string
+		name   string
+		mut    func(*v1.GitOpsDeployment)
+		msg    string
+		reason string // of the Warning Event and Ready; the condition's stays ErrorOccurred
 	}{
-		{"foreign namespace", func(gd *v1.GitOpsDeployment) { gd.Spec.Destination.Namespace = "kube-system" }, v1.ErrMsgEnvironmentNeeded},
-		{"missing environment", func(gd *v1.GitOpsDeployment) { gd.Spec.Destination.Environment = "does-not-exist" }, v1.ErrMsgManagedEnvUnresolved},
-		{"empty path", func(gd *v1.GitOpsDeployment) { gd.Spec.Source.Path = "" }, v1.ErrMsgPathEmpty},
-		{"root path", func(gd *v1.GitOpsDeployment) { gd.Spec.Source.Path = "/" }, v1.ErrMsgPathRoot},
+		{"foreign namespace", func(gd *v1.GitOpsDeployment) { gd.Spec.Destination.Namespace = "kube-system" }, v1.ErrMsgEnvironmentNeeded, gitopsdeployment.ReasonInvalidDestination},
+		{"missing environment", func(gd *v1.GitOpsDeployment) { gd.Spec.Destination.Environment = "does-not-exist" }, v1.ErrMsgManagedEnvUnresolved, gitopsdeployment.ReasonManagedEnvironmentNotFound},
+		{"empty path", func(gd *v1.GitOpsDeployment) { gd.Spec.Source.Path = "" }, v1.ErrMsgPathEmpty, gitopsdeployment.ReasonInvalidSource},
+		{"root path", func(gd *v1.GitOpsDeployment) { gd.Spec.Source.Path = "/" }, v1.ErrMsgPathRoot, gitopsdeployment.ReasonInvalidSource},
 		{"unsupported sync option", func(gd *v1.GitOpsDeployment) {
 			gd.Spec.SyncPolicy = &v1.SyncPolicy{SyncOptions: []v1.SyncOption{"ServerSideApply=true"}}
-		}, "unsupported sync option"},
+		}, "unsupported sync option", gitopsdeployment.ReasonInvalidSyncPolicy},
 	}
 	ns := tenant(t)
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			gd := create(t, newDeployment(ns, fmt.Sprintf("bad-%d", i), tc.mut))
-			waitCondition(t, gd, v1.GitOpsDeploymentConditionErrorOccurred, v1.GitOpsConditionStatusTrue, tc.msg)
+			got := waitCondition(t, gd, v1.GitOpsDeploymentConditionErrorOccurred, v1.GitOpsConditionStatusTrue, tc.msg)
+			assert.Equal(t, v1.GitOpsDeploymentReasonErrorOccurred, condition(got, v1.GitOpsDeploymentConditionErrorOccurred).Reason, "the seed's reason")
 			ready := waitCondition(t, gd, kernel.ConditionReady, v1.GitOpsConditionStatusFalse, tc.msg)
 			assert.Equal(t, ready.Generation, ready.Status.ObservedGeneration)
+			assert.Equal(t, v1.GitOpsConditionReason(tc.reason), condition(ready, kernel.ConditionReady).Reason)
 			assertNoApplication(t, gd)
 			var events corev1.EventList
 			require.Eventually(t, func() bool {
 				require.NoError(t, k8s.List(context.Background(), &events, client.InNamespace(ns)))
 				for _, e := range events.Items {
 					if e.InvolvedObject.UID == gd.UID && e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, tc.msg) {
+						assert.Equal(t, tc.reason, e.Reason, "the Event names the failure")
 						return true
 					}
 				}
@@ -456,4 +461,14 @@ func TestKeepsFieldsItDoesNotOwn(t *testing.T) {
 	waitApp(t, flip, func(a *argov1alpha1.Application) bool {
 		return a.Spec.SyncPolicy == nil || a.Spec.SyncPolicy.Automated == nil
 	})
+}
+
+// condition is obj's condition of type t (the zero one when it has none).
+func condition(gd *v1.GitOpsDeployment, t v1.GitOpsConditionType) v1.GitOpsDeploymentCondition {
+	for _, c := range gd.Status.Conditions {
+		if c.Type == t {
+			return c
+		}
+	}
+	return v1.GitOpsDeploymentCondition{}
 }

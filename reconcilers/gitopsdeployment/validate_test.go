@@ -21,33 +21,35 @@ func TestValidate(t *testing.T) {
 		return gd
 	}
 	cases := []struct {
-		name string
-		mut  func(*v1.GitOpsDeploymentSpec)
-		want string // substring; "" means valid
+		name   string
+		mut    func(*v1.GitOpsDeploymentSpec)
+		want   string // substring; "" means valid
+		reason string // the Event's and Ready's reason
 	}{
-		{"valid", func(*v1.GitOpsDeploymentSpec) {}, ""},
-		{"own namespace explicit", func(s *v1.GitOpsDeploymentSpec) { s.Destination.Namespace = "jane" }, ""},
+		{"valid", func(*v1.GitOpsDeploymentSpec) {}, "", ""},
+		{"own namespace explicit", func(s *v1.GitOpsDeploymentSpec) { s.Destination.Namespace = "jane" }, "", ""},
 		{"manual with CreateNamespace", func(s *v1.GitOpsDeploymentSpec) {
 			s.Type = v1.GitOpsDeploymentSpecTypeManual
 			s.SyncPolicy = &v1.SyncPolicy{SyncOptions: []v1.SyncOption{v1.SyncOptionCreateNamespaceTrue}}
-		}, ""},
+		}, "", ""},
 		{"remote namespace with environment", func(s *v1.GitOpsDeploymentSpec) {
 			s.Destination = v1.ApplicationDestination{Environment: "e", Namespace: "other"}
-		}, ""},
-		{"empty path", func(s *v1.GitOpsDeploymentSpec) { s.Source.Path = "" }, v1.ErrMsgPathEmpty},
-		{"root path", func(s *v1.GitOpsDeploymentSpec) { s.Source.Path = "/" }, v1.ErrMsgPathRoot},
-		{"parent segment", func(s *v1.GitOpsDeploymentSpec) { s.Source.Path = "apps/../../etc" }, "must stay inside the repository"},
-		{"absolute path", func(s *v1.GitOpsDeploymentSpec) { s.Source.Path = "/etc/kubernetes" }, "must stay inside the repository"},
-		{"dotted names are fine", func(s *v1.GitOpsDeploymentSpec) { s.Source.Path = "apps/..hidden/v1.2" }, ""},
-		{"bad type", func(s *v1.GitOpsDeploymentSpec) { s.Type = "Automatic" }, v1.ErrMsgTypeInvalid},
-		{"foreign namespace without environment", func(s *v1.GitOpsDeploymentSpec) { s.Destination.Namespace = "kube-system" }, v1.ErrMsgEnvironmentNeeded},
+		}, "", ""},
+		{"empty path", func(s *v1.GitOpsDeploymentSpec) { s.Source.Path = "" }, v1.ErrMsgPathEmpty, ReasonInvalidSource},
+		{"root path", func(s *v1.GitOpsDeploymentSpec) { s.Source.Path = "/" }, v1.ErrMsgPathRoot, ReasonInvalidSource},
+		{"parent segment", func(s *v1.GitOpsDeploymentSpec) { s.Source.Path = "apps/../../etc" }, "must stay inside the repository", ReasonInvalidSource},
+		{"absolute path", func(s *v1.GitOpsDeploymentSpec) { s.Source.Path = "/etc/kubernetes" }, "must stay inside the repository", ReasonInvalidSource},
+		{"dotted names are fine", func(s *v1.GitOpsDeploymentSpec) { s.Source.Path = "apps/..hidden/v1.2" }, "", ""},
+		{"bad type", func(s *v1.GitOpsDeploymentSpec) { s.Type = "Automatic" }, v1.ErrMsgTypeInvalid, ReasonInvalidType},
+		{"foreign namespace without environment", func(s *v1.GitOpsDeploymentSpec) { s.Destination.Namespace = "kube-system" }, v1.ErrMsgEnvironmentNeeded, ReasonInvalidDestination},
 		{"unsupported sync option", func(s *v1.GitOpsDeploymentSpec) {
 			s.SyncPolicy = &v1.SyncPolicy{SyncOptions: []v1.SyncOption{"Replace=true"}}
-		}, "unsupported sync option"},
+		}, "unsupported sync option", ReasonInvalidSyncPolicy},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := validate(base(tc.mut))
+			reason, got := validate(base(tc.mut))
+			assert.Equal(t, tc.reason, reason)
 			if tc.want == "" {
 				assert.Empty(t, got)
 			} else {
@@ -62,7 +64,11 @@ func TestConditions(t *testing.T) {
 	t1 := metav1.NewTime(t0.Add(time.Minute))
 	rec := record.NewFakeRecorder(10)
 	setError := func(conds []v1.GitOpsDeploymentCondition, msg string, now metav1.Time) []v1.GitOpsDeploymentCondition {
-		kernel.SetError(rec, &v1.GitOpsDeployment{}, &conds, msg, now)
+		var refusal *kernel.Refusal
+		if msg != "" {
+			refusal = refuse(ReasonInvalidSource, "%s", msg)
+		}
+		kernel.SetError(rec, &v1.GitOpsDeployment{}, &conds, refusal, now)
 		return conds
 	}
 
@@ -77,7 +83,7 @@ func TestConditions(t *testing.T) {
 	same := setError(append([]v1.GitOpsDeploymentCondition(nil), conds...), "boom", t1)
 	assert.Equal(t, conds, same, "observing the same error again changes nothing (no write on resync)")
 	assert.Len(t, rec.Events, 1, "one Warning Event for the new error, none when it is seen again")
-	assert.Equal(t, "Warning ErrorOccurred boom", <-rec.Events)
+	assert.Equal(t, "Warning InvalidSource boom", <-rec.Events, "the condition's reason is the seed's, the Event's the failure's")
 
 	conds = setError(conds, "", t1)
 	assert.Equal(t, v1.GitOpsConditionStatusFalse, conds[0].Status)

@@ -15,31 +15,49 @@ import (
 // condition is new or its status, reason or message changed. It returns
 // whether any of those changed.
 func SetCondition(rec record.EventRecorder, obj runtime.Object, conds *[]metav1.Condition, c metav1.Condition, now metav1.Time, warn bool) bool {
+	event := ""
+	if warn {
+		event = c.Reason
+	}
+	return SetConditionWarning(rec, obj, conds, c, event, now)
+}
+
+// SetConditionWarning is SetCondition whose Warning Event (none when event is
+// "") has the reason event rather than c's: a condition whose reason the
+// seed fixes (ErrorOccurred) still gets an Event that says which failure it is
+// (the Refusal's Reason).
+func SetConditionWarning(rec record.EventRecorder, obj runtime.Object, conds *[]metav1.Condition, c metav1.Condition, event string, now metav1.Time) bool {
 	before := meta.FindStatusCondition(*conds, c.Type)
 	changed := before == nil || before.Status != c.Status || before.Reason != c.Reason || before.Message != c.Message
-	if changed && warn {
-		warningEvent(rec, obj, c.Reason, c.Message)
+	if changed && event != "" {
+		warningEvent(rec, obj, event, c.Message)
 	}
 	c.LastTransitionTime = now
 	meta.SetStatusCondition(conds, c)
 	return changed
 }
 
-// SetError records msg on the original service's ErrorOccurred condition,
-// with a Warning Event when it changed; msg "" resolves it.
-func SetError(rec record.EventRecorder, obj runtime.Object, conds *[]v1.GitOpsDeploymentCondition, msg string, now metav1.Time) {
-	if msg == "" {
+// SetError records refusal on the original service's ErrorOccurred condition,
+// whose reason is always ErrorOccurred (the seed's), with a Warning Event of
+// the refusal's own Reason (which failure it is) when the condition changed;
+// a nil refusal resolves it.
+func SetError(rec record.EventRecorder, obj runtime.Object, conds *[]v1.GitOpsDeploymentCondition, refusal *Refusal, now metav1.Time) {
+	if refusal == nil {
 		*conds = v1.ResolveCondition(*conds, v1.GitOpsDeploymentConditionErrorOccurred, now)
 		return
 	}
-	SetErrorReason(rec, obj, conds, string(v1.GitOpsDeploymentReasonErrorOccurred), msg, now)
+	setError(rec, obj, conds, string(v1.GitOpsDeploymentReasonErrorOccurred), refusal.Reason, refusal.Message, now)
 }
 
 // SetErrorReason is SetCondition for the GitOps kinds' ErrorOccurred
-// condition with a reason of the caller's (SetError's is always
-// ErrorOccurred): True with reason and msg, a Warning Event when its status,
-// reason or message changed. It returns whether any of those changed.
+// condition with a reason of the caller's, also the Event's: True with
+// reason and msg, a Warning Event when its status, reason or message changed.
+// It returns whether any of those changed.
 func SetErrorReason(rec record.EventRecorder, obj runtime.Object, conds *[]v1.GitOpsDeploymentCondition, reason, msg string, now metav1.Time) bool {
+	return setError(rec, obj, conds, reason, reason, msg, now)
+}
+
+func setError(rec record.EventRecorder, obj runtime.Object, conds *[]v1.GitOpsDeploymentCondition, reason, event, msg string, now metav1.Time) bool {
 	changed := true
 	for _, c := range *conds {
 		if c.Type == v1.GitOpsDeploymentConditionErrorOccurred {
@@ -47,7 +65,7 @@ func SetErrorReason(rec record.EventRecorder, obj runtime.Object, conds *[]v1.Gi
 		}
 	}
 	if changed {
-		warningEvent(rec, obj, reason, msg)
+		warningEvent(rec, obj, event, msg)
 	}
 	*conds = v1.SetCondition(*conds, v1.GitOpsDeploymentConditionErrorOccurred, v1.GitOpsConditionStatusTrue, v1.GitOpsConditionReason(reason), msg, now)
 	return changed

@@ -43,8 +43,14 @@ const (
 // Refusal is a problem the user must fix: the reason and message of a
 // condition and of a Warning Event. Its message never holds a credential.
 type Refusal struct {
+	// Reason names the failure (InvalidSource, SecretNotFound, ...): the
+	// Warning Event's reason, Ready's and the warning_events metric's label.
 	Reason  string
 	Message string
+	// Condition is the reason of the kind's own error condition when the seed
+	// fixes it to a catch-all (ErrorOccurred); "" means Reason. See
+	// ConditionReason.
+	Condition string
 	// Keep: what was deployed for the object stays (nothing is deleted or
 	// rewritten because of this refusal).
 	Keep bool
@@ -57,6 +63,21 @@ func (r *Refusal) Error() string { return r.Reason + ": " + r.Message }
 // Refuse makes a Refusal with a formatted message.
 func Refuse(reason, format string, args ...any) *Refusal {
 	return &Refusal{Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// InCondition sets the reason the kind's own error condition shows (the
+// seed's catch-all, e.g. ErrorOccurred); the Event and Ready keep Reason.
+func (r *Refusal) InCondition(reason string) *Refusal {
+	r.Condition = reason
+	return r
+}
+
+// ConditionReason is the reason of the kind's own error condition.
+func (r *Refusal) ConditionReason() string {
+	if r.Condition != "" {
+		return r.Condition
+	}
+	return r.Reason
 }
 
 // Keeping marks the refusal as one that leaves what was deployed in place.

@@ -31,11 +31,11 @@ func TestWarningEventsAreCounted(t *testing.T) {
 	}
 
 	d := &v1.GitOpsDeployment{}
-	before = count("GitOpsDeployment", "ErrorOccurred")
-	SetError(rec, d, &d.Status.Conditions, "bad", now)
-	SetError(rec, d, &d.Status.Conditions, "bad", now)
-	if got := count("GitOpsDeployment", "ErrorOccurred") - before; got != 1 {
-		t.Errorf("SetError: counted %v, want 1", got)
+	before = count("GitOpsDeployment", "InvalidSource")
+	SetError(rec, d, &d.Status.Conditions, Refuse("InvalidSource", "bad"), now)
+	SetError(rec, d, &d.Status.Conditions, Refuse("InvalidSource", "bad"), now)
+	if got := count("GitOpsDeployment", "InvalidSource") - before; got != 1 {
+		t.Errorf("SetError: counted %v under the refusal's reason, want 1", got)
 	}
 
 	r := &v1.GitOpsDeploymentSyncRun{}

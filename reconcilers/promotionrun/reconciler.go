@@ -43,8 +43,18 @@ const (
 	BindingSuffix = "-generated-binding"
 	// msgSuccess is the original service's message for a deployed step.
 	msgSuccess = "All GitOpsDeployments are Synced/Healthy"
-	// reason is that of every refusal: the condition's only one.
+	// reason is the ErrorOccurred condition's only one (the seed's); the
+	// Warning Event says which failure it is (Reason*).
 	reason = as.PromotionRunReasonErrorOccurred
+)
+
+// Reasons of a failed run's Warning Event (README "Ready"). A missing input is
+// <Kind>NotFound (SnapshotNotFound, ApplicationNotFound, EnvironmentNotFound).
+const (
+	ReasonSnapshotOfAnotherApplication = "SnapshotOfAnotherApplication"
+	ReasonBindingNameTaken             = "BindingNameTaken"
+	ReasonBindingInvalid               = "BindingInvalid"
+	ReasonTimedOut                     = "PromotionTimedOut"
 )
 
 // Reconciler reconciles PromotionRuns.
@@ -79,6 +89,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	run := &as.PromotionRun{}
 	if err := r.Client.Get(ctx, req.NamespacedName, run); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if run.Status.State == as.PromotionRunStateCompleted && run.DeletionTimestamp.IsZero() && meta.FindStatusCondition(run.Status.Conditions, kernel.ConditionReady) == nil {
+		// Completed before runs had a Ready condition (a sidecar upgrade):
+		// one status write gives it; a completed run is otherwise done.
+		patcher := kernel.NewStatusPatcher(r.Client, run)
+		defer patcher.Patch(ctx, run, &err)
+		run.Status.ObservedGeneration = run.Generation
+		kernel.SetReady(&run.Status.Conditions, nil, readiness(run.Status), run.Generation, r.now())
+		return ctrl.Result{}, nil
 	}
 	if run.Status.State == as.PromotionRunStateCompleted || !run.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
@@ -140,7 +159,7 @@ func (r *Reconciler) promote(ctx context.Context, run *as.PromotionRun) (ctrl.Re
 		return r.fail(run, err)
 	}
 	if snap.Spec.Application != run.Spec.Application {
-		return r.fail(run, kernel.Refuse(reason, "Snapshot %q is of Application %q, not %q", snap.Name, snap.Spec.Application, run.Spec.Application))
+		return r.fail(run, kernel.Refuse(ReasonSnapshotOfAnotherApplication, "Snapshot %q is of Application %q, not %q", snap.Name, snap.Spec.Application, run.Spec.Application))
 	}
 	if err := r.get(ctx, run.Namespace, run.Spec.Application, &as.Application{}, "Application"); err != nil {
 		return r.fail(run, err)
@@ -178,7 +197,7 @@ func (r *Reconciler) promote(ctx context.Context, run *as.PromotionRun) (ctrl.Re
 			r.Recorder.Eventf(run, corev1.EventTypeNormal, "ManualEnvironment", "Not promoting to %s: deploymentStrategy is Manual", strings.Join(manual, ", "))
 		}
 		if len(next) == 0 {
-			r.complete(run, as.PromotionRunCompleteResultSuccess, "")
+			r.complete(run, as.PromotionRunCompleteResultSuccess, "", "")
 			return ctrl.Result{}, nil
 		}
 		addSteps(run, next)
@@ -191,7 +210,7 @@ func (r *Reconciler) promote(ctx context.Context, run *as.PromotionRun) (ctrl.Re
 func (r *Reconciler) get(ctx context.Context, ns, name string, obj client.Object, kind string) error {
 	err := kernel.GetConfirmed(ctx, r.Client, r.APIReader, client.ObjectKey{Namespace: ns, Name: name}, obj)
 	if apierrors.IsNotFound(err) {
-		return kernel.Refuse(reason, "%s %q not found", kind, name)
+		return kernel.Refuse(kind+"NotFound", "%s %q not found", kind, name)
 	}
 	return err
 }
@@ -241,7 +260,7 @@ func (r *Reconciler) deploy(ctx context.Context, run *as.PromotionRun, snap *as.
 		seb, err := r.bind(ctx, run, env)
 		if refusal := kernel.AsRefusal(err); refusal != nil {
 			setStep(run, env, as.PromotionRunEnvironmentStatusFailure, refusal.Message)
-			r.complete(run, as.PromotionRunCompleteResultFailure, refusal.Message)
+			r.complete(run, as.PromotionRunCompleteResultFailure, refusal.Reason, refusal.Message)
 			return false, nil
 		}
 		if err != nil {
@@ -311,7 +330,7 @@ func (r *Reconciler) bind(ctx context.Context, run *as.PromotionRun, env string)
 				return nil, err
 			}
 			if existing.Spec.Application != run.Spec.Application || existing.Spec.Environment != env {
-				return nil, kernel.Refuse(reason, "SnapshotEnvironmentBinding %s exists for Application %q and Environment %q", seb.Name,
+				return nil, kernel.Refuse(ReasonBindingNameTaken, "SnapshotEnvironmentBinding %s exists for Application %q and Environment %q", seb.Name,
 					existing.Spec.Application, existing.Spec.Environment)
 			}
 			return nil, fmt.Errorf("SnapshotEnvironmentBinding %s: %w", seb.Name, kernel.ErrStaleCache)
@@ -319,7 +338,7 @@ func (r *Reconciler) bind(ctx context.Context, run *as.PromotionRun, env string)
 		if apierrors.IsInvalid(err) {
 			// Application and Environment names too long for a binding's name or
 			// labels: no retry can help, and the run would block the application's next.
-			return nil, kernel.Refuse(reason, "cannot create SnapshotEnvironmentBinding %s: %v", seb.Name, err)
+			return nil, kernel.Refuse(ReasonBindingInvalid, "cannot create SnapshotEnvironmentBinding %s: %v", seb.Name, err)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("creating SnapshotEnvironmentBinding %s: %w", seb.Name, err)
@@ -363,7 +382,7 @@ func (r *Reconciler) waitOrTimeout(run *as.PromotionRun) ctrl.Result {
 			}
 		}
 	}
-	r.complete(run, as.PromotionRunCompleteResultFailure, msg)
+	r.complete(run, as.PromotionRunCompleteResultFailure, ReasonTimedOut, msg)
 	return ctrl.Result{}
 }
 
@@ -377,20 +396,20 @@ func (r *Reconciler) fail(run *as.PromotionRun, err error) (ctrl.Result, error) 
 	for _, env := range current(run) {
 		setStep(run, env, as.PromotionRunEnvironmentStatusFailure, refusal.Message)
 	}
-	r.complete(run, as.PromotionRunCompleteResultFailure, refusal.Message)
+	r.complete(run, as.PromotionRunCompleteResultFailure, refusal.Reason, refusal.Message)
 	return ctrl.Result{}, nil
 }
 
-// complete ends the run, with an ErrorOccurred condition and a Warning on failure.
-func (r *Reconciler) complete(run *as.PromotionRun, result as.PromotionRunCompleteResult, msg string) {
+// complete ends the run, with an ErrorOccurred condition and a Warning of
+// the failure's reason (why) on failure.
+func (r *Reconciler) complete(run *as.PromotionRun, result as.PromotionRunCompleteResult, why, msg string) {
 	run.Status.State = as.PromotionRunStateCompleted
 	run.Status.CompletionResult = result
 	if result == as.PromotionRunCompleteResultSuccess {
 		r.Recorder.Eventf(run, corev1.EventTypeNormal, "PromotionSucceeded", "Snapshot %s promoted to %s", run.Spec.Snapshot, strings.Join(promoted(run), ", "))
 		return
 	}
-	// The Warning is the run's own (PromotionFailed), once: a completed run is done.
-	kernel.SetCondition(r.Recorder, run, &run.Status.Conditions, metav1.Condition{Type: as.PromotionRunConditionErrorOccurred, Status: metav1.ConditionTrue,
-		Reason: reason, Message: msg, ObservedGeneration: run.Generation}, r.now(), false)
-	r.Recorder.Event(run, corev1.EventTypeWarning, "PromotionFailed", msg)
+	// One Warning, named after the failure: a completed run is done.
+	kernel.SetConditionWarning(r.Recorder, run, &run.Status.Conditions, metav1.Condition{Type: as.PromotionRunConditionErrorOccurred, Status: metav1.ConditionTrue,
+		Reason: reason, Message: msg, ObservedGeneration: run.Generation}, why, r.now())
 }

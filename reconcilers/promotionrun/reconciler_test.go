@@ -122,7 +122,7 @@ func TestManualPromotionCreatesTheBindingAndTimesOut(t *testing.T) {
 	assert.Equal(t, as.PromotionRunEnvironmentStatusFailure, got.Status.EnvironmentStatus[0].Status)
 	assert.GreaterOrEqual(t, got.Status.Conditions[0].LastTransitionTime.Sub(got.Status.PromotionStartTime.Time), timeout-time.Second)
 	waitRun(t, run, "Ready=False once failed", readyIs(metav1.ConditionFalse, "PromotionFailed"))
-	warning(t, got, "PromotionFailed")
+	warning(t, got, promotionrun.ReasonTimedOut)
 }
 
 func TestManualPromotionUpdatesTheExistingBinding(t *testing.T) {
@@ -162,20 +162,24 @@ func TestInvalidPromotionsFailAndBindNothing(t *testing.T) {
 		msg  string
 		// bound is the binding the run got to, if any.
 		bound []string
+		// reason is the Warning Event's: the failure's.
+		reason string
 	}{
-		{"missing snapshot", manual(ns, "r1", "appa", "nope", "dev"), `Snapshot "nope" not found`, nil},
-		{"snapshot of another application", manual(ns, "r2", "appa", "snap-b", "dev"), `Snapshot "snap-b" is of Application "appb", not "appa"`, nil},
-		{"missing environment", manual(ns, "r4", "appa", "snap-a", "nope"), `Environment "nope" not found`, nil},
+		{"missing snapshot", manual(ns, "r1", "appa", "nope", "dev"), `Snapshot "nope" not found`, nil, "SnapshotNotFound"},
+		{"snapshot of another application", manual(ns, "r2", "appa", "snap-b", "dev"), `Snapshot "snap-b" is of Application "appb", not "appa"`, nil,
+			promotionrun.ReasonSnapshotOfAnotherApplication},
+		{"missing environment", manual(ns, "r4", "appa", "snap-a", "nope"), `Environment "nope" not found`, nil, "EnvironmentNotFound"},
 		{"binding name taken", manual(ns, "r5", "appb", "snap-b", "staging"),
-			`SnapshotEnvironmentBinding appb-staging-generated-binding exists for Application "appb" and Environment "dev"`, nil},
+			`SnapshotEnvironmentBinding appb-staging-generated-binding exists for Application "appb" and Environment "dev"`, nil, promotionrun.ReasonBindingNameTaken},
 		{"broken binding", manual(ns, "r6", "appa", "snap-a", "staging"),
-			`timed out after 6s promoting to staging: SnapshotEnvironmentBinding broken: component "appa-fe" is listed twice in spec.components`, []string{"broken"}},
+			`timed out after 6s promoting to staging: SnapshotEnvironmentBinding broken: component "appa-fe" is listed twice in spec.components`, []string{"broken"},
+			promotionrun.ReasonTimedOut},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			require.NoError(t, k8s.Create(context.Background(), tc.run))
 			got := waitRun(t, tc.run, "failed", failedWith(tc.msg))
-			warning(t, got, "PromotionFailed")
+			warning(t, got, tc.reason)
 			assert.Equal(t, tc.bound, got.Status.ActiveBindings)
 		})
 	}
@@ -258,4 +262,21 @@ func TestAutomatedPromotionStartsAtTheInitialEnvironment(t *testing.T) {
 	assert.Equal(t, []string{"appa-dev" + promotionrun.BindingSuffix}, got.Status.ActiveBindings)
 	require.Len(t, got.Status.EnvironmentStatus, 1, "staging only after dev is deployed")
 	assert.Equal(t, "dev", got.Status.EnvironmentStatus[0].EnvironmentName)
+}
+
+// A run completed before runs had a Ready condition (a sidecar upgrade) gets
+// it at its next pass; a completed run is otherwise never written.
+func TestRunCompletedBeforeReadyGetsIt(t *testing.T) {
+	ctx := context.Background()
+	ns := tenant(t)
+	run := manual(ns, "old", "appa", "nope", "dev")
+	require.NoError(t, k8s.Create(ctx, run))
+	got := waitRun(t, run, "failed", failedWith(`Snapshot "nope" not found`))
+	warning(t, got, "SnapshotNotFound")
+
+	// What an older sidecar left: completed, no Ready.
+	meta.RemoveStatusCondition(&got.Status.Conditions, "Ready")
+	got.Status.ObservedGeneration = 0
+	require.NoError(t, k8s.Status().Update(ctx, got))
+	waitRun(t, run, "Ready=False again", readyIs(metav1.ConditionFalse, "PromotionFailed"))
 }

@@ -53,6 +53,14 @@ const (
 	annotationRetry = "managed-gitops.redhat.com/generation-retry"
 )
 
+// Reasons of this reconciler's refusals (Event and Ready; the
+// bindingConditions show the seed's ErrorOccurred); binding's for the rest.
+const (
+	ReasonAppProjectNotOurs     = "AppProjectNotOurs"
+	ReasonApplicationSetNotOurs = "ApplicationSetNotOurs"
+	ReasonDuplicateBinding      = "DuplicateBinding"
+)
+
 // Reconciler reconciles SnapshotEnvironmentBindings.
 type Reconciler struct {
 	Client        client.Client
@@ -120,14 +128,14 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, seb *as.SnapshotEnviro
 	}
 	if _, err := r.Projects.Ensure(ctx, seb.Namespace, repos...); err != nil {
 		if errors.Is(err, tenantproject.ErrNotOurs) {
-			return 0, kernel.Refuse(as.BindingReasonErrorOccurred, "%s", err.Error())
+			return 0, binding.Refuse(ReasonAppProjectNotOurs, "%s", err.Error())
 		}
 		return 0, err
 	}
 	err = r.writeApplicationSet(ctx, seb, hashOf(params), repos)
 	var notOurs *kernel.NotOursError
 	if errors.As(err, &notOurs) {
-		return 0, kernel.Refuse(as.BindingReasonErrorOccurred, "%s: delete or rename it", notOurs.Error())
+		return 0, binding.Refuse(ReasonApplicationSetNotOurs, "%s: delete or rename it", notOurs.Error())
 	}
 	return len(params), err
 }
@@ -144,7 +152,7 @@ func (r *Reconciler) olderDuplicate(ctx context.Context, seb *as.SnapshotEnviron
 			continue
 		}
 		if kernel.Older(&o, seb) {
-			return kernel.Refuse(as.BindingReasonErrorOccurred, "duplicate combination of Application (%s) and Environment (%s). Duplicated by: %s",
+			return binding.Refuse(ReasonDuplicateBinding, "duplicate combination of Application (%s) and Environment (%s). Duplicated by: %s",
 				seb.Spec.Application, seb.Spec.Environment, o.Name)
 		}
 	}
@@ -243,7 +251,12 @@ func (r *Reconciler) setStatus(ctx context.Context, seb *as.SnapshotEnvironmentB
 	status := decideStatus(seb, refusal, apps.Items, string(tenant.UID), components)
 	now := r.Now.Now()
 	if status.errorOccurred != nil {
-		kernel.SetCondition(r.Recorder, seb, &seb.Status.BindingConditions, *status.errorOccurred, now, refusal != nil)
+		// The condition's reason may be the seed's ErrorOccurred; the Event names the failure.
+		event := ""
+		if refusal != nil {
+			event = refusal.Reason
+		}
+		kernel.SetConditionWarning(r.Recorder, seb, &seb.Status.BindingConditions, *status.errorOccurred, event, now)
 	}
 	seb.Status.GitOpsDeployments = status.deployed
 	if status.allDeployed != nil {

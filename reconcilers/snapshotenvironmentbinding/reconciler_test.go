@@ -20,6 +20,7 @@ import (
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/reconcilers/snapshotenvironmentbinding"
 )
 
 const (
@@ -177,7 +178,19 @@ func TestForeignApplicationSetIsACondition(t *testing.T) {
 		c := meta.FindStatusCondition(got.Status.BindingConditions, as.BindingConditionErrorOccurred)
 		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "was not created by the GitOps Service")
 	}, wait, tick, "the binding does not show the foreign ApplicationSet: %+v", got.Status)
-	waitReady(t, seb, metav1.ConditionFalse, as.BindingReasonErrorOccurred)
+	require.Equal(t, as.BindingReasonErrorOccurred, meta.FindStatusCondition(got.Status.BindingConditions, as.BindingConditionErrorOccurred).Reason, "the seed's reason")
+	// Ready and the Warning Event name the failure.
+	waitReady(t, seb, metav1.ConditionFalse, snapshotenvironmentbinding.ReasonApplicationSetNotOurs)
+	require.Eventually(t, func() bool {
+		var events corev1.EventList
+		require.NoError(t, k8s.List(ctx, &events, client.InNamespace(seb.Namespace)))
+		for _, e := range events.Items {
+			if e.InvolvedObject.UID == seb.UID && e.Type == corev1.EventTypeWarning && e.Reason == snapshotenvironmentbinding.ReasonApplicationSetNotOurs {
+				return true
+			}
+		}
+		return false
+	}, wait, tick, "no Warning Event %s", snapshotenvironmentbinding.ReasonApplicationSetNotOurs)
 	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(set), set))
 	require.Equal(t, foreignRV, set.ResourceVersion, "the foreign ApplicationSet was written")
 }

@@ -38,7 +38,7 @@ func decideStatus(seb *as.SnapshotEnvironmentBinding, refusal *kernel.Refusal, a
 	cond := metav1.Condition{Type: as.BindingConditionErrorOccurred, Status: metav1.ConditionFalse,
 		Reason: as.BindingConditionErrorOccurred + "Resolved", ObservedGeneration: seb.Generation}
 	if refusal != nil {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, refusal.Reason, refusal.Message
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, refusal.ConditionReason(), refusal.Message
 	}
 	// A binding that never failed gets no ErrorOccurred condition.
 	if refusal != nil || meta.FindStatusCondition(seb.Status.BindingConditions, cond.Type) != nil {

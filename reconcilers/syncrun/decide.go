@@ -31,6 +31,15 @@ const (
 // What a run waits for (no condition of the run shows it).
 const reasonApplication, reasonInLine, reasonArgoCD = "WaitingForApplication", "WaitingInLine", "WaitingForArgoCD"
 
+// Reasons of a run's refusals: its Warning Event's and Ready's (False); the
+// ErrorOccurred condition keeps the seed's reason ErrorOccurred.
+const (
+	ReasonGitOpsDeploymentNotFound = "GitOpsDeploymentNotFound"
+	ReasonDeploymentAutomated      = "DeploymentAutomated"
+	ReasonInvalidRevision          = "InvalidRevision"
+	ReasonApplicationNotOurs       = "ApplicationNotOurs"
+)
+
 // compareWait bounds how long a finished sync waits for Argo CD's next comparison.
 const compareWait = 30 * time.Second
 
@@ -40,19 +49,22 @@ const compareWait = 30 * time.Second
 // run's namespace. Anything but start and follow comes with why: a
 // *kernel.Refusal or a *kernel.Waiting.
 func decide(run *v1.GitOpsDeploymentSyncRun, gd *v1.GitOpsDeployment, app *argov1alpha1.Application, ours bool, runs []v1.GitOpsDeploymentSyncRun) (action, error) {
-	reason, badRevision, blocker := string(v1.GitOpsDeploymentReasonErrorOccurred), argocd.CheckRevision(run.Spec.RevisionID), firstBefore(run, runs)
+	badRevision, blocker := argocd.CheckRevision(run.Spec.RevisionID), firstBefore(run, runs)
+	refusal := func(reason, format string, args ...any) error {
+		return kernel.Refuse(reason, format, args...).InCondition(string(v1.GitOpsDeploymentReasonErrorOccurred))
+	}
 	switch {
 	case gd == nil:
 		// The deployment may still come: its creation requeues us.
-		return refuse, kernel.Refuse(reason, v1.ErrMsgSyncRunDeploymentFmt, run.Spec.GitopsDeploymentName)
+		return refuse, refusal(ReasonGitOpsDeploymentNotFound, v1.ErrMsgSyncRunDeploymentFmt, run.Spec.GitopsDeploymentName)
 	case gd.Spec.Type == v1.GitOpsDeploymentSpecTypeAutomated:
-		return refuse, kernel.Refuse(reason, v1.ErrMsgSyncRunAutomatedFmt, run.Name)
+		return refuse, refusal(ReasonDeploymentAutomated, v1.ErrMsgSyncRunAutomatedFmt, run.Name)
 	case badRevision != "":
-		return refuse, kernel.Refuse(reason, "spec.revisionId: %s", badRevision)
+		return refuse, refusal(ReasonInvalidRevision, "spec.revisionId: %s", badRevision)
 	case app == nil:
 		return await, kernel.Wait(reasonApplication, kernel.PollInterval, "the Argo CD Application of GitOpsDeployment %s", gd.Name)
 	case !ours:
-		return refuse, kernel.Refuse(reason, "the Argo CD Application %s is not the one of GitOpsDeployment '%s'", app.Name, gd.Name)
+		return refuse, refusal(ReasonApplicationNotOurs, "the Argo CD Application %s is not the one of GitOpsDeployment '%s'", app.Name, gd.Name)
 	case startedBy(app, run.UID) || run.Status.StartedAt != nil:
 		return follow, nil
 	// Earlier runs finishing, and Argo CD's operation state changing, requeue us.

@@ -72,15 +72,15 @@ func TestDecide(t *testing.T) {
 		notOur bool
 		runs   []v1.GitOpsDeploymentSyncRun
 		want   action
-		// refusal: the message it has; waiting: the reason.
-		refusal, waiting, blocker string
+		// refusal: the message it has, reason: its Event's; waiting: the reason.
+		refusal, reason, waiting, blocker string
 	}{
-		"no deployment": {run: me, want: refuse, refusal: "Unable to retrieve GitOpsDeployment 'web' referenced by the GitOpsDeploymentSyncRun"},
+		"no deployment": {run: me, want: refuse, refusal: "Unable to retrieve GitOpsDeployment 'web' referenced by the GitOpsDeploymentSyncRun", reason: ReasonGitOpsDeploymentNotFound},
 		"an automated deployment": {run: me, gd: automated, app: application(), want: refuse,
-			refusal: "invalid GitOpsDeploymentSyncRun 'me'. Syncing a GitOpsDeployment with Automated sync policy is not allowed"},
-		"a revision that is an option": {run: badRevision, gd: manual, app: application(), want: refuse, refusal: "spec.revisionId: "},
+			refusal: "invalid GitOpsDeploymentSyncRun 'me'. Syncing a GitOpsDeployment with Automated sync policy is not allowed", reason: ReasonDeploymentAutomated},
+		"a revision that is an option": {run: badRevision, gd: manual, app: application(), want: refuse, refusal: "spec.revisionId: ", reason: ReasonInvalidRevision},
 		"the Application not made yet": {run: me, gd: manual, want: await, waiting: reasonApplication},
-		"a look-alike Application":     {run: me, gd: manual, app: application(), notOur: true, want: refuse, refusal: "is not the one of GitOpsDeployment 'web'"},
+		"a look-alike Application":     {run: me, gd: manual, app: application(), notOur: true, want: refuse, refusal: "is not the one of GitOpsDeployment 'web'", reason: ReasonApplicationNotOurs},
 		"first in line, Argo CD idle":  {run: me, gd: manual, app: application(), runs: []v1.GitOpsDeploymentSyncRun{me}, want: start},
 		"not compared yet":             {run: me, gd: manual, app: application(func(a *argov1alpha1.Application) { a.Status.ReconciledAt = nil }), want: queue, waiting: reasonArgoCD},
 		"the spec is invalid to Argo CD": {run: me, gd: manual, app: application(func(a *argov1alpha1.Application) {
@@ -116,6 +116,8 @@ func TestDecide(t *testing.T) {
 			case tc.refusal != "":
 				require.NotNil(t, kernel.AsRefusal(why), "%v", why)
 				assert.Contains(t, kernel.AsRefusal(why).Message, tc.refusal)
+				assert.Equal(t, tc.reason, kernel.AsRefusal(why).Reason)
+				assert.Equal(t, string(v1.GitOpsDeploymentReasonErrorOccurred), kernel.AsRefusal(why).ConditionReason(), "the seed's condition keeps ErrorOccurred")
 			case tc.waiting != "":
 				require.NotNil(t, kernel.AsWaiting(why), "%v", why)
 				assert.Equal(t, tc.waiting, kernel.AsWaiting(why).Reason)

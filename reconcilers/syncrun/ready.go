@@ -19,3 +19,17 @@ func readiness(st v1.GitOpsDeploymentSyncRunStatus) kernel.Readiness {
 	}
 	return kernel.Progressing("the sync is %s", st.Phase)
 }
+
+// needsReady says whether a finished run lacks its Ready condition (it
+// finished before the sidecar set one).
+func needsReady(run *v1.GitOpsDeploymentSyncRun) bool {
+	if !run.Status.Finished() {
+		return false
+	}
+	for _, c := range run.Status.Conditions {
+		if c.Type == kernel.ConditionReady {
+			return false
+		}
+	}
+	return true
+}

@@ -32,3 +32,25 @@ func TestReadiness(t *testing.T) {
 		})
 	}
 }
+
+func TestNeedsReady(t *testing.T) {
+	ready := v1.GitOpsDeploymentCondition{Type: "Ready", Status: v1.GitOpsConditionStatusTrue}
+	errCond := v1.GitOpsDeploymentCondition{Type: v1.GitOpsDeploymentConditionErrorOccurred, Status: v1.GitOpsConditionStatusFalse}
+	cases := map[string]struct {
+		st   v1.GitOpsDeploymentSyncRunStatus
+		want bool
+	}{
+		"finished before Ready existed": {v1.GitOpsDeploymentSyncRunStatus{Phase: v1.OperationSucceeded, Conditions: []v1.GitOpsDeploymentCondition{errCond}}, true},
+		"failed before Ready existed":   {v1.GitOpsDeploymentSyncRunStatus{Phase: v1.OperationError}, true},
+		"finished with Ready":           {v1.GitOpsDeploymentSyncRunStatus{Phase: v1.OperationFailed, Conditions: []v1.GitOpsDeploymentCondition{errCond, ready}}, false},
+		"running: the pass sets it":     {v1.GitOpsDeploymentSyncRunStatus{Phase: v1.OperationRunning}, false},
+		"not started":                   {v1.GitOpsDeploymentSyncRunStatus{}, false},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := needsReady(&v1.GitOpsDeploymentSyncRun{Status: c.st}); got != c.want {
+				t.Fatalf("needsReady = %v, want %v", got, c.want)
+			}
+		})
+	}
+}

@@ -65,7 +65,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return kernel.Outcome(ctrl.Result{}, r.reconcileDelete(ctx, run))
 	}
 	if run.Status.Finished() {
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.readyOnceFinished(ctx, run)
 	}
 	patcher := kernel.NewStatusPatcher(r.Client, run)
 	result, err := r.reconcileNormal(ctx, run)
@@ -90,6 +90,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return kernel.Outcome(result, err)
 }
 
+// readyOnceFinished gives a run that finished before runs had a Ready
+// condition its Ready (one status write, at the first pass after an
+// upgrade); a finished run is otherwise never written again.
+func (r *Reconciler) readyOnceFinished(ctx context.Context, run *v1.GitOpsDeploymentSyncRun) error {
+	if !needsReady(run) {
+		return nil
+	}
+	patcher := kernel.NewStatusPatcher(r.Client, run)
+	run.Status.ObservedGeneration = run.Generation
+	kernel.SetGitOpsReady(&run.Status.Conditions, nil, readiness(run.Status), r.Now.Now())
+	var err error
+	patcher.Patch(ctx, run, &err)
+	return err
+}
+
 // reconcileNormal reads what decides the run's next step, takes it and
 // records it in run.Status.
 func (r *Reconciler) reconcileNormal(ctx context.Context, run *v1.GitOpsDeploymentSyncRun) (ctrl.Result, error) {
@@ -104,9 +119,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, run *v1.GitOpsDeployme
 	act, why := decide(run, gd, app, mine, runs.Items)
 	switch act {
 	case refuse:
-		kernel.SetError(r.Recorder, run, &run.Status.Conditions, kernel.AsRefusal(why).Message, r.Now.Now())
+		kernel.SetError(r.Recorder, run, &run.Status.Conditions, kernel.AsRefusal(why), r.Now.Now())
 	case queue:
-		kernel.SetError(r.Recorder, run, &run.Status.Conditions, "", r.Now.Now())
+		kernel.SetError(r.Recorder, run, &run.Status.Conditions, nil, r.Now.Now())
 	case start:
 		return ctrl.Result{}, r.start(ctx, run, gd, app)
 	case follow:
@@ -163,7 +178,7 @@ func (r *Reconciler) start(ctx context.Context, run *v1.GitOpsDeploymentSyncRun,
 	now := r.Now.Now()
 	run.Status.StartedAt = &now
 	run.Status.Phase = v1.OperationRunning
-	kernel.SetError(r.Recorder, run, &run.Status.Conditions, "", now)
+	kernel.SetError(r.Recorder, run, &run.Status.Conditions, nil, now)
 	r.Recorder.Eventf(run, corev1.EventTypeNormal, "SyncStarted", "Argo CD Application %s is syncing to %s", app.Name, cmp.Or(op.Sync.Revision, "HEAD"))
 	ctrl.LoggerFrom(ctx).Info("started sync", "application", app.Name, "revision", op.Sync.Revision)
 	return nil

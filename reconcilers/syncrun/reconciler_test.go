@@ -21,6 +21,7 @@ import (
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/syncrun"
+	"github.com/gitops-service/gitops-service/test/stack"
 )
 
 const (
@@ -125,4 +126,32 @@ func hasReady(run *v1.GitOpsDeploymentSyncRun, status v1.GitOpsConditionStatus, 
 		}
 	}
 	return false
+}
+
+// A refused run's Warning Event names the failure (the condition keeps the
+// seed's ErrorOccurred), and a run that finished before runs had a Ready
+// condition (a sidecar upgrade) gets it at its next pass.
+func TestRefusalReasonAndReadyOfARunFinishedBefore(t *testing.T) {
+	ctx := context.Background()
+	ns := "tenant-" + rand.String(6)
+	require.NoError(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	run := &v1.GitOpsDeploymentSyncRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "old"},
+		Spec: v1.GitOpsDeploymentSyncRunSpec{GitopsDeploymentName: "gone"}}
+	require.NoError(t, k8s.Create(ctx, run))
+	require.Eventually(t, func() bool {
+		return k8s.Get(ctx, client.ObjectKeyFromObject(run), run) == nil && hasReady(run, v1.GitOpsConditionStatusFalse, "Unable to retrieve GitOpsDeployment")
+	}, wait, tick, "the refused run is not Ready=False: %+v", run.Status)
+	assert.Equal(t, v1.GitOpsDeploymentReasonErrorOccurred, run.Status.Conditions[0].Reason, "the seed's reason")
+	assert.Equal(t, v1.GitOpsConditionReason(syncrun.ReasonGitOpsDeploymentNotFound), run.Status.Conditions[len(run.Status.Conditions)-1].Reason)
+	stack.WaitForEvent(t, k8s, run, corev1.EventTypeWarning, syncrun.ReasonGitOpsDeploymentNotFound, "Unable to retrieve GitOpsDeployment", wait)
+
+	// What an older sidecar left: finished, no Ready.
+	run.Status = v1.GitOpsDeploymentSyncRunStatus{Phase: v1.OperationSucceeded, Conditions: []v1.GitOpsDeploymentCondition{{
+		Type: v1.GitOpsDeploymentConditionErrorOccurred, Status: v1.GitOpsConditionStatusFalse, Reason: v1.GitOpsDeploymentReasonErrorOccurred, Message: syncrun.MsgSucceeded}}}
+	require.NoError(t, k8s.Status().Update(ctx, run))
+	require.Eventually(t, func() bool {
+		return k8s.Get(ctx, client.ObjectKeyFromObject(run), run) == nil && hasReady(run, v1.GitOpsConditionStatusTrue, syncrun.MsgSucceeded)
+	}, wait, tick, "the run finished before is not Ready=True: %+v", run.Status)
+	assert.Equal(t, run.Generation, run.Status.ObservedGeneration)
+	assert.Len(t, run.Status.Conditions, 2, "only Ready was added")
 }

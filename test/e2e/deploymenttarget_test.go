@@ -90,6 +90,12 @@ func TestProvisionedNamespaceEndToEnd(t *testing.T) {
 	}, deployWait, poll, "the Snapshot's images were not deployed to the provisioned namespace")
 	_, err := deployment(ns, "frontend")
 	assert.True(t, apierrors.IsNotFound(err), "nothing is deployed to the tenant's own namespace")
+	// Every kind on the way is done, as kubectl and kstatus see it.
+	kubectlWaitReady(t, ns, resClaim, claim.Name)
+	kubectlWaitReady(t, ns, resTarget, dt.Name)
+	kubectlWaitReady(t, ns, resManagedEnv, me.Name)
+	kubectlWaitReady(t, ns, resEnvironment, "staging")
+	kubectlWaitReady(t, ns, resBinding, seb.Name)
 
 	// The target's credentials reach its namespace and nothing else.
 	secret := &corev1.Secret{}

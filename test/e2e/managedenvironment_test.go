@@ -192,6 +192,7 @@ func TestManagedEnvironmentDeploysToRemoteCluster(t *testing.T) {
 	env := remoteEnvironment(t, tenant, "staging", "staging-creds", remoteAdminTokenFor(t), nil)
 	target := remoteNamespace(t, "target")
 	env = waitEnvironment(t, env, "connected", connected)
+	kubectlWaitReady(t, tenant, resManagedEnv, env.Name)
 
 	// The cluster Secret Argo CD reads: the tenant's project, the environment's
 	// own server URL, the user's token.

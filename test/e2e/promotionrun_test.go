@@ -117,4 +117,9 @@ func TestPromotionRuns(t *testing.T) {
 	}
 	assert.Equal(t, map[string]string{"dev": "snap-2", "staging": "snap-2"}, envs, "one binding per promoted Environment, none for prod")
 	assertEvent(t, got, corev1.EventTypeNormal, "ManualEnvironment")
+	for _, run := range []string{toStaging.Name, auto.Name} {
+		kubectlWaitReady(t, ns, resPromotionRun, run)
+	}
+	kubectlWaitReady(t, ns, resBinding, staging)
+	kubectlWaitReady(t, ns, resEnvironment, "dev")
 }

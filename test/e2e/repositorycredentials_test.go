@@ -127,6 +127,7 @@ func TestPrivateRepositoryNeedsTheTenantsOwnCredentials(t *testing.T) {
 	// With them it deploys.
 	rc := repositoryCredentials(t, owner, "private-repo", url, privateGitUser, privateGitPassword)
 	waitObject(t, rc, "verified", repositoryCondition(v1.RepositoryCredentialConditionValidCredential, metav1.ConditionTrue, v1.RepositoryCredentialReasonRepositoryCredentialUpToDate))
+	kubectlWaitReady(t, owner, resRepoCreds, rc.GetName())
 	waitStatus(t, gd, "Synced/Healthy at "+sha, syncedHealthyAt(sha))
 	cm, err := getConfigMap(owner, "private")
 	require.NoError(t, err)

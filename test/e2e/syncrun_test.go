@@ -61,6 +61,7 @@ func TestSyncRunDeploysHeadThenAnOlderRevision(t *testing.T) {
 	// No revision: the deployment's target (HEAD).
 	run := syncRun(t, ns, "to-head", "manual", "")
 	got := waitRun(t, run, "Succeeded at "+second, succeededAt(second, v1.SyncStatusCodeSynced))
+	kubectlWaitReady(t, ns, resSyncRun, run.Name)
 	cm, err := getConfigMap(ns, "synced")
 	require.NoError(t, err)
 	assert.Equal(t, "second", cm.Data["value"])
