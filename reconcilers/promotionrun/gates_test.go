@@ -68,8 +68,8 @@ func TestGate(t *testing.T) {
 			msg: "a freeze window of Environment prod (freeze) to close: until 2026-03-04T11:00:00Z",
 		},
 		"the window closed exactly now": {in: gateInput{Now: now, Env: gated("prod", &as.PromotionGates{FreezeWindows: windowAt("0 8 * * *", 2*time.Hour, "")})}},
-		"the window opens exactly now":   {in: gateInput{Now: now, Env: gated("prod", &as.PromotionGates{FreezeWindows: windowAt("0 10 * * *", time.Minute, "")})}, reason: as.WaitingReasonFreezeWindow, after: time.Minute, msg: "a freeze window of Environment prod (freeze) to close: until 2026-03-04T10:01:00Z"},
-		"before today's window":          {in: gateInput{Now: now, Env: gated("prod", &as.PromotionGates{FreezeWindows: windowAt("0 11 * * *", 2*time.Hour, "")})}},
+		"the window opens exactly now":  {in: gateInput{Now: now, Env: gated("prod", &as.PromotionGates{FreezeWindows: windowAt("0 10 * * *", time.Minute, "")})}, reason: as.WaitingReasonFreezeWindow, after: time.Minute, msg: "a freeze window of Environment prod (freeze) to close: until 2026-03-04T10:01:00Z"},
+		"before today's window":         {in: gateInput{Now: now, Env: gated("prod", &as.PromotionGates{FreezeWindows: windowAt("0 11 * * *", 2*time.Hour, "")})}},
 		"yesterday's long window still open": {
 			in:     gateInput{Now: now, Env: gated("prod", &as.PromotionGates{FreezeWindows: windowAt("0 18 * * *", 20*time.Hour, "")})},
 			reason: as.WaitingReasonFreezeWindow, after: 4 * time.Hour, msg: "a freeze window of Environment prod (freeze) to close: until 2026-03-04T14:00:00Z",
@@ -134,10 +134,10 @@ func TestGate(t *testing.T) {
 			reason: as.WaitingReasonSoakTime, after: 30 * time.Minute,
 			msg: "Snapshot s1 to soak in Environment dev for 1h0m0s (verified there at 2026-03-04T09:30:00Z): until 2026-03-04T10:30:00Z",
 		},
-		"soaked":                            {in: gateInput{Now: now.Add(30 * time.Minute), Snapshot: "s1", Env: gated("staging", nil), Parent: soaking, VerifiedInParent: &verified}},
-		"never verified in the parent":      {in: gateInput{Now: now, Snapshot: "s1", Env: gated("staging", nil), Parent: soaking}},
-		"the parent has no soak time":       {in: gateInput{Now: now, Snapshot: "s1", Env: gated("staging", nil), Parent: gated("dev", nil), VerifiedInParent: &verified}},
-		"soak does not hold a rollback":     {in: gateInput{Now: now, Rollback: true, Env: gated("staging", nil), Parent: soaking, VerifiedInParent: &verified}},
+		"soaked":                             {in: gateInput{Now: now.Add(30 * time.Minute), Snapshot: "s1", Env: gated("staging", nil), Parent: soaking, VerifiedInParent: &verified}},
+		"never verified in the parent":       {in: gateInput{Now: now, Snapshot: "s1", Env: gated("staging", nil), Parent: soaking}},
+		"the parent has no soak time":        {in: gateInput{Now: now, Snapshot: "s1", Env: gated("staging", nil), Parent: gated("dev", nil), VerifiedInParent: &verified}},
+		"soak does not hold a rollback":      {in: gateInput{Now: now, Rollback: true, Env: gated("staging", nil), Parent: soaking, VerifiedInParent: &verified}},
 		"the child's own soak is not a gate": {in: gateInput{Now: now, Env: gated("staging", &as.PromotionGates{SoakTime: dur(time.Hour)}), VerifiedInParent: &verified}},
 		"no approval yet": {
 			in:     gateInput{Snapshot: "s1", Env: gated("prod", &as.PromotionGates{Approvals: two})},
@@ -148,7 +148,11 @@ func TestGate(t *testing.T) {
 			in: gateInput{Application: "app", Snapshot: "s1", Env: gated("prod", &as.PromotionGates{Approvals: two}), Approvals: []as.PromotionApproval{
 				approval("s1", "prod", "alice"), approval("s1", "prod", "alice"), approval("s1", "prod", "mallory"),
 				approval("s0", "prod", "bob"), approval("s1", "staging", "bob"),
-				func() as.PromotionApproval { a := approval("s1", "prod", "bob"); a.Spec.Application = "other"; return a }(),
+				func() as.PromotionApproval {
+					a := approval("s1", "prod", "bob")
+					a.Spec.Application = "other"
+					return a
+				}(),
 				func() as.PromotionApproval { a := approval("s1", "prod", "carol"); a.Namespace = "other"; return a }(),
 			}},
 			reason: as.WaitingReasonAwaitingApproval, after: kernel.WaitingRetry,

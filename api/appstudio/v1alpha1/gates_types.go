@@ -104,7 +104,7 @@ type FreezeSwitch struct {
 }
 
 // ApprovalGate asks for approvals before a promotion enters an Environment.
-// +kubebuilder:validation:XValidation:rule="size(self.groups) > 0 || size(self.users) == 0 || self.required <= size(self.users)",message="required must not be more than the number of users when no group is named",fieldPath=".required"
+// +kubebuilder:validation:XValidation:rule="has(self.groups) || !has(self.users) || self.required <= size(self.users)",message="required must not be more than the number of users when no group is named",fieldPath=".required"
 type ApprovalGate struct {
 	// Required is how many approvals by distinct approvers are needed.
 	// +required
