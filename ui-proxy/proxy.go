@@ -193,8 +193,11 @@ func (s *Server) Handler() http.Handler {
 	// Actions change things: POST only.
 	r.HandleFunc("/api/v1/sync", s.sync).Methods(http.MethodPost)
 	r.HandleFunc("/api/v1/promote", s.promote).Methods(http.MethodPost)
+	r.HandleFunc("/api/v1/approve", s.approve).Methods(http.MethodPost)
+	r.HandleFunc("/api/v1/freeze", s.freeze(true)).Methods(http.MethodPost)
+	r.HandleFunc("/api/v1/unfreeze", s.freeze(false)).Methods(http.MethodPost)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		writeError(w, http.StatusNotFound, "no such endpoint: the panel calls GET /api/v1/deployment, POST /api/v1/sync and POST /api/v1/promote")
+		writeError(w, http.StatusNotFound, "no such endpoint: the panel calls GET /api/v1/deployment, POST /api/v1/sync, /api/v1/promote, /api/v1/approve, /api/v1/freeze and /api/v1/unfreeze")
 	})
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, r.Method+" is not allowed here: GET /api/v1/deployment reads, POST /api/v1/sync and /api/v1/promote act")

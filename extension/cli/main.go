@@ -144,6 +144,8 @@ type options struct {
 	selector        string
 	revision        string
 	to, autoFrom    string
+	// approve and freeze
+	snapshot, application, comment, reason string
 	timeout         time.Duration
 	argocdNamespace string
 	clientOnly      bool
