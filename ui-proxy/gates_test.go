@@ -63,7 +63,9 @@ func TestPanelGateActions(t *testing.T) {
 		{"another tenant's Environment", with(approve, func(a *actor) { a.user, a.body = "alice", `{"environment":"prod-b","snapshot":"snap-1"}` }), http.StatusBadRequest, "no Environment prod-b in namespace team-a"},
 		{"another tenant's Snapshot", with(approve, func(a *actor) { a.user, a.body = "alice", `{"environment":"prod","snapshot":"snap-b"}` }), http.StatusBadRequest, "no Snapshot snap-b in namespace team-a"},
 		{"freezing another tenant's Environment", with(freeze, func(a *actor) { a.user, a.body = "alice", `{"environment":"prod-b"}` }), http.StatusBadRequest, "no Environment prod-b in namespace team-a"},
-		{"another application", with(approve, func(a *actor) { a.user, a.body = "alice", `{"environment":"prod","snapshot":"snap-1","application":"other"}` }), http.StatusConflict, "not a Snapshot of application other"},
+		{"another application", with(approve, func(a *actor) {
+			a.user, a.body = "alice", `{"environment":"prod","snapshot":"snap-1","application":"other"}`
+		}), http.StatusConflict, "not a Snapshot of application other"},
 		{"no snapshot", with(approve, func(a *actor) { a.user, a.body = "alice", `{"environment":"prod"}` }), http.StatusBadRequest, "the body must be"},
 		{"GET of approve", with(approve, func(a *actor) { a.user, a.method = "alice", http.MethodGet }), http.StatusMethodNotAllowed, "GET is not allowed"},
 	}

@@ -262,7 +262,7 @@ func newFreezeCommand(o *options, frozen bool) *cobra.Command {
 PromotionRun says so) until ` + "`unfreeze`" + `; rollbacks go on unless the Environment says otherwise.
 Needs the right to patch the Environment (or, with an Argo CD login, the tenant mapping naming you).
 -o prints the Environment.`,
-		Example: `  %[1]s freeze prod --reason "INC-4711: checkout errors"`,
+		Example:           `  %[1]s freeze prod --reason "INC-4711: checkout errors"`,
 		Args:              exactArgs(1, "the Environment"),
 		ValidArgsFunction: completeNames(o, "environments"),
 		RunE:              connected(o, func(c *cli, cmd *cobra.Command, args []string) error { return c.freeze(cmd.Context(), args[0], frozen) }),
