@@ -134,6 +134,8 @@ type EnvironmentState struct {
 	Depth int `json:"depth"`
 	// Current is the Environment of the Application being looked at.
 	Current bool `json:"current,omitempty"`
+	// Gates are the Environment's promotion gates (soak, freeze, approvals), as in its spec.
+	Gates *as.PromotionGates `json:"gates,omitempty"`
 	// Binding and Snapshot are empty when the application does not run here.
 	Binding    string           `json:"binding,omitempty"`
 	Snapshot   string           `json:"snapshot,omitempty"`
