@@ -40,6 +40,9 @@ type gateInput struct {
 	Parent *as.Environment
 	// VerifiedInParent is when the Snapshot was last verified in Parent, nil if never.
 	VerifiedInParent *time.Time
+	// Claim is the DeploymentTargetClaim Env deploys through, nil when it
+	// names none or it does not exist (the binding refuses a missing one).
+	Claim *as.DeploymentTargetClaim
 	// Approvals of the namespace (any Snapshot and Environment).
 	Approvals []as.PromotionApproval
 	// Rollback: the promotion is a rollback (gates apply as Env's rollbacks policy says).
@@ -53,6 +56,10 @@ type gateInput struct {
 // WaitingRetry when a change of an object (the Environment, an approval)
 // opens it and wakes the run.
 func gate(in gateInput) *kernel.Waiting {
+	if c := in.Claim; c != nil && c.Status.Phase != as.DeploymentTargetClaimPhaseBound {
+		return kernel.Wait(as.WaitingReasonClaimNotBound, kernel.WaitingRetry, "DeploymentTargetClaim %s of Environment %s to be bound (phase %s)",
+			c.Name, in.Env.Name, orPending(c.Status.Phase))
+	}
 	g := in.Env.Spec.Gates
 	rb := &as.RollbackGates{}
 	if g != nil && g.Rollbacks != nil {
@@ -73,6 +80,13 @@ func gate(in gateInput) *kernel.Waiting {
 		return approvalGate(in, g.Approvals)
 	}
 	return nil
+}
+
+func orPending(p as.DeploymentTargetClaimPhase) string {
+	if p == "" {
+		return string(as.DeploymentTargetClaimPhasePending)
+	}
+	return string(p)
 }
 
 func freezeDetail(f *as.FreezeSwitch) string {

@@ -164,3 +164,36 @@ func TestTwoApprovalsLetARunIn(t *testing.T) {
 		return k8s.Get(ctx, client.ObjectKeyFromObject(run), got) == nil && startedWithoutWaiting(got)
 	}, 10*time.Second, tick, "the second approval (the approval's watch) did not start the run")
 }
+
+func TestAnUnboundClaimHoldsTheRun(t *testing.T) {
+	ctx := context.Background()
+	ns := tenant(t)
+	// A claim of a class nobody provisions stays Pending.
+	require.NoError(t, k8s.Create(ctx, &as.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "claim"},
+		Spec: as.DeploymentTargetClaimSpec{DeploymentTargetClassName: "nobody-provisions-this"}}))
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		env := &as.Environment{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, env); err != nil {
+			return err
+		}
+		env.Spec.Configuration.Target.DeploymentTargetClaim.ClaimName = "claim"
+		return k8s.Update(ctx, env)
+	}))
+	run := manual(ns, "to-dev", "appa", "snap-a", "dev")
+	require.NoError(t, k8s.Create(ctx, run))
+	waitRun(t, run, "waiting for the claim", waitingFor(as.WaitingReasonClaimNotBound, "DeploymentTargetClaim claim of Environment dev to be bound (phase Pending)"))
+	noBindingFor(t, ns, "dev")
+	// The Environment no longer deploys through the claim: the run starts (the Environment's watch).
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		env := &as.Environment{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, env); err != nil {
+			return err
+		}
+		env.Spec.Configuration.Target.DeploymentTargetClaim.ClaimName = ""
+		return k8s.Update(ctx, env)
+	}))
+	got := &as.PromotionRun{}
+	require.Eventually(t, func() bool {
+		return k8s.Get(ctx, client.ObjectKeyFromObject(run), got) == nil && startedWithoutWaiting(got)
+	}, 10*time.Second, tick, "the run did not start when the claim was no longer needed")
+}

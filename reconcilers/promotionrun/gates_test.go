@@ -168,6 +168,18 @@ func TestGate(t *testing.T) {
 		"approvals do not hold a rollback by default": {
 			in: gateInput{Rollback: true, Snapshot: "s1", Env: gated("prod", &as.PromotionGates{Approvals: two})},
 		},
+		"a claim not bound yet": {
+			in: gateInput{Env: gated("prod", &as.PromotionGates{Freeze: &as.FreezeSwitch{Frozen: true}}),
+				Claim: &as.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Name: "c"}}},
+			reason: as.WaitingReasonClaimNotBound, after: kernel.WaitingRetry, msg: "DeploymentTargetClaim c of Environment prod to be bound (phase Pending)",
+		},
+		"a lost claim": {
+			in:     gateInput{Env: gated("prod", nil), Claim: &as.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Status: as.DeploymentTargetClaimStatus{Phase: as.DeploymentTargetClaimPhaseLost}}},
+			reason: as.WaitingReasonClaimNotBound, after: kernel.WaitingRetry, msg: "DeploymentTargetClaim c of Environment prod to be bound (phase Lost)",
+		},
+		"a bound claim": {
+			in: gateInput{Env: gated("prod", nil), Claim: &as.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Status: as.DeploymentTargetClaimStatus{Phase: as.DeploymentTargetClaimPhaseBound}}},
+		},
 		"the freeze is reported before missing approvals": {
 			in:     gateInput{Snapshot: "s1", Env: gated("prod", &as.PromotionGates{Approvals: two, Freeze: &as.FreezeSwitch{Frozen: true}})},
 			reason: as.WaitingReasonFrozen, after: kernel.WaitingRetry, msg: "Environment prod is frozen: until it is unfrozen",

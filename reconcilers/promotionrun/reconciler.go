@@ -32,7 +32,7 @@ import (
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionruns/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=snapshotenvironmentbindings,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=snapshots;environments;applications,verbs=get;list;watch
-// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionapprovals,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionapprovals;deploymenttargetclaims,verbs=get;list;watch
 // +kubebuilder:rbac:groups=argoproj.io,resources=applications,verbs=get;list;watch,namespace=argocd
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 

@@ -40,9 +40,11 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concu
 			return r.runsOf(ctx, o.GetNamespace(), o.(*as.SnapshotEnvironmentBinding).Spec.Application, as.PromotionRunStateActive)
 		})).
 		// A gate opens when its Environment changes (unfrozen, a window
-		// removed) or an approval comes: the namespace's unfinished runs look again.
+		// removed), an approval comes or a claim is bound: the namespace's
+		// unfinished runs look again.
 		Watches(&as.Environment{}, handler.EnqueueRequestsFromMapFunc(r.unfinished)).
 		Watches(&as.PromotionApproval{}, handler.EnqueueRequestsFromMapFunc(r.unfinished)).
+		Watches(&as.DeploymentTargetClaim{}, handler.EnqueueRequestsFromMapFunc(r.unfinished)).
 		// Only Argo CD's namespace is cached; our generated Applications name
 		// their tenant and App Studio application.
 		Watches(&argov1alpha1.Application{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {

@@ -57,6 +57,16 @@ func (r *Reconciler) gates(ctx context.Context, run *as.PromotionRun, runs []as.
 			continue
 		}
 		in := gateInput{Application: run.Spec.Application, Snapshot: run.Spec.Snapshot, Env: env, Approvals: approvals.Items, Now: r.now().Time}
+		if name := env.Spec.Configuration.Target.DeploymentTargetClaim.ClaimName; name != "" {
+			claim := &as.DeploymentTargetClaim{}
+			err := kernel.GetConfirmed(ctx, r.Client, r.APIReader, client.ObjectKey{Namespace: run.Namespace, Name: name}, claim)
+			switch {
+			case err == nil:
+				in.Claim = claim
+			case !apierrors.IsNotFound(err):
+				return err
+			}
+		}
 		if p := env.Spec.ParentEnvironment; p != "" {
 			if in.Parent, err = r.environment(ctx, run.Namespace, p); err != nil {
 				return err
