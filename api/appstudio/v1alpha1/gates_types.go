@@ -20,7 +20,7 @@ type PromotionGates struct {
 	// from the end of the PromotionRun step that verified it here). Both an
 	// automated promotion and a manual PromotionRun into a child wait.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('8760h')",message="must be between 0s and 8760h (a year)"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('8760h')",message="must be between 0s and 8760h (a year)",reason=FieldValueForbidden
 	SoakTime *metav1.Duration `json:"soakTime,omitempty"`
 
 	// FreezeWindows are recurring windows in which no promotion enters this
@@ -57,12 +57,12 @@ type FreezeWindow struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
-	// +kubebuilder:validation:XValidation:rule=`self.matches('^@(yearly|annually|monthly|weekly|daily|midnight|hourly)$') || self.matches('^\\s*[0-9*/,\\-]+\\s+[0-9*/,\\-]+\\s+[0-9*/,\\-?]+\\s+[0-9A-Za-z*/,\\-]+\\s+[0-9A-Za-z*/,\\-?]+\\s*$')`,message="must be a five-field cron expression (minute hour day-of-month month day-of-week) or @yearly, @monthly, @weekly, @daily or @hourly"
+	// +kubebuilder:validation:XValidation:rule=`self.matches('^@(yearly|annually|monthly|weekly|daily|midnight|hourly)$') || self.matches('^\\s*[0-9*/,\\-]+\\s+[0-9*/,\\-]+\\s+[0-9*/,\\-?]+\\s+[0-9A-Za-z*/,\\-]+\\s+[0-9A-Za-z*/,\\-?]+\\s*$')`,message="must be a five-field cron expression (minute hour day-of-month month day-of-week) or @yearly, @monthly, @weekly, @daily or @hourly",reason=FieldValueForbidden
 	Schedule string `json:"schedule"`
 
 	// Duration is how long the window stays open, e.g. 2h or 72h.
 	// +required
-	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('8760h')",message="must be more than 0s and at most 8760h (a year)"
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('8760h')",message="must be more than 0s and at most 8760h (a year)",reason=FieldValueForbidden
 	Duration metav1.Duration `json:"duration"`
 
 	// TimeZone is the IANA time zone of the schedule, e.g. Europe/Berlin;
@@ -104,7 +104,7 @@ type FreezeSwitch struct {
 }
 
 // ApprovalGate asks for approvals before a promotion enters an Environment.
-// +kubebuilder:validation:XValidation:rule="has(self.groups) || !has(self.users) || self.required <= size(self.users)",message="required must not be more than the number of users when no group is named",fieldPath=".required"
+// +kubebuilder:validation:XValidation:rule="has(self.groups) || !has(self.users) || self.required <= size(self.users)",message="required must not be more than the number of users when no group is named",fieldPath=".required",reason=FieldValueForbidden
 type ApprovalGate struct {
 	// Required is how many approvals by distinct approvers are needed.
 	// +required

@@ -23,7 +23,7 @@ type PromotionApprovalSpec struct {
 	// approval, the Snapshot may enter.
 	// +required
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:XValidation:rule="size(self) <= 63 && self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="must be the name of an Environment of this namespace (a DNS-1123 label)"
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 63 && self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="must be the name of an Environment of this namespace (a DNS-1123 label)",reason=FieldValueForbidden
 	Environment string `json:"environment"`
 
 	// Application, if set, restricts the approval to the promotions of that
