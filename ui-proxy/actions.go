@@ -122,6 +122,21 @@ func (s *Server) promote(w http.ResponseWriter, r *http.Request) {
 // the tenant mapping of the owner's namespace names the user; then creates the
 // run that build makes, in that namespace and nowhere else.
 func (s *Server) act(w http.ResponseWriter, r *http.Request, kind string, build func(ns, name, uid string) (client.Object, error)) {
+	s.actOn(w, r, kind, func(ns, name, uid string) (client.Object, error) {
+		run, err := build(ns, name, uid)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.Writer.Create(r.Context(), run); err != nil {
+			return nil, &writeFailed{err: err, what: "cannot create the run"}
+		}
+		return run, nil
+	})
+}
+
+// actOn is act for any change do makes (a create or a patch) in the owner's
+// namespace, after the same checks; it answers with the object do returns.
+func (s *Server) actOn(w http.ResponseWriter, r *http.Request, kind string, do func(ns, name, uid string) (client.Object, error)) {
 	app, status, msg := s.application(r)
 	if app == nil {
 		writeError(w, status, msg)
@@ -145,31 +160,43 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, kind string, build 
 		s.fail(w, r, app, err)
 		return
 	}
-	run, err := build(ns, name, app.Labels[ownership.LabelOwnerUID])
+	obj, err := do(ns, name, app.Labels[ownership.LabelOwnerUID])
 	if err != nil {
 		s.fail(w, r, app, err)
 		return
 	}
-	if err := s.Writer.Create(r.Context(), run); err != nil {
-		ctrl.LoggerFrom(r.Context()).Error(err, "ui-proxy: creating a run", "namespace", ns)
-		writeError(w, http.StatusInternalServerError, "cannot create the run; see the gitops-service log")
-		return
-	}
 	kindOf := "GitOpsDeploymentSyncRun"
-	if _, ok := run.(*as.PromotionRun); ok {
+	switch obj.(type) {
+	case *as.PromotionRun:
 		kindOf = "PromotionRun"
+	case *as.PromotionApproval:
+		kindOf = "PromotionApproval"
+	case *as.Environment:
+		kindOf = "Environment"
 	}
 	ctrl.LoggerFrom(r.Context()).Info("ui-proxy: panel action", "user", r.Header.Get(HeaderUsername), "kind", kindOf,
-		"namespace", ns, "name", run.GetName(), "application", app.Name)
+		"namespace", ns, "name", obj.GetName(), "application", app.Name)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusCreated)
-	_ = json.NewEncoder(w).Encode(Action{Kind: kindOf, Namespace: ns, Name: run.GetName()})
+	_ = json.NewEncoder(w).Encode(Action{Kind: kindOf, Namespace: ns, Name: obj.GetName()})
 }
+
+// writeFailed is a write of a panel action the API server did not take.
+type writeFailed struct {
+	err  error
+	what string
+}
+
+func (e *writeFailed) Error() string { return e.what + ": " + e.err.Error() }
 
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, app *argov1alpha1.Application, err error) {
 	var ref *refusal
 	var gone *ownerGone
+	var wf *writeFailed
 	switch {
+	case errors.As(err, &wf):
+		ctrl.LoggerFrom(r.Context()).Error(wf.err, "ui-proxy: "+wf.what, "application", app.Name)
+		writeError(w, http.StatusInternalServerError, wf.what+"; see the gitops-service log")
 	case errors.As(err, &ref):
 		writeError(w, ref.status, ref.msg)
 	case errors.As(err, &gone):

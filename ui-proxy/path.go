@@ -75,7 +75,7 @@ func buildPath(envs []as.Environment, bindings []as.SnapshotEnvironmentBinding, 
 func environmentState(e *as.Environment, depth int, b *as.SnapshotEnvironmentBinding, snapshots map[string]*as.Snapshot,
 	current *as.SnapshotEnvironmentBinding) EnvironmentState {
 	st := EnvironmentState{Name: e.Name, DisplayName: e.Spec.DisplayName, Parent: e.Spec.ParentEnvironment,
-		Strategy: string(e.Spec.DeploymentStrategy), Depth: depth, Current: e.Name == current.Spec.Environment}
+		Strategy: string(e.Spec.DeploymentStrategy), Depth: depth, Current: e.Name == current.Spec.Environment, Gates: e.Spec.Gates}
 	if b == nil {
 		return st
 	}

@@ -139,6 +139,8 @@ type EnvironmentState struct {
 	Depth int `json:"depth"`
 	// Current is the Environment of the Application being looked at.
 	Current bool `json:"current,omitempty"`
+	// Gates are the Environment's promotion gates (soak, freeze, approvals), as in its spec.
+	Gates *as.PromotionGates `json:"gates,omitempty"`
 	// Binding and Snapshot are empty when the application does not run here.
 	Binding    string           `json:"binding,omitempty"`
 	Snapshot   string           `json:"snapshot,omitempty"`
@@ -198,8 +200,11 @@ func (s *Server) Handler() http.Handler {
 	// Actions change things: POST only.
 	r.HandleFunc("/api/v1/sync", s.sync).Methods(http.MethodPost)
 	r.HandleFunc("/api/v1/promote", s.promote).Methods(http.MethodPost)
+	r.HandleFunc("/api/v1/approve", s.approve).Methods(http.MethodPost)
+	r.HandleFunc("/api/v1/freeze", s.freeze(true)).Methods(http.MethodPost)
+	r.HandleFunc("/api/v1/unfreeze", s.freeze(false)).Methods(http.MethodPost)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		writeError(w, http.StatusNotFound, "no such endpoint: the panel calls GET /api/v1/deployment, POST /api/v1/sync and POST /api/v1/promote")
+		writeError(w, http.StatusNotFound, "no such endpoint: the panel calls GET /api/v1/deployment, POST /api/v1/sync, /api/v1/promote, /api/v1/approve, /api/v1/freeze and /api/v1/unfreeze")
 	})
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, r.Method+" is not allowed here: GET /api/v1/deployment reads, POST /api/v1/sync and /api/v1/promote act")

@@ -398,7 +398,16 @@ func (s promotionSteps) show(p *progress, run *as.PromotionRun) {
 			s[step.EnvironmentName] = line
 		}
 	}
-	p.update(fmt.Sprintf("%s: %s", run.Name, dash(string(run.Status.State))))
+	state := dash(string(run.Status.State))
+	// A run that does not move says what it waits for (and until when).
+	if w := meta.FindStatusCondition(run.Status.Conditions, as.PromotionRunConditionWaiting); w != nil && w.Status == metav1.ConditionTrue {
+		state += " (" + w.Reason + ": " + w.Message + ")"
+		if s["\x00waiting"] != w.Message {
+			p.note(fmt.Sprintf("  waiting: %s", w.Message))
+			s["\x00waiting"] = w.Message
+		}
+	}
+	p.update(fmt.Sprintf("%s: %s", run.Name, state))
 }
 
 // promotionResult prints the finished run (-o) and says how it ended: a run

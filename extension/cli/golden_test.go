@@ -49,7 +49,7 @@ func fixedHome(t *testing.T) {
 
 func TestGoldenHelp(t *testing.T) {
 	fixedHome(t)
-	for _, verb := range []string{"", "list", "status", "sync", "promote", "envs", "version", "completion"} {
+	for _, verb := range []string{"", "list", "status", "sync", "promote", "envs", "approve", "freeze", "unfreeze", "version", "completion"} {
 		args := []string{"--help"}
 		name := "help"
 		if verb != "" {

@@ -140,15 +140,17 @@ type options struct {
 	print  *genericclioptions.PrintFlags
 	output string
 
-	allNamespaces   bool
-	selector        string
-	revision        string
-	to, autoFrom    string
-	timeout         time.Duration
-	argocdNamespace string
-	clientOnly      bool
-	streams         genericiooptions.IOStreams
-	tty             bool
+	allNamespaces bool
+	selector      string
+	revision      string
+	to, autoFrom  string
+	// approve and freeze
+	snapshot, application, comment, reason string
+	timeout                                time.Duration
+	argocdNamespace                        string
+	clientOnly                             bool
+	streams                                genericiooptions.IOStreams
+	tty                                    bool
 }
 
 // newScheme knows our API types (and nothing else we print).

@@ -22,6 +22,9 @@ Usage:
   %[1]s promote <snapshot> --to <env>          promote a Snapshot to one Environment and follow it
   %[1]s promote <snapshot> --auto-from <env>   promote along the Environment graph from <env>
   %[1]s envs                                   the Environments, their order and what each runs
+  %[1]s approve <env> --snapshot <snapshot>    approve a Snapshot into an Environment (as yourself)
+  %[1]s freeze <env> [--reason R]              stop promotions into an Environment
+  %[1]s unfreeze <env>                         let them go on
   %[1]s version                                this CLI's version and the GitOps Service's
 
 Two ways in:
@@ -73,7 +76,7 @@ func newRoot(prog string, streams genericiooptions.IOStreams, tty bool) (*cobra.
 	o.kube.AddFlags(root.PersistentFlags())
 	o.argo.addFlags(root.PersistentFlags())
 	root.PersistentFlags().StringVar(&o.argocdNamespace, "argocd-namespace", "argocd", "Namespace of Argo CD and the GitOps Service (where version looks for the GitOps Service)")
-	root.AddCommand(newListCommand(o), newStatusCommand(o), newSyncCommand(o), newPromoteCommand(o), newEnvsCommand(o), newVersionCommand(o))
+	root.AddCommand(newListCommand(o), newStatusCommand(o), newSyncCommand(o), newPromoteCommand(o), newEnvsCommand(o), newApproveCommand(o), newFreezeCommand(o, true), newFreezeCommand(o, false), newVersionCommand(o))
 	return root, o
 }
 
@@ -217,6 +220,62 @@ until it completes or --timeout passes. -o prints the finished run.
 	_ = cmd.RegisterFlagCompletionFunc("to", completeNames(o, "environments"))
 	_ = cmd.RegisterFlagCompletionFunc("auto-from", completeNames(o, "environments"))
 	addTimeout(o, cmd.Flags())
+	withPrinter(o, cmd, false)
+	return examples(o, cmd)
+}
+
+func newApproveCommand(o *options) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "approve <environment> --snapshot <snapshot>",
+		Short: "Approve a Snapshot into an Environment that asks for approvals",
+		Long: `Create a PromotionApproval: you approve one Snapshot into one Environment of the namespace. The
+approver is who the cluster authenticates you as (the API server checks it; no one approves as
+someone else), with those of your groups the Environment's approval gate names; with an Argo CD
+login, the GitOps Service approves for your Argo CD user (argocd:<user>) if the namespace's tenant
+mapping names you. A promotion waiting for approvals goes on once it has enough. -o prints the
+approval.`,
+		Example: `  %[1]s approve prod --snapshot shop-v2
+  %[1]s approve prod --snapshot shop-v2 --comment CHG-1234`,
+		Args:              exactArgs(1, "the Environment"),
+		ValidArgsFunction: completeNames(o, "environments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// Usage first: nothing is done, no connection needed.
+			if o.snapshot == "" {
+				return usageError("approve needs --snapshot <snapshot>: an approval is for one Snapshot into one Environment")
+			}
+			return connected(o, func(c *cli, cmd *cobra.Command, args []string) error { return c.approve(cmd.Context(), args[0]) })(cmd, args)
+		},
+	}
+	cmd.Flags().StringVar(&o.snapshot, "snapshot", "", "The Snapshot to approve (required)")
+	cmd.Flags().StringVar(&o.application, "application", "", "Approve only for this Application's promotions (the Snapshot's)")
+	cmd.Flags().StringVar(&o.comment, "comment", "", "Free text kept with the approval, e.g. a change ticket")
+	_ = cmd.RegisterFlagCompletionFunc("snapshot", completeNames(o, "snapshots"))
+	withPrinter(o, cmd, false)
+	return examples(o, cmd)
+}
+
+func newFreezeCommand(o *options, frozen bool) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "freeze <environment> [--reason R]",
+		Short: "Freeze an Environment: promotions into it wait until it is unfrozen",
+		Long: `Set the freeze switch of an Environment (.spec.gates.freeze): promotions into it wait (their
+PromotionRun says so) until ` + "`unfreeze`" + `; rollbacks go on unless the Environment says otherwise.
+Needs the right to patch the Environment (or, with an Argo CD login, the tenant mapping naming you).
+-o prints the Environment.`,
+		Example:           `  %[1]s freeze prod --reason "INC-4711: checkout errors"`,
+		Args:              exactArgs(1, "the Environment"),
+		ValidArgsFunction: completeNames(o, "environments"),
+		RunE:              connected(o, func(c *cli, cmd *cobra.Command, args []string) error { return c.freeze(cmd.Context(), args[0], frozen) }),
+	}
+	if frozen {
+		cmd.Flags().StringVar(&o.reason, "reason", "", "Why, shown to whoever waits")
+	} else {
+		cmd.Use = "unfreeze <environment>"
+		cmd.Short = "Unfreeze an Environment: waiting promotions go on"
+		cmd.Long = `Turn the freeze switch of an Environment off: promotions waiting for it go on (unless one of its
+freeze windows is open). -o prints the Environment.`
+		cmd.Example = `  %[1]s unfreeze prod`
+	}
 	withPrinter(o, cmd, false)
 	return examples(o, cmd)
 }

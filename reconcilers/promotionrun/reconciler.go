@@ -32,6 +32,7 @@ import (
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionruns/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=snapshotenvironmentbindings,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=snapshots;environments;applications,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionapprovals;deploymenttargetclaims,verbs=get;list;watch
 // +kubebuilder:rbac:groups=argoproj.io,resources=applications,verbs=get;list;watch,namespace=argocd
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
@@ -120,6 +121,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		result, err = r.promote(ctx, run)
 	}
 	run.Status.ObservedGeneration = run.Generation
+	r.setWaiting(run, err)
 	kernel.SetReady(&run.Status.Conditions, err, readiness(run.Status), run.Generation, r.now())
 	return kernel.Outcome(result, err)
 }
@@ -139,12 +141,17 @@ func (r *Reconciler) start(ctx context.Context, run *as.PromotionRun) error {
 		return err
 	}
 	if b := blocker(run, list.Items); b != "" {
-		if run.Status.State != as.PromotionRunStateWaiting {
-			r.Recorder.Eventf(run, corev1.EventTypeNormal, "Waiting", "Waiting for PromotionRun %s of Application %s to complete", b, run.Spec.Application)
-		}
 		run.Status.State = as.PromotionRunStateWaiting
 		// Its completion or deletion wakes this run (setup.go).
-		return kernel.Wait("Waiting", kernel.WaitingRetry, "PromotionRun %s of Application %s to complete", b, run.Spec.Application)
+		return kernel.Wait(as.WaitingReasonRunActive, kernel.WaitingRetry, "PromotionRun %s of Application %s to complete", b, run.Spec.Application)
+	}
+	// The gates of the first Environment, decided on the API server's runs
+	// (when the Snapshot was verified in its parent).
+	if err := r.gates(ctx, run, list.Items, []string{first(run)}); err != nil {
+		if kernel.AsWaiting(err) != nil {
+			run.Status.State = as.PromotionRunStateWaiting
+		}
+		return err
 	}
 	run.Status.State = as.PromotionRunStateActive
 	run.Status.PromotionStartTime = r.now()
@@ -169,40 +176,62 @@ func (r *Reconciler) promote(ctx context.Context, run *as.PromotionRun) (ctrl.Re
 		return ctrl.Result{}, err
 	}
 	level := current(run)
-	if len(level) == 0 {
+	// resumed: every step so far is verified and the next ones wait at their
+	// gates; they are looked at again without verifying the last ones again.
+	resumed := len(level) == 0 && len(run.Status.EnvironmentStatus) > 0
+	if resumed {
+		level = promoted(run)
+	} else if len(level) == 0 {
 		level = []string{first(run)}
-		addSteps(run, level)
+		r.addSteps(run, level)
 	}
 	for {
-		for _, name := range level {
-			if slices.ContainsFunc(envs.Items, func(e as.Environment) bool { return e.Name == name }) {
-				continue
+		if !resumed {
+			done, err := r.enter(ctx, run, snap, envs.Items, level)
+			if err != nil || run.Status.State == as.PromotionRunStateCompleted {
+				return ctrl.Result{}, err
 			}
-			if err := r.get(ctx, run.Namespace, name, &as.Environment{}, "Environment"); err != nil {
-				return r.fail(run, err)
+			if !done {
+				return r.waitOrTimeout(run), nil
 			}
-		}
-		done, err := r.deploy(ctx, run, snap, level)
-		if err != nil || run.Status.State == as.PromotionRunStateCompleted {
-			return ctrl.Result{}, err
-		}
-		if !done {
-			return r.waitOrTimeout(run), nil
 		}
 		var next, manual []string
 		if run.Spec.AutomatedPromotion != nil {
 			next, manual = nextLevel(envs.Items, level, promoted(run))
 		}
-		if len(manual) > 0 {
+		if len(manual) > 0 && !resumed {
 			r.Recorder.Eventf(run, corev1.EventTypeNormal, "ManualEnvironment", "Not promoting to %s: deploymentStrategy is Manual", strings.Join(manual, ", "))
 		}
+		resumed = false
 		if len(next) == 0 {
 			r.complete(run, as.PromotionRunCompleteResultSuccess, "", "")
 			return ctrl.Result{}, nil
 		}
-		addSteps(run, next)
+		// The next Environments are entered together, once the gates of each let the run in.
+		var runs as.PromotionRunList
+		if err := r.Client.List(ctx, &runs, client.InNamespace(run.Namespace)); err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.gates(ctx, run, runs.Items, next); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.addSteps(run, next)
 		level = next
 	}
+}
+
+// enter checks that the level's Environments exist and deploys the Snapshot to them.
+func (r *Reconciler) enter(ctx context.Context, run *as.PromotionRun, snap *as.Snapshot, envs []as.Environment, level []string) (bool, error) {
+	for _, name := range level {
+		if slices.ContainsFunc(envs, func(e as.Environment) bool { return e.Name == name }) {
+			continue
+		}
+		if err := r.get(ctx, run.Namespace, name, &as.Environment{}, "Environment"); err != nil {
+			_, err = r.fail(run, err)
+			return false, err
+		}
+	}
+	return r.deploy(ctx, run, snap, level)
 }
 
 // get reads a named input of the run; a missing one is confirmed on the API
@@ -242,11 +271,12 @@ func promoted(run *as.PromotionRun) []string {
 	return out
 }
 
-func addSteps(run *as.PromotionRun, envs []string) {
+func (r *Reconciler) addSteps(run *as.PromotionRun, envs []string) {
+	now := r.now()
 	for _, e := range envs {
 		run.Status.EnvironmentStatus = append(run.Status.EnvironmentStatus, as.PromotionRunEnvironmentStatus{
 			Step: len(run.Status.EnvironmentStatus) + 1, EnvironmentName: e,
-			Status: as.PromotionRunEnvironmentStatusInProgress, DisplayStatus: "Promoting",
+			Status: as.PromotionRunEnvironmentStatusInProgress, DisplayStatus: "Promoting", StartTime: &now,
 		})
 	}
 }
@@ -288,6 +318,7 @@ func (r *Reconciler) deploy(ctx context.Context, run *as.PromotionRun, snap *as.
 		ok, progress := verdict(snap, tenantproject.ByOwner(apps.Items, ownership.KindBinding, string(seb.UID), seb.Namespace, string(tenant.UID)))
 		if ok {
 			setStep(run, env, as.PromotionRunEnvironmentStatusSuccess, progress)
+			r.verified(run, env)
 		} else {
 			setStep(run, env, as.PromotionRunEnvironmentStatusInProgress, progress)
 			all = false
@@ -369,6 +400,12 @@ func setStep(run *as.PromotionRun, env string, status as.PromotionRunEnvironment
 // the run may take Timeout per Environment promoted to so far.
 func (r *Reconciler) waitOrTimeout(run *as.PromotionRun) ctrl.Result {
 	deadline := run.Status.PromotionStartTime.Add(time.Duration(len(run.Status.EnvironmentStatus)) * r.timeout())
+	// Time spent at a gate does not count: a step may take Timeout from when it entered its Environment.
+	for _, s := range run.Status.EnvironmentStatus {
+		if s.StartTime != nil && s.StartTime.Add(r.timeout()).After(deadline) {
+			deadline = s.StartTime.Add(r.timeout())
+		}
+	}
 	left := deadline.Sub(r.now().Time)
 	if left > 0 {
 		return ctrl.Result{RequeueAfter: min(left, kernel.UnwatchedRecheck)}

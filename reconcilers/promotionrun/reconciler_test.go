@@ -111,8 +111,14 @@ func TestManualPromotionCreatesTheBindingAndTimesOut(t *testing.T) {
 	assert.False(t, active.Status.PromotionStartTime.IsZero())
 	waitRun(t, run, "Ready=Unknown while Active", readyIs(metav1.ConditionUnknown, "Progressing"))
 	require.Len(t, active.Status.EnvironmentStatus, 1)
+	step := active.Status.EnvironmentStatus[0]
+	// The step entered staging when the run started (no gate held it).
+	if assert.NotNil(t, step.StartTime) {
+		assert.False(t, step.StartTime.Before(&active.Status.PromotionStartTime))
+	}
+	step.StartTime = nil
 	assert.Equal(t, as.PromotionRunEnvironmentStatus{Step: 1, EnvironmentName: "staging", Status: as.PromotionRunEnvironmentStatusInProgress,
-		DisplayStatus: "0 of 1 components deployed; waiting for appa-fe: no GitOpsDeployment yet"}, active.Status.EnvironmentStatus[0])
+		DisplayStatus: "0 of 1 components deployed; waiting for appa-fe: no GitOpsDeployment yet"}, step)
 	seb := &as.SnapshotEnvironmentBinding{}
 	require.NoError(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, seb))
 	assert.Equal(t, as.SnapshotEnvironmentBindingSpec{Application: "appa", Environment: "staging", Snapshot: "snap-a"}, seb.Spec)
@@ -210,7 +216,12 @@ func activeThenWaiting(t *testing.T, ns string) (first, second *as.PromotionRun)
 	second = manual(ns, "a-second", "appa", "snap-a", "staging")
 	require.NoError(t, k8s.Create(context.Background(), second))
 	waitRun(t, second, "Waiting", state(as.PromotionRunStateWaiting))
-	waitRun(t, second, "Ready=Unknown while waiting", readyIs(metav1.ConditionUnknown, "Waiting"))
+	waitRun(t, second, "Ready=Unknown while waiting", readyIs(metav1.ConditionUnknown, as.WaitingReasonRunActive))
+	waitRun(t, second, "Waiting for the first", func(r *as.PromotionRun) bool {
+		c := meta.FindStatusCondition(r.Status.Conditions, as.PromotionRunConditionWaiting)
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == as.WaitingReasonRunActive &&
+			c.Message == "PromotionRun a-first of Application appa to complete"
+	})
 	return first, second
 }
 
@@ -238,6 +249,7 @@ func TestOneActivePromotionPerApplication(t *testing.T) {
 	// The first one ends (timeout); the second starts then, not before.
 	done := waitRun(t, first, "completed", state(as.PromotionRunStateCompleted))
 	started := waitRun(t, second, "Active", state(as.PromotionRunStateActive))
+	assert.Nil(t, meta.FindStatusCondition(started.Status.Conditions, as.PromotionRunConditionWaiting), "a moving run has no Waiting condition")
 	assert.False(t, started.Status.PromotionStartTime.Before(&done.Status.Conditions[0].LastTransitionTime))
 }
 

@@ -39,6 +39,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		Watches(&as.SnapshotEnvironmentBinding{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return r.runsOf(ctx, o.GetNamespace(), o.(*as.SnapshotEnvironmentBinding).Spec.Application, as.PromotionRunStateActive)
 		})).
+		// A gate opens when its Environment changes (unfrozen, a window
+		// removed), an approval comes or a claim is bound: the namespace's
+		// unfinished runs look again.
+		Watches(&as.Environment{}, handler.EnqueueRequestsFromMapFunc(r.unfinished)).
+		Watches(&as.PromotionApproval{}, handler.EnqueueRequestsFromMapFunc(r.unfinished)).
+		Watches(&as.DeploymentTargetClaim{}, handler.EnqueueRequestsFromMapFunc(r.unfinished)).
 		// Only Argo CD's namespace is cached; our generated Applications name
 		// their tenant and App Studio application.
 		Watches(&argov1alpha1.Application{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
@@ -57,6 +63,13 @@ func (r *Reconciler) wake(ctx context.Context, run *as.PromotionRun, q workqueue
 	for _, req := range r.runsOf(ctx, run.Namespace, run.Spec.Application, as.PromotionRunStateWaiting) {
 		q.Add(req)
 	}
+}
+
+// unfinished returns the runs of o's namespace that are not completed.
+func (r *Reconciler) unfinished(ctx context.Context, o client.Object) []reconcile.Request {
+	return kernel.Listed(ctx, r.Client, &as.PromotionRunList{}, func(run *as.PromotionRun) bool {
+		return run.Status.State != as.PromotionRunStateCompleted
+	}, client.InNamespace(o.GetNamespace()))
 }
 
 // runsOf returns the runs of an application in a namespace that are in state.

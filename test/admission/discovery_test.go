@@ -13,9 +13,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
@@ -45,7 +47,7 @@ func ourResources(t *testing.T) []metav1.APIResource {
 // name is taken twice.
 func TestShortNamesAndCategory(t *testing.T) {
 	resources := ourResources(t)
-	require.Len(t, resources, 13)
+	require.Len(t, resources, 14)
 	seen := map[string]string{}
 	for _, r := range resources {
 		assert.NotEmpty(t, r.ShortNames, "%s has no short name", r.Kind)
@@ -75,6 +77,7 @@ func TestKubectlGetGitops(t *testing.T) {
 		&as.Environment{ObjectMeta: om("dev")},
 		&as.Snapshot{ObjectMeta: om("snap"), Spec: as.SnapshotSpec{Application: "app"}},
 		&as.SnapshotEnvironmentBinding{ObjectMeta: om("binding"), Spec: as.SnapshotEnvironmentBindingSpec{Application: "app", Environment: "dev", Snapshot: "snap"}},
+		&as.PromotionApproval{ObjectMeta: om("approval"), Spec: as.PromotionApprovalSpec{Snapshot: "snap", Environment: "dev", Approver: as.Approver{User: whoAmI(t)}}},
 		&as.PromotionRun{ObjectMeta: om("promo"), Spec: as.PromotionRunSpec{Application: "app", Snapshot: "snap", ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "dev"}}},
 		&as.DeploymentTargetClaim{ObjectMeta: om("claim"), Spec: as.DeploymentTargetClaimSpec{DeploymentTargetClassName: "cls"}},
 		&as.DeploymentTarget{ObjectMeta: om("target"), Spec: as.DeploymentTargetSpec{DeploymentTargetClassName: "cls",
@@ -112,6 +115,7 @@ func TestKubectlGetGitops(t *testing.T) {
 		"gitopsdeploymentmanagedenvironment.managed-gitops.redhat.com/cluster",
 		"gitopsdeploymentrepositorycredentials.managed-gitops.redhat.com/creds",
 		"gitopsdeploymentsyncrun.managed-gitops.redhat.com/run",
+		"promotionapproval.appstudio.redhat.com/approval",
 		"promotionrun.appstudio.redhat.com/promo",
 		"snapshot.appstudio.redhat.com/snap",
 		"snapshotenvironmentbinding.appstudio.redhat.com/binding",
@@ -123,4 +127,15 @@ func TestKubectlGetGitops(t *testing.T) {
 			assert.True(t, strings.HasPrefix(out, strings.ToLower(r.Kind)+"."), "kubectl get %s is not %s: %s", short, r.Kind, out)
 		}
 	}
+}
+
+// whoAmI is the user name the API server authenticates the suite's client as
+// (an approval names its creator: the admission policy checks it).
+func whoAmI(t *testing.T) string {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(kube.Config)
+	require.NoError(t, err)
+	r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(context.Background(), &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return r.Status.UserInfo.Username
 }

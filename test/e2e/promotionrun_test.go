@@ -34,6 +34,27 @@ func running(d *appsv1.Deployment, image string) bool {
 		d.Status.UpdatedReplicas == *d.Spec.Replicas && d.Status.AvailableReplicas == *d.Spec.Replicas
 }
 
+// withoutTimes checks each step's times (entered, then verified when it
+// succeeded, each step entered after the one before was verified: one
+// Environment per level here) and
+// returns the steps without them.
+func withoutTimes(t *testing.T, steps []as.PromotionRunEnvironmentStatus) []as.PromotionRunEnvironmentStatus {
+	t.Helper()
+	var out []as.PromotionRunEnvironmentStatus
+	for i, s := range steps {
+		if assert.NotNil(t, s.StartTime, "step %d entered", s.Step) && s.Status == as.PromotionRunEnvironmentStatusSuccess &&
+			assert.NotNil(t, s.VerifiedTime, "step %d verified", s.Step) {
+			assert.False(t, s.VerifiedTime.Before(s.StartTime), "step %d verified before it was entered", s.Step)
+			if i > 0 && steps[i-1].VerifiedTime != nil {
+				assert.False(t, s.StartTime.Before(steps[i-1].VerifiedTime), "step %d entered before step %d was verified", s.Step, steps[i-1].Step)
+			}
+		}
+		s.StartTime, s.VerifiedTime = nil, nil
+		out = append(out, s)
+	}
+	return out
+}
+
 // TestPromotionRuns: two components promoted with the real Argo CD to dev (the
 // tenant's namespace) and staging (the remote cluster through
 // kubernetesCredentials); prod, after staging, is Manual.
@@ -80,7 +101,7 @@ func TestPromotionRuns(t *testing.T) {
 	staging := "appa-staging" + promotionrun.BindingSuffix
 	assert.Equal(t, []string{staging}, got.Status.ActiveBindings)
 	assert.Equal(t, []as.PromotionRunEnvironmentStatus{{Step: 1, EnvironmentName: "staging",
-		Status: as.PromotionRunEnvironmentStatusSuccess, DisplayStatus: "All GitOpsDeployments are Synced/Healthy"}}, got.Status.EnvironmentStatus)
+		Status: as.PromotionRunEnvironmentStatusSuccess, DisplayStatus: "All GitOpsDeployments are Synced/Healthy"}}, withoutTimes(t, got.Status.EnvironmentStatus))
 	// Success means running: both Deployments are rolled out on the remote
 	// cluster with snap-1's images and staging's configuration.
 	for _, c := range []string{"frontend", "backend"} {
@@ -98,7 +119,7 @@ func TestPromotionRuns(t *testing.T) {
 	assert.Equal(t, []as.PromotionRunEnvironmentStatus{
 		{Step: 1, EnvironmentName: "dev", Status: as.PromotionRunEnvironmentStatusSuccess, DisplayStatus: "All GitOpsDeployments are Synced/Healthy"},
 		{Step: 2, EnvironmentName: "staging", Status: as.PromotionRunEnvironmentStatusSuccess, DisplayStatus: "All GitOpsDeployments are Synced/Healthy"},
-	}, got.Status.EnvironmentStatus)
+	}, withoutTimes(t, got.Status.EnvironmentStatus))
 	assert.Equal(t, []string{staging}, got.Status.ActiveBindings, "the last step's binding")
 	assert.False(t, got.Status.PromotionStartTime.Before(&toStaging.CreationTimestamp))
 	for _, c := range []string{"frontend", "backend"} {

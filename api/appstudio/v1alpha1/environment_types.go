@@ -75,6 +75,12 @@ type EnvironmentSpec struct {
 	// .spec.configuration.target.deploymentTargetClaim.claimName.
 	// +optional
 	UnstableConfigurationFields *UnstableEnvironmentConfiguration `json:"unstableConfigurationFields,omitempty"`
+
+	// Gates are the conditions a promotion must meet to enter this
+	// Environment (freeze windows and switch, approvals) or to leave it for
+	// its children (soak time).
+	// +optional
+	Gates *PromotionGates `json:"gates,omitempty"`
 }
 
 // EnvironmentConfiguration contains Environment-specific configuration.

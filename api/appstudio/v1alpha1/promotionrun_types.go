@@ -167,6 +167,16 @@ type PromotionRunEnvironmentStatus struct {
 	// DisplayStatus is a human-readable description of the state of the step.
 	// +optional
 	DisplayStatus string `json:"displayStatus,omitempty"`
+
+	// StartTime is when the step entered the Environment (its gates passed);
+	// the step's timeout counts from then.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// VerifiedTime is when the Snapshot was verified in the Environment (the
+	// step succeeded); a soak time of the Environment counts from then.
+	// +optional
+	VerifiedTime *metav1.Time `json:"verifiedTime,omitempty"`
 }
 
 // +kubebuilder:object:root=true
@@ -177,6 +187,7 @@ type PromotionRunEnvironmentStatus struct {
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.manualPromotion.targetEnvironment`,priority=1
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
 // +kubebuilder:printcolumn:name="Result",type=string,JSONPath=`.status.completionResult`
+// +kubebuilder:printcolumn:name="Waiting",type=string,JSONPath=`.status.conditions[?(@.type=="Waiting")].message`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // PromotionRun promotes a Snapshot of an Application to an Environment

@@ -208,7 +208,35 @@
 
   // --- SnapshotEnvironmentBinding: the promotion path ------------------------
 
-  function EnvironmentCard({env}) {
+  // Gates of an Environment (spec.gates) with the Approve and Freeze /
+  // Unfreeze buttons; the proxy acts only for a user the tenant mapping names.
+  function Gates({env, actions, snapshot}) {
+    const g = env.gates;
+    if (!g) return null;
+    const frozen = !!(g.freeze && g.freeze.frozen);
+    const busy = !!actions.action && actions.action.pending;
+    const lines = [];
+    if (frozen) {
+      lines.push(h('div', {key: 'frozen', 'data-gs': 'frozen', style: {color: '#e96d76'}}, h('i', {className: 'fa fa-snowflake', style: {marginRight: 4}}),
+        'Frozen', g.freeze.by ? ' by ' + g.freeze.by : '', g.freeze.reason ? ': ' + g.freeze.reason : ''));
+    }
+    (g.freezeWindows || []).forEach((w, i) => lines.push(h('div', {key: 'w' + i, 'data-gs': 'freeze-window'},
+      'Freeze window ', mono(w.schedule), ' for ', w.duration, w.timeZone ? ' (' + w.timeZone + ')' : '', w.reason ? ': ' + w.reason : '')));
+    if (g.soakTime) lines.push(h('div', {key: 'soak', 'data-gs': 'soak'}, 'Soak ', g.soakTime, ' before its children'));
+    if (g.approvals) {
+      const who = (g.approvals.users || []).concat((g.approvals.groups || []).map((x) => 'group ' + x));
+      lines.push(h('div', {key: 'approvals', 'data-gs': 'approvals'}, g.approvals.required + ' approval(s)', who.length ? ' by ' + who.join(', ') : ''));
+    }
+    return h('div', {'data-gs': 'gates', style: {fontSize: '0.85em', marginTop: '0.4em', borderTop: '1px dashed #dee6eb', paddingTop: '0.3em'}},
+      label('Gates'), lines,
+      h('div', {style: {marginTop: '0.3em'}},
+        g.approvals && snapshot ? button('approve-button', 'fa-check', 'Approve ' + snapshot,
+          () => actions.act('Approve', 'approve', {environment: env.name, snapshot}), busy) : null,
+        button(frozen ? 'unfreeze-button' : 'freeze-button', 'fa-snowflake', frozen ? 'Unfreeze' : 'Freeze',
+          () => actions.act(frozen ? 'Unfreeze' : 'Freeze', frozen ? 'unfreeze' : 'freeze', {environment: env.name}), busy)));
+  }
+
+  function EnvironmentCard({env, actions, snapshot}) {
     const comps = env.components || [];
     const changed = env.changed || [];
     return h('div', {'data-gs': 'env', 'data-gs-env': env.name, className: 'gs-env' + (env.current ? ' gs-env--current' : ''),
@@ -218,6 +246,7 @@
         env.current ? h('span', {style: {fontWeight: 'normal', color: '#0dadea', marginLeft: 6}}, '(this Application)') : null),
       h('div', {style: {fontSize: '0.85em', color: '#6d7f8b'}}, env.name, env.strategy ? ' · ' + env.strategy : '',
         env.parent ? ' · after ' + env.parent : ''),
+      h(Gates, {env, actions, snapshot}),
       env.snapshot
         ? h('div', null,
           label('Snapshot'), h('div', {'data-gs': 'snapshot'}, mono(env.snapshot)),
@@ -235,7 +264,7 @@
         : h('div', {'data-gs': 'not-deployed', style: {color: '#6d7f8b', marginTop: '0.6em'}}, 'Not deployed here: no SnapshotEnvironmentBinding.'));
   }
 
-  function PromotionPath({path}) {
+  function PromotionPath({path, actions, snapshot}) {
     if (!path || !path.length) {
       return h('div', {'data-gs': 'no-environments', style: {color: '#6d7f8b'}}, 'No Environments in this namespace.');
     }
@@ -245,7 +274,7 @@
       depths.map((envs, i) => [
         i > 0 ? h('div', {key: 'arrow-' + i, style: {alignSelf: 'center', fontSize: '1.6em', color: '#8fa4b1'}}, '→') : null,
         h('div', {key: 'level-' + i, style: {display: 'flex', flexDirection: 'column', gap: 8}},
-          envs.map((e) => h(EnvironmentCard, {key: e.name, env: e}))),
+          envs.map((e) => h(EnvironmentCard, {key: e.name, env: e, actions, snapshot}))),
       ]));
   }
 
@@ -255,17 +284,30 @@
         'No PromotionRun for this application yet. Create one to promote a Snapshot along the path.');
     }
     const steps = run.steps || [];
+    // The one condition that says what a run that does not move waits for, and until when.
+    const waiting = (run.conditions || []).filter((c) => c.type === 'Waiting' && c.status === 'True')[0];
     return h('div', {'data-gs': 'promotionrun', 'data-gs-name': run.name},
       h('div', null, mono(run.name), ': Snapshot ', mono(run.snapshot),
         run.target ? h('span', null, ' to ', mono(run.target)) : null,
         run.initial ? h('span', null, ' automatically from ', mono(run.initial)) : null, ' ',
         badge(run.state || 'Waiting', 'state'), badge(run.result, 'result'),
         h('span', {style: {color: '#6d7f8b', marginLeft: 4}}, run.created)),
+      waiting
+        ? h('div', {'data-gs': 'waiting', style: {borderLeft: '4px solid #f4a030', background: '#fdf6ec', padding: '0.4em 1em', margin: '0.4em 0'}},
+          h('i', {className: 'fa fa-hourglass-half', style: {marginRight: 6}}), h('b', null, 'Waiting (' + waiting.reason + '): '), waiting.message)
+        : null,
       steps.length
         ? h('ol', {'data-gs': 'steps', style: {margin: '0.4em 0 0 1.2em', padding: 0}},
           steps.map((s) => h('li', {key: s.step, 'data-gs-step': s.environment}, mono(s.environment), ' ', badge(s.status), s.message)))
         : null,
       h(Conditions, {conditions: run.conditions, fix: h('span', null, 'check ', mono('kubectl describe promotionrun ' + run.name))}));
+  }
+
+  // gatedSnapshot is what Approve approves: the Snapshot of the newest run
+  // awaiting approval, else the one this binding runs.
+  function gatedSnapshot(d) {
+    const waiting = (d.promotionRuns || []).filter((r) => (r.conditions || []).some((c) => c.type === 'Waiting' && c.reason === 'AwaitingApproval'))[0];
+    return waiting ? waiting.snapshot : d.snapshot;
   }
 
   function BindingView({d, actions}) {
@@ -276,7 +318,7 @@
           ' · this Application deploys component ', h('b', {'data-gs': 'component'}, d.component), ' to ',
           h('b', {'data-gs': 'environment'}, d.environment), ' (SnapshotEnvironmentBinding ', mono(d.name), ')'),
         h(Conditions, {conditions: d.conditions, fix: describe(d, 'snapshotenvironmentbinding')})),
-      box(null, label('Promotion path'), h(PromotionPath, {path: d.path}), h(PromoteAction, Object.assign({d}, actions))),
+      box(null, label('Promotion path'), h(PromotionPath, {path: d.path, actions, snapshot: gatedSnapshot(d)}), h(PromoteAction, Object.assign({d}, actions))),
       box(null, label('Last PromotionRun'), h(PromotionRunView, {run: runs[0]}),
         runs.length > 1
           ? h('div', null, label('Earlier PromotionRuns'),

@@ -1,0 +1,287 @@
+package promotionrun
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+)
+
+// The gates of an Environment (its .spec.gates) hold a promotion before it
+// enters the Environment: the freeze switch, the freeze windows, the soak
+// time of its parent Environment and the approvals. Whether one holds it is a
+// pure function of what was read and of the clock (gate, below); the
+// reconciler calls it before a run starts (its first Environment) and before
+// each next step of an automated promotion enters its Environments.
+//
+// Soak time is counted from the VerifiedTime of the latest successful step of
+// any PromotionRun of the Application that promoted the Snapshot to the
+// parent Environment. A manual PromotionRun into a child of a soaking
+// Environment waits like an automated one. A Snapshot never verified in the
+// parent does not leave it, so the parent's soak time does not hold it (soak
+// time is not a "must pass through" rule; approvals are the gate for that).
+
+// maxWindowChain bounds how many back-to-back freeze windows are followed to
+// find when an Environment opens again; beyond it, the run looks again then.
+const maxWindowChain = 64
+
+// gateInput is what the gates of one Environment are decided on.
+type gateInput struct {
+	Application string
+	Snapshot    string
+	// Env is the Environment the promotion enters.
+	Env *as.Environment
+	// Parent is Env's parent Environment, nil if none (or not found).
+	Parent *as.Environment
+	// VerifiedInParent is when the Snapshot was last verified in Parent, nil if never.
+	VerifiedInParent *time.Time
+	// Claim is the DeploymentTargetClaim Env deploys through, nil when it
+	// names none or it does not exist (the binding refuses a missing one).
+	Claim *as.DeploymentTargetClaim
+	// Approvals of the namespace (any Snapshot and Environment).
+	Approvals []as.PromotionApproval
+	// Rollback: the promotion is a rollback (gates apply as Env's rollbacks policy says).
+	Rollback bool
+	Now      time.Time
+}
+
+// gate returns what holds the promotion back from in.Env, or nil when it may
+// enter. The Waiting's message says what it waits for and until when; its
+// After is when the gate opens (a window closing, a soak ending), or
+// WaitingRetry when a change of an object (the Environment, an approval)
+// opens it and wakes the run.
+func gate(in gateInput) *kernel.Waiting {
+	if c := in.Claim; c != nil && c.Status.Phase != as.DeploymentTargetClaimPhaseBound {
+		return kernel.Wait(as.WaitingReasonClaimNotBound, kernel.WaitingRetry, "DeploymentTargetClaim %s of Environment %s to be bound (phase %s)",
+			c.Name, in.Env.Name, orPending(c.Status.Phase))
+	}
+	g := in.Env.Spec.Gates
+	rb := &as.RollbackGates{}
+	if g != nil && g.Rollbacks != nil {
+		rb = g.Rollbacks
+	}
+	if g != nil && (!in.Rollback || rb.Freeze) {
+		if f := g.Freeze; f != nil && f.Frozen {
+			return kernel.Wait(as.WaitingReasonFrozen, kernel.WaitingRetry, "Environment %s is frozen%s: until it is unfrozen", in.Env.Name, freezeDetail(f))
+		}
+		if w := windowGate(in.Env.Name, g.FreezeWindows, in.Now); w != nil {
+			return w
+		}
+	}
+	if w := soakGate(in); w != nil && !in.Rollback {
+		return w
+	}
+	if g != nil && g.Approvals != nil && (!in.Rollback || rb.Approvals) {
+		return approvalGate(in, g.Approvals)
+	}
+	return nil
+}
+
+func orPending(p as.DeploymentTargetClaimPhase) string {
+	if p == "" {
+		return string(as.DeploymentTargetClaimPhasePending)
+	}
+	return string(p)
+}
+
+func freezeDetail(f *as.FreezeSwitch) string {
+	var b strings.Builder
+	if f.By != "" {
+		fmt.Fprintf(&b, " by %s", f.By)
+	}
+	if f.Since != nil {
+		fmt.Fprintf(&b, " since %s", f.Since.UTC().Format(time.RFC3339))
+	}
+	if f.Reason != "" {
+		fmt.Fprintf(&b, " (%s)", f.Reason)
+	}
+	return b.String()
+}
+
+// soakGate holds the Snapshot in the parent Environment until it has run
+// there, verified, for the parent's soak time.
+func soakGate(in gateInput) *kernel.Waiting {
+	if in.Parent == nil || in.Parent.Spec.Gates == nil || in.Parent.Spec.Gates.SoakTime == nil || in.VerifiedInParent == nil {
+		return nil
+	}
+	soak := in.Parent.Spec.Gates.SoakTime.Duration
+	until := in.VerifiedInParent.Add(soak)
+	if !in.Now.Before(until) {
+		return nil
+	}
+	return kernel.Wait(as.WaitingReasonSoakTime, until.Sub(in.Now), "Snapshot %s to soak in Environment %s for %s (verified there at %s): until %s",
+		in.Snapshot, in.Parent.Name, soak, in.VerifiedInParent.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339))
+}
+
+// window is a parsed freeze window.
+type window struct {
+	sched  cron.Schedule
+	loc    *time.Location
+	length time.Duration
+	reason string
+}
+
+var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// parseWindow parses a window; the CRD checks the cron's shape, not its
+// values, and cannot check the time zone.
+func parseWindow(w as.FreezeWindow) (window, error) {
+	tz := w.TimeZone
+	if tz == "" {
+		tz = "UTC"
+	}
+	loc, err := time.LoadLocation(tz)
+	if err != nil {
+		return window{}, fmt.Errorf("unknown time zone %q", w.TimeZone)
+	}
+	if strings.HasPrefix(w.Schedule, "@every") || strings.Contains(w.Schedule, "TZ=") {
+		return window{}, fmt.Errorf("schedule %q: @every and TZ= are not supported (use timeZone)", w.Schedule)
+	}
+	s, err := cronParser.Parse(w.Schedule)
+	if err != nil {
+		return window{}, fmt.Errorf("schedule %q: %v", w.Schedule, err)
+	}
+	return window{sched: s, loc: loc, length: w.Duration.Duration, reason: w.Reason}, nil
+}
+
+// openUntil is when the window open at t closes, or the zero time when it is
+// not open at t. A window opens at each time the schedule gives (in its time
+// zone, whose daylight saving shifts the schedule's wall-clock times) and is
+// open for its length from then; the latest opening at or before t counts.
+func (w window) openUntil(t time.Time) time.Time {
+	// Look back from t over a doubling span (at most the window's length) for
+	// the latest opening at or before t: a frequent schedule with a long
+	// window is not walked opening by opening. Next gives the zero time when
+	// the schedule never fires again.
+	for span := time.Minute; ; span *= 2 {
+		span = min(span, w.length)
+		a := w.sched.Next(t.Add(-span).In(w.loc))
+		if !a.IsZero() && !a.After(t) {
+			for n := w.sched.Next(a); !n.IsZero() && !n.After(t); n = w.sched.Next(n) {
+				a = n
+			}
+			return a.Add(w.length)
+		}
+		if span == w.length {
+			return time.Time{}
+		}
+	}
+}
+
+// windowGate holds the promotion while a freeze window of the Environment is
+// open, until the last of the open (and back-to-back) windows closes. A
+// window that cannot be parsed holds it too: a gate is never skipped.
+func windowGate(env string, specs []as.FreezeWindow, now time.Time) *kernel.Waiting {
+	windows := make([]window, 0, len(specs))
+	for i, s := range specs {
+		w, err := parseWindow(s)
+		if err != nil {
+			return kernel.Wait(as.WaitingReasonFreezeWindow, kernel.WaitingRetry,
+				"a valid freeze window: Environment %s .spec.gates.freezeWindows[%d]: %v (fix the Environment)", env, i, err)
+		}
+		windows = append(windows, w)
+	}
+	until, reason := now, ""
+	for range maxWindowChain {
+		later := until
+		for _, w := range windows {
+			if u := w.openUntil(until); u.After(later) {
+				later = u
+				if reason == "" {
+					reason = w.reason
+				}
+			}
+		}
+		if !later.After(until) {
+			break
+		}
+		until = later
+	}
+	if !until.After(now) {
+		return nil
+	}
+	if reason != "" {
+		reason = " (" + reason + ")"
+	}
+	return kernel.Wait(as.WaitingReasonFreezeWindow, until.Sub(now), "a freeze window of Environment %s%s to close: until %s",
+		env, reason, until.UTC().Format(time.RFC3339))
+}
+
+// approvalGate counts the distinct approvers of the Snapshot into the
+// Environment whom the gate names (by user or group; anyone when it names
+// nobody) and holds the promotion until there are enough.
+func approvalGate(in gateInput, g *as.ApprovalGate) *kernel.Waiting {
+	var approvers []string
+	for _, a := range in.Approvals {
+		s := a.Spec
+		if a.Namespace != in.Env.Namespace || s.Snapshot != in.Snapshot || s.Environment != in.Env.Name ||
+			(s.Application != "" && s.Application != in.Application) || !a.DeletionTimestamp.IsZero() || !mayApprove(g, s.Approver) {
+			continue
+		}
+		if !slices.Contains(approvers, s.Approver.User) {
+			approvers = append(approvers, s.Approver.User)
+		}
+	}
+	if len(approvers) >= int(g.Required) {
+		return nil
+	}
+	slices.Sort(approvers)
+	by := ""
+	if len(approvers) > 0 {
+		by = ", approved by " + strings.Join(approvers, ", ")
+	}
+	return kernel.Wait(as.WaitingReasonAwaitingApproval, kernel.WaitingRetry, "approvals of Snapshot %s into Environment %s: %d of %d%s; waiting for %s",
+		in.Snapshot, in.Env.Name, len(approvers), g.Required, by, whoMayApprove(g, approvers))
+}
+
+func mayApprove(g *as.ApprovalGate, a as.Approver) bool {
+	if len(g.Users) == 0 && len(g.Groups) == 0 {
+		return true
+	}
+	return slices.Contains(g.Users, a.User) || slices.ContainsFunc(a.Groups, func(grp string) bool { return slices.Contains(g.Groups, grp) })
+}
+
+func whoMayApprove(g *as.ApprovalGate, done []string) string {
+	var users []string
+	for _, u := range g.Users {
+		if !slices.Contains(done, u) {
+			users = append(users, u)
+		}
+	}
+	var parts []string
+	if len(users) > 0 {
+		parts = append(parts, "user "+strings.Join(users, " or "))
+	}
+	if len(g.Groups) > 0 {
+		parts = append(parts, "a member of group "+strings.Join(g.Groups, " or "))
+	}
+	if len(parts) == 0 {
+		return "another approver"
+	}
+	return strings.Join(parts, " or ")
+}
+
+// verifiedAt is when the Snapshot of the Application was last verified in
+// env by any of the runs (a successful step's VerifiedTime), nil if never.
+func verifiedAt(runs []as.PromotionRun, application, snapshot, env string) *time.Time {
+	var last *time.Time
+	for i := range runs {
+		r := &runs[i]
+		if r.Spec.Application != application || r.Spec.Snapshot != snapshot {
+			continue
+		}
+		for _, s := range r.Status.EnvironmentStatus {
+			if s.EnvironmentName == env && s.Status == as.PromotionRunEnvironmentStatusSuccess && s.VerifiedTime != nil &&
+				(last == nil || s.VerifiedTime.After(*last)) {
+				t := s.VerifiedTime.Time
+				last = &t
+			}
+		}
+	}
+	return last
+}
