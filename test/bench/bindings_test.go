@@ -366,9 +366,9 @@ func runBindings(b *testing.B) {
 	procs := stackPids(kube, side.Pid())
 	delete(procs, "bench clients")
 	for _, p := range argo.Processes() {
-		for _, name := range []string{"application-controller", "applicationset-controller", "repo-server"} {
-			if strings.HasSuffix(p.Name, "/"+name) || p.Name == name {
-				procs["argo cd "+name] = p.Pid()
+		for suffix, name := range map[string]string{"/application-controller": "argo cd controller", "/applicationset-controller": "argo cd applicationset controller", "/repo-server": "argo cd repo-server"} {
+			if strings.HasSuffix(p.Name, suffix) {
+				procs[name] = p.Pid()
 			}
 		}
 	}
