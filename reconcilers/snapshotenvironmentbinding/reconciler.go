@@ -42,11 +42,11 @@ import (
 const (
 	// Finalizer makes the binding wait until what it deployed is gone.
 	Finalizer = "managed-gitops.redhat.com/snapshotenvironmentbinding"
-	// annotationInputHash is the hash of the generator's last answer for the
-	// binding: when it changes, Argo CD is asked to regenerate at once.
+	// annotationInputHash is the hash of the generator's answer for the
+	// binding: when it changes, Argo CD regenerates at once.
 	annotationInputHash = "managed-gitops.redhat.com/generator-input-hash"
-	// annotationRefresh makes the applicationset-controller regenerate now (it
-	// removes the annotation itself).
+	// annotationRefresh asks the applicationset-controller to regenerate a set
+	// whose generation failed (it removes the annotation on success).
 	annotationRefresh = "argocd.argoproj.io/application-set-refresh"
 	// annotationRetry is when Argo CD was last asked to try a failed
 	// generation again.
@@ -165,15 +165,21 @@ func hashOf(params []argocd.GeneratorParams) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// writeApplicationSet creates or updates the binding's ApplicationSet and asks
-// Argo CD to regenerate when the generator's answer changed, or while Argo CD
-// reports that it could not generate (e.g. the generator's token was not there
-// yet: the applicationset-controller does not retry that by itself). Argo
-// CD's error is a refusal.
+// writeApplicationSet creates or updates the binding's ApplicationSet, with
+// the hash of the generator's answer among its annotations: the
+// applicationset controller generates again on any annotation change (but
+// its own removal of a refresh request), so a changed answer costs one write,
+// and a new ApplicationSet, which it generates anyway, no second one (a
+// refresh request after the create made it generate every binding of a burst
+// twice). While Argo CD reports that it could not generate (e.g. the
+// generator's token was not there yet: the applicationset controller does not
+// retry that by itself), it is asked to try again. Argo CD's error is a
+// refusal.
 func (r *Reconciler) writeApplicationSet(ctx context.Context, seb *as.SnapshotEnvironmentBinding, inputHash string, repos []string) error {
 	desired := argocd.ApplicationSet(r.ArgoNamespace, seb)
 	sort.Strings(repos)
 	desired.Annotations[argocd.AnnotationRepositories] = strings.Join(slices.Compact(repos), ",")
+	desired.Annotations[annotationInputHash] = inputHash
 	current := &argov1alpha1.ApplicationSet{}
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), current); apierrors.IsNotFound(err) {
 		current = nil
@@ -189,19 +195,14 @@ func (r *Reconciler) writeApplicationSet(ctx context.Context, seb *as.SnapshotEn
 		current = desired // just created
 	}
 	argoErr := generationError(current)
-	retry := argoErr != nil && r.retryDue(current)
-	if !retry && current.Annotations[annotationInputHash] == inputHash {
+	if argoErr == nil || !r.retryDue(current) {
 		return argoErr
 	}
 	// Requests to Argo CD, not state we own: a merge patch, so that Argo CD
-	// removing the refresh annotation is not undone by our next apply.
-	// The hash goes with the request, so a failed request is made again.
-	requests := map[string]string{annotationRefresh: "true", annotationInputHash: inputHash}
-	if retry {
-		// Argo CD keeps the refresh annotation after a failure and reacts to a
-		// change of any other: this one makes it try again.
-		requests[annotationRetry] = r.Now.Now().UTC().Format(time.RFC3339)
-	}
+	// removing the refresh annotation is not undone by our next apply. Argo
+	// CD keeps the refresh annotation after a failure and reacts to a change
+	// of any other: the retry stamp makes it try again.
+	requests := map[string]string{annotationRefresh: "true", annotationRetry: r.Now.Now().UTC().Format(time.RFC3339)}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": requests}})
 	if err != nil {
 		return err

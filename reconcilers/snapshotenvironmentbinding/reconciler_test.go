@@ -160,6 +160,21 @@ func TestArgoCDGenerationErrorIsShownAndRetried(t *testing.T) {
 	}, 12*time.Second, tick, "a working ApplicationSet was asked again")
 }
 
+// A new binding's ApplicationSet is written once, with its input's hash and
+// no refresh request: Argo CD generates a new ApplicationSet by itself, and
+// would generate it a second time on the request.
+func TestNewApplicationSetIsWrittenOnce(t *testing.T) {
+	ctx := context.Background()
+	seb := binding(t)
+	set := applicationSet(t, seb)
+	require.NotEmpty(t, set.Annotations["managed-gitops.redhat.com/generator-input-hash"], "the new ApplicationSet has no input hash: %v", set.Annotations)
+	require.NotContains(t, set.Annotations, refresh)
+	created := set.ResourceVersion
+	require.Never(t, func() bool {
+		return k8s.Get(ctx, client.ObjectKeyFromObject(set), set) == nil && set.ResourceVersion != created
+	}, 5*time.Second, tick, "the new ApplicationSet was written again: %v", set.Annotations)
+}
+
 // An ApplicationSet under the binding's name that is not the binding's is a
 // condition on the binding (and a Warning Event), and is never written.
 func TestForeignApplicationSetIsACondition(t *testing.T) {

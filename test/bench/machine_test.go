@@ -72,7 +72,7 @@ type cpuMeter struct {
 
 func newCPUMeter(procs map[string]int) *cpuMeter {
 	m := &cpuMeter{t0: time.Now()}
-	for _, name := range []string{"etcd", "kube-apiserver", "sidecar", "bench clients", "argo cd", "argo cd controller", "argo cd repo-server", "argo cd redis"} {
+	for _, name := range []string{"etcd", "kube-apiserver", "sidecar", "bench clients", "argo cd", "argo cd controller", "argo cd applicationset controller", "argo cd repo-server", "argo cd redis"} {
 		if pid, ok := procs[name]; ok {
 			m.names, m.pids = append(m.names, name), append(m.pids, pid)
 			m.start = append(m.start, cpuTime(pid))
