@@ -75,6 +75,10 @@ type EnvironmentSpec struct {
 	// .spec.configuration.target.deploymentTargetClaim.claimName.
 	// +optional
 	UnstableConfigurationFields *UnstableEnvironmentConfiguration `json:"unstableConfigurationFields,omitempty"`
+
+	// Rollback says when this Environment asks for a rollback by itself.
+	// +optional
+	Rollback *RollbackPolicy `json:"rollback,omitempty"`
 }
 
 // EnvironmentConfiguration contains Environment-specific configuration.

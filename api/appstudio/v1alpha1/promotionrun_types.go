@@ -55,8 +55,8 @@ const (
 )
 
 // PromotionRunSpec is the desired state of a PromotionRun. Exactly one of
-// manualPromotion and automatedPromotion must be set.
-// +kubebuilder:validation:XValidation:rule="has(self.manualPromotion) != has(self.automatedPromotion)",message="exactly one of manualPromotion and automatedPromotion must be set"
+// manualPromotion and automatedPromotion (or rollback) must be set.
+// +kubebuilder:validation:XValidation:rule="(has(self.manualPromotion) ? 1 : 0) + (has(self.automatedPromotion) ? 1 : 0) + (has(self.rollback) ? 1 : 0) == 1",message="exactly one of manualPromotion, automatedPromotion and rollback must be set"
 type PromotionRunSpec struct {
 	// Snapshot is the name of the Snapshot, in the namespace of the
 	// PromotionRun, to promote between Environments.
@@ -82,6 +82,13 @@ type PromotionRunSpec struct {
 	// ManualPromotion.
 	// +optional
 	AutomatedPromotion *AutomatedPromotionConfiguration `json:"automatedPromotion,omitempty"`
+
+	// Rollback rolls Snapshot back out of an Environment to the last other
+	// Snapshot verified there, rejects Snapshot for the Application and holds
+	// automated promotion out of the Environment (see rollback_types.go). Not
+	// to be set together with ManualPromotion or AutomatedPromotion.
+	// +optional
+	Rollback *RollbackConfiguration `json:"rollback,omitempty"`
 }
 
 // ManualPromotionConfiguration is the configuration of a manual promotion.
@@ -92,6 +99,10 @@ type ManualPromotionConfiguration struct {
 	// +kubebuilder:validation:XValidation:rule="size(self) <= 63",message="must be at most 63 characters (a DNS label, as namespace and Environment names are)",reason=FieldValueForbidden
 	// +required
 	TargetEnvironment string `json:"targetEnvironment"`
+
+	// Force promotes the Snapshot even when a rollback rejected it.
+	// +optional
+	Force bool `json:"force,omitempty"`
 }
 
 // AutomatedPromotionConfiguration is the configuration of an automated
@@ -147,6 +158,11 @@ type PromotionRunStatus struct {
 	// metadata.generation).
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Rollback is what a rollback decided when it started: the Snapshot it
+	// rolls back to.
+	// +optional
+	Rollback *RollbackStatus `json:"rollback,omitempty"`
 }
 
 // PromotionRunEnvironmentStatus is the state of one step of a PromotionRun.
