@@ -144,6 +144,8 @@ type options struct {
 	selector        string
 	revision        string
 	to, autoFrom    string
+	application     string
+	release         bool
 	timeout         time.Duration
 	argocdNamespace string
 	clientOnly      bool
