@@ -21,8 +21,7 @@ Usage:
   %[1]s sync <deployment> [--revision R]       sync a manual GitOpsDeployment and follow it; exit 0 when it succeeded
   %[1]s promote <snapshot> --to <env>          promote a Snapshot to one Environment and follow it
   %[1]s promote <snapshot> --auto-from <env>   promote along the Environment graph from <env>
-  %[1]s rollback <env> --application <app>     roll an Environment back to the last Snapshot verified there
-                                             (--release: release the hold it puts on promotion out of <env>)
+  %[1]s rollback <env> --application <app>     roll an Environment back to the last verified Snapshot (--release: end its hold)
   %[1]s history <env> [--application <app>]    what ran in an Environment: Snapshot, when, who, result, rollbacks
   %[1]s envs                                   the Environments, their order and what each runs
   %[1]s version                                this CLI's version and the GitOps Service's
