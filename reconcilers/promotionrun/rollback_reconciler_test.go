@@ -209,8 +209,9 @@ func TestAutomaticRollbackHoldAndRelease(t *testing.T) {
 	playArgo(t, ns)
 	staging := &as.Environment{}
 	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "staging"}, staging))
+	patch := client.MergeFrom(staging.DeepCopy()) // the sidecar writes the Environment too: no optimistic lock
 	staging.Spec.Rollback = &as.RollbackPolicy{Automatic: true}
-	require.NoError(t, k8s.Update(ctx, staging))
+	require.NoError(t, k8s.Patch(ctx, staging, patch))
 	require.NoError(t, k8s.Create(ctx, &as.Environment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod"},
 		Spec: as.EnvironmentSpec{ParentEnvironment: "staging", DeploymentStrategy: as.DeploymentStrategyAppStudioAutomated}}))
 	snapshot(t, ns, "snap-bad", "quay.io/x/fe:bad")
@@ -248,8 +249,9 @@ func TestAutomaticRollbackHoldAndRelease(t *testing.T) {
 
 	h = getHistory(t, ns, "staging")
 	now := metav1.NewTime(time.Now())
+	release := client.MergeFrom(h.DeepCopy())
 	h.Spec.ReleasedAt = &now
-	require.NoError(t, k8s.Update(ctx, h))
+	require.NoError(t, k8s.Patch(ctx, h, release))
 	done := waitRun(t, a2, "released and promoted to prod", succeeded)
 	assert.Len(t, done.Status.EnvironmentStatus, 3)
 	assert.Equal(t, "snap-a2", bindingSnapshot(t, ns, "prod"))
