@@ -13,7 +13,10 @@ import (
 
 var doraT0 = time.Date(2026, 11, 26, 3, 0, 0, 0, time.UTC)
 
-func at(minutes int) *metav1.Time { t := metav1.NewTime(doraT0.Add(time.Duration(minutes) * time.Minute)); return &t }
+func at(minutes int) *metav1.Time {
+	t := metav1.NewTime(doraT0.Add(time.Duration(minutes) * time.Minute))
+	return &t
+}
 
 func ent(uid string, kind as.PromotionKind, result as.PromotionRunCompleteResult, start, end int, rolledBack string) as.PromotionHistoryEntry {
 	return as.PromotionHistoryEntry{PromotionRun: uid, PromotionRunUID: uid, Kind: kind, Snapshot: "s-" + uid, SnapshotCreated: at(0),
