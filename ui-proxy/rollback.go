@@ -77,6 +77,6 @@ func (s *Server) rollback(w http.ResponseWriter, r *http.Request) {
 		}
 		return &as.PromotionRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: runName(seb.Spec.Application + "-" + seb.Spec.Environment + "-rollback")},
 			Spec: as.PromotionRunSpec{Snapshot: seb.Spec.Snapshot, Application: seb.Spec.Application,
-				Rollback: &as.RollbackConfiguration{TargetEnvironment: seb.Spec.Environment}}}, nil
+				ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: seb.Spec.Environment, Rollback: true}}}, nil
 	})
 }

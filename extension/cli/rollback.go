@@ -25,7 +25,7 @@ func newRollbackCommand(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rollback <environment> --application <app> [--release]",
 		Short: "Roll an Environment back to the last Snapshot verified there, or release the hold a rollback put",
-		Long: `Roll an application's Environment back: create a PromotionRun with spec.rollback for the Snapshot the
+		Long: `Roll an application's Environment back: create a PromotionRun with manualPromotion.rollback for the Snapshot the
 Environment deploys now, and follow it. The binding points at the last other Snapshot verified there
 again, the rolled-back Snapshot is rejected for the application (automated promotion never picks it
 again; a manual promotion of it needs spec.manualPromotion.force) and automated promotion out of the
@@ -80,7 +80,7 @@ func (c *cli) rollback(ctx context.Context, env string) error {
 	run := &as.PromotionRun{
 		ObjectMeta: metav1.ObjectMeta{Namespace: c.namespace, GenerateName: rollbackPrefix(c.opts.application, env)},
 		Spec: as.PromotionRunSpec{Snapshot: seb.Spec.Snapshot, Application: c.opts.application,
-			Rollback: &as.RollbackConfiguration{TargetEnvironment: env}},
+			ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: env, Rollback: true}},
 	}
 	if err := c.Create(ctx, run); err != nil {
 		return explain(err, "the PromotionRun", c.namespace)
@@ -100,7 +100,7 @@ func rollbackPrefix(app, env string) string {
 
 func (c *cli) release(ctx context.Context, env string) error {
 	h := &as.PromotionHistory{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: c.namespace, Name: historyName(c.opts.application, env)}, h); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: c.namespace, Name: as.PromotionHistoryName(c.opts.application, env)}, h); err != nil {
 		return explain(err, fmt.Sprintf("the history of application %s in Environment %s", c.opts.application, env), c.namespace)
 	}
 	if !h.Held() {
@@ -122,10 +122,6 @@ func (c *cli) release(ctx context.Context, env string) error {
 	_, err := fmt.Fprintf(c.opts.streams.Out, "released the hold on automated promotion out of %s (rollback %s of %s)\n", env, h.Status.Hold.PromotionRun, h.Status.Hold.Snapshot)
 	return err
 }
-
-// historyName is the sidecar's name of a PromotionHistory for short names
-// (reconcilers/promotionrun.HistoryName hashes names over 253 characters).
-func historyName(app, env string) string { return app + "." + env }
 
 func newHistoryCommand(o *options) *cobra.Command {
 	cmd := &cobra.Command{

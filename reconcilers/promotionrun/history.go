@@ -32,21 +32,13 @@ import (
 // names the approvers when that kind is installed, and none otherwise.
 var approvalsGVK = schema.GroupVersionKind{Group: as.GroupVersion.Group, Version: as.GroupVersion.Version, Kind: "PromotionApprovalList"}
 
-// HistoryName names the PromotionHistory of app in env: <app>.<env> (an
-// Environment's name has no dot, so no two pairs share it), hashed when too long.
-func HistoryName(app, env string) string {
-	name := app + "." + env
-	if len(name) <= 253 {
-		return name
-	}
-	sum := sha256.Sum256([]byte(name))
-	return app[:253-len(env)-1-17] + "-" + hex.EncodeToString(sum[:8]) + "." + env
-}
+// HistoryName names the PromotionHistory of app in env.
+func HistoryName(app, env string) string { return as.PromotionHistoryName(app, env) }
 
 // historyEntries are the entries the run's ended steps make, by Environment.
 func historyEntries(run *as.PromotionRun, snapshotCreated *metav1.Time, now metav1.Time) map[string]as.PromotionHistoryEntry {
 	kind := as.PromotionKindPromotion
-	if run.Spec.Rollback != nil {
+	if run.Spec.IsRollback() {
 		kind = as.PromotionKindRollback
 	}
 	out := map[string]as.PromotionHistoryEntry{}
@@ -163,7 +155,7 @@ func (r *Reconciler) rollbackAutomatically(ctx context.Context, run *as.Promotio
 	rb := &as.PromotionRun{
 		ObjectMeta: metav1.ObjectMeta{Namespace: run.Namespace, Name: name, Labels: map[string]string{as.LabelApplication: run.Spec.Application, as.LabelEnvironment: env}},
 		Spec: as.PromotionRunSpec{Snapshot: run.Spec.Snapshot, Application: run.Spec.Application,
-			Rollback: &as.RollbackConfiguration{TargetEnvironment: env}},
+			ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: env, Rollback: true}},
 	}
 	if len(run.Spec.Application) > 63 {
 		rb.Labels = nil // not a label value; the spec names them anyway

@@ -45,7 +45,7 @@ func TestHistoryEntries(t *testing.T) {
 	}, got, "a step in progress makes no entry")
 
 	rb := &as.PromotionRun{ObjectMeta: metav1.ObjectMeta{Name: "rb", UID: "v"},
-		Spec: as.PromotionRunSpec{Snapshot: "bad", Application: "app", Rollback: &as.RollbackConfiguration{TargetEnvironment: "prod"}},
+		Spec: as.PromotionRunSpec{Snapshot: "bad", Application: "app", ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "prod", Rollback: true}},
 		Status: as.PromotionRunStatus{Rollback: &as.RollbackStatus{Snapshot: "good"}, EnvironmentStatus: []as.PromotionRunEnvironmentStatus{
 			{Step: 1, EnvironmentName: "prod", Status: as.PromotionRunEnvironmentStatusSuccess}}}}
 	e := historyEntries(rb, nil, now)["prod"]

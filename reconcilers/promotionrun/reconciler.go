@@ -214,9 +214,6 @@ func first(run *as.PromotionRun) string {
 	if run.Spec.ManualPromotion != nil {
 		return run.Spec.ManualPromotion.TargetEnvironment
 	}
-	if run.Spec.Rollback != nil {
-		return run.Spec.Rollback.TargetEnvironment
-	}
 	return run.Spec.AutomatedPromotion.InitialEnvironment
 }
 

@@ -16,7 +16,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
-// A rollback is a PromotionRun with spec.rollback: on its first Active pass it
+// A rollback is a PromotionRun with spec.manualPromotion.rollback: on its first Active pass it
 // picks the Snapshot to go back to (status.rollback.snapshot), rejects
 // spec.snapshot for the Application and holds automated promotion out of the
 // Environment, all in the (Application, Environment)'s PromotionHistory; then
@@ -28,7 +28,7 @@ import (
 // snapshotOf is the Snapshot the run deploys: for a rollback, the one it
 // rolls back to (known once it started).
 func snapshotOf(run *as.PromotionRun) string {
-	if run.Spec.Rollback != nil {
+	if run.Spec.IsRollback() {
 		if run.Status.Rollback == nil {
 			return ""
 		}
@@ -114,7 +114,7 @@ func heldParents(envs []as.Environment, level, next []string, held func(env stri
 // refusal of a run whose Snapshot a rollback rejected, or nil: a rollback is
 // never refused for it, a forced manual promotion neither.
 func rejectedRefusal(run *as.PromotionRun, histories []as.PromotionHistory) *kernel.Refusal {
-	if run.Spec.Rollback != nil || (run.Spec.ManualPromotion != nil && run.Spec.ManualPromotion.Force) {
+	if run.Spec.IsRollback() || (run.Spec.ManualPromotion != nil && run.Spec.ManualPromotion.Force) {
 		return nil
 	}
 	r, env := rejection(histories, run.Spec.Snapshot)
@@ -143,7 +143,7 @@ func (r *Reconciler) checkRollback(ctx context.Context, run *as.PromotionRun) er
 		r.Recorder.Event(run, corev1.EventTypeWarning, refusal.Reason, refusal.Message)
 		return refusal
 	}
-	if run.Spec.Rollback == nil || run.Status.Rollback != nil {
+	if !run.Spec.IsRollback() || run.Status.Rollback != nil {
 		return nil
 	}
 	return r.startRollback(ctx, run, histories)
@@ -154,7 +154,7 @@ func (r *Reconciler) checkRollback(ctx context.Context, run *as.PromotionRun) er
 // or the Environment deploys something else by now (a second click: the first
 // rollback already moved it), changing nothing then.
 func (r *Reconciler) startRollback(ctx context.Context, run *as.PromotionRun, histories []as.PromotionHistory) error {
-	env, bad := run.Spec.Rollback.TargetEnvironment, run.Spec.Snapshot
+	env, bad := run.Spec.ManualPromotion.TargetEnvironment, run.Spec.Snapshot
 	if err := r.get(ctx, run.Namespace, env, &as.Environment{}, "Environment"); err != nil {
 		return err
 	}

@@ -109,7 +109,7 @@ func snapshot(t *testing.T, ns, name, image string) {
 
 func rollback(ns, name, snapshot, env string) *as.PromotionRun {
 	return &as.PromotionRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: as.PromotionRunSpec{
-		Snapshot: snapshot, Application: "appa", Rollback: &as.RollbackConfiguration{TargetEnvironment: env}}}
+		Snapshot: snapshot, Application: "appa", ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: env, Rollback: true}}}
 }
 
 func automated(ns, name, snapshot string) *as.PromotionRun {

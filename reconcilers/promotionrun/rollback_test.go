@@ -153,7 +153,9 @@ func TestRejectedRefusal(t *testing.T) {
 	automated := func(s *as.PromotionRunSpec) {
 		s.AutomatedPromotion = &as.AutomatedPromotionConfiguration{InitialEnvironment: "dev"}
 	}
-	rollback := func(s *as.PromotionRunSpec) { s.Rollback = &as.RollbackConfiguration{TargetEnvironment: "prod"} }
+	rollback := func(s *as.PromotionRunSpec) {
+		s.ManualPromotion = &as.ManualPromotionConfiguration{TargetEnvironment: "prod", Rollback: true}
+	}
 	cases := map[string]struct {
 		run  *as.PromotionRun
 		want string
@@ -180,7 +182,7 @@ func TestRejectedRefusal(t *testing.T) {
 }
 
 func TestSnapshotOf(t *testing.T) {
-	r := &as.PromotionRun{Spec: as.PromotionRunSpec{Snapshot: "bad", Rollback: &as.RollbackConfiguration{TargetEnvironment: "prod"}}}
+	r := &as.PromotionRun{Spec: as.PromotionRunSpec{Snapshot: "bad", ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "prod", Rollback: true}}}
 	assert.Equal(t, "", snapshotOf(r), "a rollback deploys nothing before it picked")
 	r.Status.Rollback = &as.RollbackStatus{Snapshot: "good"}
 	assert.Equal(t, "good", snapshotOf(r))

@@ -31,7 +31,7 @@ func TestRollbackSticks(t *testing.T) {
 	}
 	runs := []*as.PromotionRun{promote("p1", "snap-1"), promote("p2", "snap-2"),
 		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rb"}, Spec: as.PromotionRunSpec{
-			Snapshot: "snap-2", Application: "appa", Rollback: &as.RollbackConfiguration{TargetEnvironment: "dev"}}}}
+			Snapshot: "snap-2", Application: "appa", ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "dev", Rollback: true}}}}
 	for _, r := range runs {
 		require.NoError(t, k8s.Create(ctx, r))
 		waitPromotion(t, r, "Success", promotionSucceeded)

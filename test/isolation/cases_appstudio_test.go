@@ -332,8 +332,7 @@ func promotionRunCases() []hostileCase {
 	// have (the neighbour's) is never rolled back to.
 	rollbackOf := func(env string) func(*as.PromotionRun) {
 		return func(pr *as.PromotionRun) {
-			pr.Spec.ManualPromotion = nil
-			pr.Spec.Rollback = &as.RollbackConfiguration{TargetEnvironment: env}
+			pr.Spec.ManualPromotion = &as.ManualPromotionConfiguration{TargetEnvironment: env, Rollback: true}
 		}
 	}
 	add("rollback of the neighbour's Environment", `Environment "theirs" not found`, nil, rollbackOf("theirs"))

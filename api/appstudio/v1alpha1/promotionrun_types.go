@@ -55,8 +55,8 @@ const (
 )
 
 // PromotionRunSpec is the desired state of a PromotionRun. Exactly one of
-// manualPromotion and automatedPromotion (or rollback) must be set.
-// +kubebuilder:validation:XValidation:rule="(has(self.manualPromotion) ? 1 : 0) + (has(self.automatedPromotion) ? 1 : 0) + (has(self.rollback) ? 1 : 0) == 1",message="exactly one of manualPromotion, automatedPromotion and rollback must be set"
+// manualPromotion and automatedPromotion must be set.
+// +kubebuilder:validation:XValidation:rule="has(self.manualPromotion) != has(self.automatedPromotion)",message="exactly one of manualPromotion and automatedPromotion must be set"
 type PromotionRunSpec struct {
 	// Snapshot is the name of the Snapshot, in the namespace of the
 	// PromotionRun, to promote between Environments.
@@ -82,16 +82,10 @@ type PromotionRunSpec struct {
 	// ManualPromotion.
 	// +optional
 	AutomatedPromotion *AutomatedPromotionConfiguration `json:"automatedPromotion,omitempty"`
-
-	// Rollback rolls Snapshot back out of an Environment to the last other
-	// Snapshot verified there, rejects Snapshot for the Application and holds
-	// automated promotion out of the Environment (see rollback_types.go). Not
-	// to be set together with ManualPromotion or AutomatedPromotion.
-	// +optional
-	Rollback *RollbackConfiguration `json:"rollback,omitempty"`
 }
 
 // ManualPromotionConfiguration is the configuration of a manual promotion.
+// +kubebuilder:validation:XValidation:rule="!(has(self.rollback) && self.rollback && has(self.force) && self.force)",message="a rollback is not forced: force is for promoting a rejected Snapshot"
 type ManualPromotionConfiguration struct {
 	// TargetEnvironment is the name of the Environment, in the namespace of
 	// the PromotionRun, to promote the Snapshot to.
@@ -103,6 +97,14 @@ type ManualPromotionConfiguration struct {
 	// Force promotes the Snapshot even when a rollback rejected it.
 	// +optional
 	Force bool `json:"force,omitempty"`
+
+	// Rollback rolls the Snapshot back out of TargetEnvironment instead of
+	// promoting it there: the binding points at the last other Snapshot
+	// verified there, the Snapshot is rejected for the Application and
+	// automated promotion out of TargetEnvironment holds until released
+	// (see rollback_types.go).
+	// +optional
+	Rollback bool `json:"rollback,omitempty"`
 }
 
 // AutomatedPromotionConfiguration is the configuration of an automated

@@ -7,14 +7,17 @@ Licensed under the Apache License, Version 2.0.
 package v1alpha1
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Rollback and history of promotions (issue 24, item 2 and 4).
 //
-// A rollback is a PromotionRun with spec.rollback: it rolls spec.snapshot (the
-// bad one) back out of spec.rollback.targetEnvironment to the last other
-// Snapshot verified there. The PromotionRun reconciler alone writes the status
+// A rollback is a PromotionRun with spec.manualPromotion.rollback: it rolls
+// spec.snapshot (the bad one) back out of spec.manualPromotion.targetEnvironment
+// to the last other Snapshot verified there. The PromotionRun reconciler alone writes the status
 // of the PromotionHistory of each (Application, Environment): what ran there,
 // the Snapshots rejected for the Application and the hold a rollback puts on
 // automated promotion out of the Environment. People release the hold through
@@ -35,16 +38,9 @@ const (
 	MaxRejectedSnapshots = 100
 )
 
-// RollbackConfiguration is the configuration of a rollback: spec.snapshot is
-// the Snapshot rolled back (and rejected for the Application).
-type RollbackConfiguration struct {
-	// TargetEnvironment is the name of the Environment, in the namespace of
-	// the PromotionRun, to roll back: its binding is pointed at the last
-	// Snapshot other than spec.snapshot that was verified there.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:XValidation:rule="size(self) <= 63",message="must be at most 63 characters (a DNS label, as namespace and Environment names are)",reason=FieldValueForbidden
-	// +required
-	TargetEnvironment string `json:"targetEnvironment"`
+// IsRollback says whether the run is a rollback (manualPromotion.rollback).
+func (s *PromotionRunSpec) IsRollback() bool {
+	return s.ManualPromotion != nil && s.ManualPromotion.Rollback
 }
 
 // RollbackStatus is what a rollback decided when it started.
@@ -211,6 +207,18 @@ type PromotionHistory struct {
 	Spec PromotionHistorySpec `json:"spec"`
 	// +optional
 	Status PromotionHistoryStatus `json:"status,omitempty"`
+}
+
+// PromotionHistoryName names the PromotionHistory of app in env:
+// <app>.<env> (an Environment's name has no dot, so no two pairs share it),
+// hashed when too long for a name.
+func PromotionHistoryName(app, env string) string {
+	name := app + "." + env
+	if len(name) <= 253 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return app[:253-len(env)-1-17] + "-" + hex.EncodeToString(sum[:8]) + "." + env
 }
 
 // Held says whether automated promotion out of the Environment is held.
