@@ -201,6 +201,13 @@ func TestRollbackWithNothingToRollBackToChangesNothing(t *testing.T) {
 	h := getHistory(t, ns, "staging")
 	assert.Empty(t, h.Status.Rejected)
 	assert.False(t, h.Held())
+
+	// The CRD refuses a forced rollback (force is for promoting a rejected Snapshot).
+	forced := rollback(ns, "rb-forced", "snap-a", "staging")
+	forced.Spec.ManualPromotion.Force = true
+	err := k8s.Create(context.Background(), forced)
+	require.True(t, apierrors.IsInvalid(err), "%v", err)
+	assert.Contains(t, err.Error(), "a rollback is not forced")
 }
 
 func TestAutomaticRollbackHoldAndRelease(t *testing.T) {
