@@ -99,6 +99,8 @@ type Deployment struct {
 	// Path is the application's promotion path: every Environment of the
 	// tenant's digraph, parents before children, with what runs there.
 	Path []EnvironmentState `json:"path,omitempty"`
+	// History is what ran in the binding's Environment (rollback.go).
+	History *History `json:"history,omitempty"`
 }
 
 // Source is where a GitOpsDeployment deploys from (the repository URL
@@ -203,6 +205,7 @@ func (s *Server) Handler() http.Handler {
 	r.HandleFunc("/api/v1/approve", s.approve).Methods(http.MethodPost)
 	r.HandleFunc("/api/v1/freeze", s.freeze(true)).Methods(http.MethodPost)
 	r.HandleFunc("/api/v1/unfreeze", s.freeze(false)).Methods(http.MethodPost)
+	r.HandleFunc("/api/v1/rollback", s.rollback).Methods(http.MethodPost)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: the panel calls GET /api/v1/deployment, POST /api/v1/sync, /api/v1/promote, /api/v1/approve, /api/v1/freeze and /api/v1/unfreeze")
 	})
@@ -344,6 +347,9 @@ func (s *Server) owner(r *http.Request, app *argov1alpha1.Application) (*Deploym
 		}
 		d.PromotionRuns = runs
 		if d.Path, err = s.promotionPath(r, ns, seb); err != nil {
+			return nil, err
+		}
+		if d.History, err = s.history(r, ns, seb.Spec.Application, seb.Spec.Environment); err != nil {
 			return nil, err
 		}
 		return d, nil

@@ -369,8 +369,14 @@ func (c *cli) promote(ctx context.Context, snapshotName string) error {
 	if err := c.Create(ctx, run); err != nil {
 		return explain(err, "the PromotionRun", c.namespace)
 	}
+	return c.followPromotion(ctx, run, fmt.Sprintf("PromotionRun %s created: %s of application %s", run.Name, snapshotName, snap.Spec.Application))
+}
+
+// followPromotion follows a PromotionRun (a promotion or a rollback) until it
+// completes, step by step, and says how it ended.
+func (c *cli) followPromotion(ctx context.Context, run *as.PromotionRun, intro string) error {
 	p := c.progress()
-	p.note(fmt.Sprintf("PromotionRun %s created: %s of application %s", run.Name, snapshotName, snap.Spec.Application))
+	p.note(intro)
 	steps := promotionSteps{}
 	err := c.follow(ctx, run, &as.PromotionRunList{}, func(obj runtime.Object) (bool, error) {
 		if r, ok := obj.(*as.PromotionRun); ok {

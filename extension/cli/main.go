@@ -144,8 +144,9 @@ type options struct {
 	selector      string
 	revision      string
 	to, autoFrom  string
-	// approve and freeze
+	// approve, freeze and rollback
 	snapshot, application, comment, reason string
+	release                                bool
 	timeout                                time.Duration
 	argocdNamespace                        string
 	clientOnly                             bool

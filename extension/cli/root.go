@@ -21,6 +21,8 @@ Usage:
   %[1]s sync <deployment> [--revision R]       sync a manual GitOpsDeployment and follow it; exit 0 when it succeeded
   %[1]s promote <snapshot> --to <env>          promote a Snapshot to one Environment and follow it
   %[1]s promote <snapshot> --auto-from <env>   promote along the Environment graph from <env>
+  %[1]s rollback <env> --application <app>     roll an Environment back to the last verified Snapshot (--release: end its hold)
+  %[1]s history <env> [--application <app>]    what ran in an Environment: Snapshot, when, who, result, rollbacks
   %[1]s envs                                   the Environments, their order and what each runs
   %[1]s approve <env> --snapshot <snapshot>    approve a Snapshot into an Environment (as yourself)
   %[1]s freeze <env> [--reason R]              stop promotions into an Environment
@@ -76,7 +78,7 @@ func newRoot(prog string, streams genericiooptions.IOStreams, tty bool) (*cobra.
 	o.kube.AddFlags(root.PersistentFlags())
 	o.argo.addFlags(root.PersistentFlags())
 	root.PersistentFlags().StringVar(&o.argocdNamespace, "argocd-namespace", "argocd", "Namespace of Argo CD and the GitOps Service (where version looks for the GitOps Service)")
-	root.AddCommand(newListCommand(o), newStatusCommand(o), newSyncCommand(o), newPromoteCommand(o), newEnvsCommand(o), newApproveCommand(o), newFreezeCommand(o, true), newFreezeCommand(o, false), newVersionCommand(o))
+	root.AddCommand(newListCommand(o), newStatusCommand(o), newSyncCommand(o), newPromoteCommand(o), newRollbackCommand(o), newHistoryCommand(o), newEnvsCommand(o), newApproveCommand(o), newFreezeCommand(o, true), newFreezeCommand(o, false), newVersionCommand(o))
 	return root, o
 }
 

@@ -94,7 +94,7 @@ func registeredNames(t *testing.T) map[string]bool {
 			t.Fatalf("no name in %s", d)
 		}
 		known[m[1]] = true
-		for _, h := range []*prometheus.HistogramVec{PromotionRunDuration, SyncRunDuration, HTTPRequestDuration} {
+		for _, h := range []*prometheus.HistogramVec{PromotionRunDuration, SyncRunDuration, HTTPRequestDuration, LeadTime, TimeToRestore} {
 			hd := make(chan *prometheus.Desc, 1)
 			h.Describe(hd)
 			if (<-hd).String() == d.String() {

@@ -8,6 +8,8 @@
 // No label names a CR or a namespace: a platform may have thousands of
 // tenants, and a label per tenant multiplies every series by that many. The
 // labels are kinds, states, reasons and result codes, sets the code bounds.
+// The one exception is the delivery metrics (dora.go), asked per tenant,
+// application and environment: their cardinality is documented there.
 package metrics
 
 import (
@@ -89,7 +91,8 @@ func NewBuildInfo(version, goversion, revision string) prometheus.Collector {
 
 // Collectors are the sidecar's metrics but build_info (registered by main).
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{WarningEvents, ArgoRedisReads, PromotionRunDuration, SyncRunDuration, HTTPRequestDuration, State}
+	return []prometheus.Collector{WarningEvents, ArgoRedisReads, PromotionRunDuration, SyncRunDuration, HTTPRequestDuration, State,
+		Promotions, PromotionFailures, LeadTime, TimeToRestore}
 }
 
 var registerOnce sync.Once

@@ -58,6 +58,9 @@ func ObserveRuns(ctx context.Context, c cache.Informers, elected <-chan struct{}
 			return false
 		}
 	}
+	if err := observeHistories(ctx, c, leader); err != nil {
+		return err
+	}
 	inf, err := c.GetInformer(ctx, &appstudio.PromotionRun{}, cache.BlockUntilSynced(false))
 	if err != nil {
 		return fmt.Errorf("PromotionRun informer: %w", err)

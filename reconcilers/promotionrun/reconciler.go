@@ -118,7 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// The start is written before anything is promoted: the next pass promotes.
 		err = r.start(ctx, run)
 	} else {
-		result, err = r.promote(ctx, run)
+		result, err = r.promoteAndRecord(ctx, run)
 	}
 	run.Status.ObservedGeneration = run.Generation
 	r.setWaiting(run, err)
@@ -161,8 +161,11 @@ func (r *Reconciler) start(ctx context.Context, run *as.PromotionRun) error {
 // promote moves an Active run on: it checks its inputs, binds the current
 // step's Environments to the Snapshot, and records how far they are.
 func (r *Reconciler) promote(ctx context.Context, run *as.PromotionRun) (ctrl.Result, error) {
+	if err := r.checkRollback(ctx, run); err != nil {
+		return r.fail(run, err)
+	}
 	snap := &as.Snapshot{}
-	if err := r.get(ctx, run.Namespace, run.Spec.Snapshot, snap, "Snapshot"); err != nil {
+	if err := r.get(ctx, run.Namespace, snapshotOf(run), snap, "Snapshot"); err != nil {
 		return r.fail(run, err)
 	}
 	if snap.Spec.Application != run.Spec.Application {
@@ -198,6 +201,9 @@ func (r *Reconciler) promote(ctx context.Context, run *as.PromotionRun) (ctrl.Re
 		var next, manual []string
 		if run.Spec.AutomatedPromotion != nil {
 			next, manual = nextLevel(envs.Items, level, promoted(run))
+			if err := r.checkHold(ctx, run, envs.Items, level, next); err != nil {
+				return ctrl.Result{}, err
+			}
 		}
 		if len(manual) > 0 && !resumed {
 			r.Recorder.Eventf(run, corev1.EventTypeNormal, "ManualEnvironment", "Not promoting to %s: deploymentStrategy is Manual", strings.Join(manual, ", "))
@@ -332,25 +338,15 @@ func (r *Reconciler) deploy(ctx context.Context, run *as.PromotionRun, snap *as.
 // binding is the oldest one for the pair (the one that deploys; any other is a
 // duplicate). It refuses a binding that cannot be used.
 func (r *Reconciler) bind(ctx context.Context, run *as.PromotionRun, env string) (*as.SnapshotEnvironmentBinding, error) {
-	var list as.SnapshotEnvironmentBindingList
-	if err := r.Client.List(ctx, &list, client.InNamespace(run.Namespace)); err != nil {
+	seb, err := r.bindingOf(ctx, run.Namespace, run.Spec.Application, env)
+	if err != nil {
 		return nil, err
-	}
-	var seb *as.SnapshotEnvironmentBinding
-	for i := range list.Items {
-		b := &list.Items[i]
-		if b.Spec.Application != run.Spec.Application || b.Spec.Environment != env {
-			continue
-		}
-		if seb == nil || kernel.Older(b, seb) {
-			seb = b
-		}
 	}
 	if seb == nil {
 		seb = &as.SnapshotEnvironmentBinding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: run.Namespace, Name: run.Spec.Application + "-" + env + BindingSuffix,
 				Labels: map[string]string{as.LabelApplication: run.Spec.Application, as.LabelEnvironment: env}},
-			Spec: as.SnapshotEnvironmentBindingSpec{Application: run.Spec.Application, Environment: env, Snapshot: run.Spec.Snapshot},
+			Spec: as.SnapshotEnvironmentBindingSpec{Application: run.Spec.Application, Environment: env, Snapshot: snapshotOf(run)},
 		}
 		err := r.Client.Create(ctx, seb)
 		if apierrors.IsAlreadyExists(err) {
@@ -377,13 +373,13 @@ func (r *Reconciler) bind(ctx context.Context, run *as.PromotionRun, env string)
 		r.Recorder.Eventf(run, corev1.EventTypeNormal, "BindingCreated", "Created SnapshotEnvironmentBinding %s for Environment %s", seb.Name, env)
 		return seb, nil
 	}
-	if seb.Spec.Snapshot != run.Spec.Snapshot {
+	if name := snapshotOf(run); seb.Spec.Snapshot != name {
 		patch := client.MergeFromWithOptions(seb.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		seb.Spec.Snapshot = run.Spec.Snapshot
+		seb.Spec.Snapshot = name
 		if err := r.Client.Patch(ctx, seb, patch); err != nil {
-			return nil, fmt.Errorf("pointing SnapshotEnvironmentBinding %s at Snapshot %s: %w", seb.Name, run.Spec.Snapshot, err)
+			return nil, fmt.Errorf("pointing SnapshotEnvironmentBinding %s at Snapshot %s: %w", seb.Name, name, err)
 		}
-		r.Recorder.Eventf(run, corev1.EventTypeNormal, "BindingUpdated", "SnapshotEnvironmentBinding %s now deploys Snapshot %s", seb.Name, run.Spec.Snapshot)
+		r.Recorder.Eventf(run, corev1.EventTypeNormal, "BindingUpdated", "SnapshotEnvironmentBinding %s now deploys Snapshot %s", seb.Name, name)
 	}
 	return seb, nil
 }
@@ -443,7 +439,7 @@ func (r *Reconciler) complete(run *as.PromotionRun, result as.PromotionRunComple
 	run.Status.State = as.PromotionRunStateCompleted
 	run.Status.CompletionResult = result
 	if result == as.PromotionRunCompleteResultSuccess {
-		r.Recorder.Eventf(run, corev1.EventTypeNormal, "PromotionSucceeded", "Snapshot %s promoted to %s", run.Spec.Snapshot, strings.Join(promoted(run), ", "))
+		r.Recorder.Eventf(run, corev1.EventTypeNormal, "PromotionSucceeded", "Snapshot %s promoted to %s", snapshotOf(run), strings.Join(promoted(run), ", "))
 		return
 	}
 	// One Warning, named after the failure: a completed run is done.

@@ -45,6 +45,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		Watches(&as.Environment{}, handler.EnqueueRequestsFromMapFunc(r.unfinished)).
 		Watches(&as.PromotionApproval{}, handler.EnqueueRequestsFromMapFunc(r.unfinished)).
 		Watches(&as.DeploymentTargetClaim{}, handler.EnqueueRequestsFromMapFunc(r.unfinished)).
+		// A released hold moves the held runs on (rollback.go).
+		Watches(&as.PromotionHistory{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return r.runsOf(ctx, o.GetNamespace(), o.(*as.PromotionHistory).Spec.Application, as.PromotionRunStateActive)
+		})).
 		// Only Argo CD's namespace is cached; our generated Applications name
 		// their tenant and App Studio application.
 		Watches(&argov1alpha1.Application{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {

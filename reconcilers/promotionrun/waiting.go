@@ -56,7 +56,7 @@ func (r *Reconciler) gates(ctx context.Context, run *as.PromotionRun, runs []as.
 			}
 			continue
 		}
-		in := gateInput{Application: run.Spec.Application, Snapshot: run.Spec.Snapshot, Env: env, Approvals: approvals.Items, Now: r.now().Time}
+		in := gateInput{Application: run.Spec.Application, Snapshot: run.Spec.Snapshot, Env: env, Approvals: approvals.Items, Now: r.now().Time, Rollback: run.Spec.IsRollback()}
 		if name := env.Spec.Configuration.Target.DeploymentTargetClaim.ClaimName; name != "" {
 			claim := &as.DeploymentTargetClaim{}
 			err := kernel.GetConfirmed(ctx, r.Client, r.APIReader, client.ObjectKey{Namespace: run.Namespace, Name: name}, claim)

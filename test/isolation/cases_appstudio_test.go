@@ -327,6 +327,23 @@ func promotionRunCases() []hostileCase {
 		pr.Spec.ManualPromotion = nil
 		pr.Spec.AutomatedPromotion = &as.AutomatedPromotionConfiguration{InitialEnvironment: "theirs"}
 	})
+	// A rollback reaches only its own namespace: the neighbour's Environment
+	// is not found, and a Snapshot a history names but the tenant does not
+	// have (the neighbour's) is never rolled back to.
+	rollbackOf := func(env string) func(*as.PromotionRun) {
+		return func(pr *as.PromotionRun) {
+			pr.Spec.ManualPromotion = &as.ManualPromotionConfiguration{TargetEnvironment: env, Rollback: true}
+		}
+	}
+	add("rollback of the neighbour's Environment", `Environment "theirs" not found`, nil, rollbackOf("theirs"))
+	add("rollback to the neighbour's Snapshot", "nothing to roll back to", func(t *testing.T, e tenantEnv) {
+		appStudioTenant(t, e, "shop", nil)
+		h := &as.PromotionHistory{ObjectMeta: om(e.NS, "shop.shop"), Spec: as.PromotionHistorySpec{Application: "shop", Environment: "shop"}}
+		createWithStatus(t, h, func() {
+			h.Status.Entries = []as.PromotionHistoryEntry{{PromotionRun: "p", PromotionRunUID: "u", Kind: as.PromotionKindPromotion, Snapshot: "theirs",
+				CompletionTime: metav1.Now(), Result: as.PromotionRunCompleteResultSuccess}}
+		})
+	}, rollbackOf("shop"))
 	// The binding a promotion would create is taken, for something else.
 	add("binding name taken by another Application", "exists for Application", func(t *testing.T, e tenantEnv) {
 		appStudioTenant(t, e, "shop", nil)

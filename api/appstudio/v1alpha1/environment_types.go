@@ -81,6 +81,9 @@ type EnvironmentSpec struct {
 	// its children (soak time).
 	// +optional
 	Gates *PromotionGates `json:"gates,omitempty"`
+	// Rollback says when this Environment asks for a rollback by itself.
+	// +optional
+	Rollback *RollbackPolicy `json:"rollback,omitempty"`
 }
 
 // EnvironmentConfiguration contains Environment-specific configuration.

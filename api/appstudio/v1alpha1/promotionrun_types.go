@@ -85,6 +85,7 @@ type PromotionRunSpec struct {
 }
 
 // ManualPromotionConfiguration is the configuration of a manual promotion.
+// +kubebuilder:validation:XValidation:rule="!(has(self.rollback) && self.rollback && has(self.force) && self.force)",message="a rollback is not forced: force is for promoting a rejected Snapshot"
 type ManualPromotionConfiguration struct {
 	// TargetEnvironment is the name of the Environment, in the namespace of
 	// the PromotionRun, to promote the Snapshot to.
@@ -92,6 +93,18 @@ type ManualPromotionConfiguration struct {
 	// +kubebuilder:validation:XValidation:rule="size(self) <= 63",message="must be at most 63 characters (a DNS label, as namespace and Environment names are)",reason=FieldValueForbidden
 	// +required
 	TargetEnvironment string `json:"targetEnvironment"`
+
+	// Force promotes the Snapshot even when a rollback rejected it.
+	// +optional
+	Force bool `json:"force,omitempty"`
+
+	// Rollback rolls the Snapshot back out of TargetEnvironment instead of
+	// promoting it there: the binding points at the last other Snapshot
+	// verified there, the Snapshot is rejected for the Application and
+	// automated promotion out of TargetEnvironment holds until released
+	// (see rollback_types.go).
+	// +optional
+	Rollback bool `json:"rollback,omitempty"`
 }
 
 // AutomatedPromotionConfiguration is the configuration of an automated
@@ -147,6 +160,11 @@ type PromotionRunStatus struct {
 	// metadata.generation).
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Rollback is what a rollback decided when it started: the Snapshot it
+	// rolls back to.
+	// +optional
+	Rollback *RollbackStatus `json:"rollback,omitempty"`
 }
 
 // PromotionRunEnvironmentStatus is the state of one step of a PromotionRun.

@@ -176,6 +176,32 @@
       h(ActionStatus, {action, run}));
   }
 
+  // Rollback rolls this binding's Environment back to the last Snapshot
+  // verified there; the proxy authorizes it as Promote.
+  function RollbackAction({d, act, action, run}) {
+    const busy = !!action && (action.pending || (!action.error && !runDone(action, run)));
+    return h('div', {'data-gs': 'rollback-action', style: {marginTop: '0.8em'}},
+      button('rollback-button', 'fa-undo', 'Rollback', () => act('Rollback', 'rollback', {}), busy),
+      h('span', {style: {color: '#6d7f8b'}}, 'rolls ', mono(d.environment), ' back from ', mono(d.snapshot),
+        ' to the last Snapshot verified there; ', mono(d.snapshot), ' is rejected and automated promotion out of ', mono(d.environment), ' holds until released'));
+  }
+
+  // HistoryView is what ran in the binding's Environment (its PromotionHistory).
+  function HistoryView({d}) {
+    const hist = d.history;
+    if (!hist || !(hist.entries || []).length) {
+      return h('div', {'data-gs': 'no-history', style: {color: '#6d7f8b'}}, 'Nothing promoted to ' + d.environment + ' yet.');
+    }
+    return h('div', {'data-gs': 'history'},
+      hist.heldSince ? h('div', {'data-gs': 'held', style: {borderLeft: '4px solid #f4c030', padding: '0.4em 1em', marginBottom: '0.4em'}},
+        'Automated promotion out of ', mono(d.environment), ' is held since ', hist.heldSince, ' by rollback ', mono(hist.heldBy),
+        '; release: ', mono('argocd gitops rollback ' + d.environment + ' --application ' + d.application + ' --release')) : null,
+      (hist.rejected || []).length ? h('div', {'data-gs': 'rejected'}, 'Rejected Snapshots: ', hist.rejected.map((r) => mono(r))) : null,
+      table('history', ['Completed', 'Kind', 'Snapshot', 'Result', 'Promoted by', 'Approved by', 'Rolled back by', 'Run'],
+        hist.entries.map((e) => h('tr', {key: e.promotionRun + e.completed}, td(e.completed, 1), td(e.kind, 2), td(e.snapshot, 3), td(e.result, 4),
+          td(e.promotedBy || 'unknown', 5), td((e.approvedBy || []).join(', ') || '-', 6), td(e.rolledBackBy || '-', 7), td(e.promotionRun, 8)))));
+  }
+
   // --- GitOpsDeployment -------------------------------------------------------
 
   function GitOpsDeploymentView({d, actions}) {
@@ -318,7 +344,9 @@
           ' · this Application deploys component ', h('b', {'data-gs': 'component'}, d.component), ' to ',
           h('b', {'data-gs': 'environment'}, d.environment), ' (SnapshotEnvironmentBinding ', mono(d.name), ')'),
         h(Conditions, {conditions: d.conditions, fix: describe(d, 'snapshotenvironmentbinding')})),
-      box(null, label('Promotion path'), h(PromotionPath, {path: d.path, actions, snapshot: gatedSnapshot(d)}), h(PromoteAction, Object.assign({d}, actions))),
+      box(null, label('Promotion path'), h(PromotionPath, {path: d.path, actions, snapshot: gatedSnapshot(d)}), h(PromoteAction, Object.assign({d}, actions)),
+        h(RollbackAction, Object.assign({d}, actions))),
+      box(null, label('History of ' + d.environment), h(HistoryView, {d})),
       box(null, label('Last PromotionRun'), h(PromotionRunView, {run: runs[0]}),
         runs.length > 1
           ? h('div', null, label('Earlier PromotionRuns'),

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+)
+
+// argoNotYet says a verb goes through the kubeconfig only (for now).
+func argoNotYet(verb string) error {
+	return &exitError{code: exitRefused, msg: verb + " works through your kubeconfig only, not yet through an Argo CD login: use kubectl's flags (-n, --context, --kubeconfig)"}
+}
+
+func newRollbackCommand(o *options) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "rollback <environment> --application <app> [--release]",
+		Short: "Roll an Environment back to the last Snapshot verified there, or release the hold a rollback put",
+		Long: `Roll an application's Environment back: create a PromotionRun with manualPromotion.rollback for the Snapshot the
+Environment deploys now, and follow it. The binding points at the last other Snapshot verified there
+again, the rolled-back Snapshot is rejected for the application (automated promotion never picks it
+again; a manual promotion of it needs spec.manualPromotion.force) and automated promotion out of the
+Environment holds until released. --release releases that hold (sets the PromotionHistory's
+spec.releasedAt) and exits.
+
+` + exitCodesHelp,
+		Example: `  %[1]s rollback prod --application shop
+  %[1]s rollback prod --application shop --release`,
+		Args:              exactArgs(1, "the Environment"),
+		ValidArgsFunction: completeNames(o, "environments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.application == "" {
+				return usageError("rollback needs --application <app>")
+			}
+			return connected(o, func(c *cli, cmd *cobra.Command, args []string) error {
+				if c.argo != nil {
+					return argoNotYet("rollback")
+				}
+				if o.release {
+					return c.release(cmd.Context(), args[0])
+				}
+				return c.rollback(cmd.Context(), args[0])
+			})(cmd, args)
+		},
+	}
+	cmd.Flags().StringVar(&o.application, "application", "", "The application to roll back")
+	cmd.Flags().BoolVar(&o.release, "release", false, "Release the hold on automated promotion out of the Environment instead")
+	addTimeout(o, cmd.Flags())
+	withPrinter(o, cmd, false)
+	return examples(o, cmd)
+}
+
+func (c *cli) rollback(ctx context.Context, env string) error {
+	var sebs as.SnapshotEnvironmentBindingList
+	if err := c.List(ctx, &sebs, client.InNamespace(c.namespace)); err != nil {
+		return explain(err, "SnapshotEnvironmentBindings", c.namespace)
+	}
+	var seb *as.SnapshotEnvironmentBinding
+	for i := range sebs.Items {
+		b := &sebs.Items[i]
+		// The oldest binding of the pair deploys (as the sidecar picks it).
+		if b.Spec.Application == c.opts.application && b.Spec.Environment == env &&
+			(seb == nil || b.CreationTimestamp.Before(&seb.CreationTimestamp) ||
+				(b.CreationTimestamp.Equal(&seb.CreationTimestamp) && b.Name < seb.Name)) {
+			seb = b
+		}
+	}
+	if seb == nil {
+		return &exitError{code: exitRefused, msg: fmt.Sprintf("application %s has no binding in Environment %s: nothing to roll back", c.opts.application, env)}
+	}
+	run := &as.PromotionRun{
+		ObjectMeta: metav1.ObjectMeta{Namespace: c.namespace, GenerateName: rollbackPrefix(c.opts.application, env)},
+		Spec: as.PromotionRunSpec{Snapshot: seb.Spec.Snapshot, Application: c.opts.application,
+			ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: env, Rollback: true}},
+	}
+	if err := c.Create(ctx, run); err != nil {
+		return explain(err, "the PromotionRun", c.namespace)
+	}
+	return c.followPromotion(ctx, run, fmt.Sprintf("PromotionRun %s created: rollback of %s out of %s (application %s)", run.Name, seb.Spec.Snapshot, env, c.opts.application))
+}
+
+// rollbackPrefix is the generateName of a rollback, within a name's length.
+func rollbackPrefix(app, env string) string {
+	p := app + "-" + env + "-rollback-"
+	if len(p) > 200 {
+		p = p[len(p)-200:]
+		p = strings.TrimLeft(p, "-.")
+	}
+	return p
+}
+
+func (c *cli) release(ctx context.Context, env string) error {
+	h := &as.PromotionHistory{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: c.namespace, Name: as.PromotionHistoryName(c.opts.application, env)}, h); err != nil {
+		return explain(err, fmt.Sprintf("the history of application %s in Environment %s", c.opts.application, env), c.namespace)
+	}
+	if !h.Held() {
+		_, err := fmt.Fprintf(c.opts.streams.Out, "Environment %s of application %s is not held\n", env, c.opts.application)
+		return err
+	}
+	patch := client.MergeFrom(h.DeepCopy())
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	if now.Before(&h.Status.Hold.Since) {
+		now = h.Status.Hold.Since // our clock behind the server's: release this hold all the same
+	}
+	h.Spec.ReleasedAt = &now
+	if err := c.Patch(ctx, h, patch); err != nil {
+		return explain(err, "the PromotionHistory", c.namespace)
+	}
+	if done, err := c.printObjects(false, h); done {
+		return err
+	}
+	_, err := fmt.Fprintf(c.opts.streams.Out, "released the hold on automated promotion out of %s (rollback %s of %s)\n", env, h.Status.Hold.PromotionRun, h.Status.Hold.Snapshot)
+	return err
+}
+
+func newHistoryCommand(o *options) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "history <environment> [--application <app>]",
+		Short: "Show what ran in an Environment: Snapshots, when, who, result, rollbacks",
+		Long: `Show the history of an Environment, per application (the PromotionHistories the GitOps Service
+keeps; they outlive the PromotionRuns): each promotion or rollback with its Snapshot, when it ended,
+who promoted and approved it, its result and whether it was rolled back; then the rejected Snapshots
+and the hold on automated promotion out of the Environment. -o prints the PromotionHistories.`,
+		Example: `  %[1]s history prod
+  %[1]s history prod --application shop -o yaml`,
+		Args:              exactArgs(1, "the Environment"),
+		ValidArgsFunction: completeNames(o, "environments"),
+		RunE: connected(o, func(c *cli, cmd *cobra.Command, args []string) error {
+			if c.argo != nil {
+				return argoNotYet("history")
+			}
+			return c.history(cmd.Context(), args[0])
+		}),
+	}
+	cmd.Flags().StringVar(&o.application, "application", "", "Only this application")
+	withPrinter(o, cmd, false)
+	return examples(o, cmd)
+}
+
+func (c *cli) history(ctx context.Context, env string) error {
+	var list as.PromotionHistoryList
+	if err := c.List(ctx, &list, client.InNamespace(c.namespace)); err != nil {
+		return explain(err, "PromotionHistories", c.namespace)
+	}
+	var hs []client.Object
+	var shown []as.PromotionHistory
+	for i := range list.Items {
+		h := &list.Items[i]
+		if h.Spec.Environment == env && (c.opts.application == "" || h.Spec.Application == c.opts.application) {
+			hs = append(hs, h)
+			shown = append(shown, *h)
+		}
+	}
+	if done, err := c.printObjects(true, hs...); done {
+		return err
+	}
+	if len(shown) == 0 {
+		_, err := fmt.Fprintf(c.opts.streams.Out, "nothing ran in Environment %s yet\n", env)
+		return err
+	}
+	return writeHistory(c.opts.streams.Out, shown)
+}
+
+// writeHistory writes the histories as a table, newest first per application.
+func writeHistory(out io.Writer, hs []as.PromotionHistory) error {
+	slices.SortFunc(hs, func(a, b as.PromotionHistory) int { return strings.Compare(a.Spec.Application, b.Spec.Application) })
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "APPLICATION\tCOMPLETED\tKIND\tSNAPSHOT\tRESULT\tPROMOTED-BY\tAPPROVED-BY\tROLLED-BACK-BY\tRUN")
+	for _, h := range hs {
+		for i := len(h.Status.Entries) - 1; i >= 0; i-- {
+			e := h.Status.Entries[i]
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Spec.Application, e.CompletionTime.UTC().Format(time.RFC3339), e.Kind, e.Snapshot, e.Result,
+				orUnknown(e.PromotedBy), dash(strings.Join(e.ApprovedBy, ",")), dash(e.RolledBackBy), e.PromotionRun)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	for _, h := range hs {
+		if len(h.Status.Rejected) > 0 {
+			var names []string
+			for _, r := range h.Status.Rejected {
+				names = append(names, r.Snapshot)
+			}
+			fmt.Fprintf(out, "%s: rejected Snapshots: %s\n", h.Spec.Application, strings.Join(names, ", "))
+		}
+		if h.Held() {
+			fmt.Fprintf(out, "%s: automated promotion out of %s held since %s by rollback %s; release: rollback %s --application %s --release\n",
+				h.Spec.Application, h.Spec.Environment, h.Status.Hold.Since.UTC().Format(time.RFC3339), h.Status.Hold.PromotionRun, h.Spec.Environment, h.Spec.Application)
+		}
+	}
+	return nil
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}

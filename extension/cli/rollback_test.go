@@ -1,0 +1,54 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+)
+
+func TestGoldenRollbackHistoryHelp(t *testing.T) {
+	fixedHome(t)
+	for _, verb := range []string{"rollback", "history"} {
+		s, out, _ := streams()
+		require.NoError(t, run(context.Background(), "argocd gitops", []string{verb, "--help"}, s, false), verb)
+		golden(t, "help-"+verb, out.String())
+	}
+}
+
+func TestRollbackNeedsTheApplication(t *testing.T) {
+	s, _, _ := streams()
+	err := run(context.Background(), "argocd gitops", []string{"rollback", "prod"}, s, false)
+	var ee *exitError
+	require.True(t, errors.As(err, &ee), "%v", err)
+	assert.Equal(t, exitUsage, ee.code)
+	assert.Contains(t, ee.msg, "--application")
+}
+
+func TestGoldenHistory(t *testing.T) {
+	at := func(m int) metav1.Time { return metav1.NewTime(time.Date(2026, 11, 26, 3, m, 0, 0, time.UTC)) }
+	hs := []as.PromotionHistory{
+		{Spec: as.PromotionHistorySpec{Application: "shop", Environment: "prod"}, Status: as.PromotionHistoryStatus{
+			Entries: []as.PromotionHistoryEntry{
+				{PromotionRun: "p1", Kind: as.PromotionKindPromotion, Snapshot: "shop-v1", CompletionTime: at(1), Result: as.PromotionRunCompleteResultSuccess, ApprovedBy: []string{"alice", "bob"}},
+				{PromotionRun: "p2", Kind: as.PromotionKindPromotion, Snapshot: "shop-v2", CompletionTime: at(2), Result: as.PromotionRunCompleteResultFailure, RolledBackBy: "p2-rollback"},
+				{PromotionRun: "p2-rollback", Kind: as.PromotionKindRollback, Snapshot: "shop-v1", CompletionTime: at(3), Result: as.PromotionRunCompleteResultSuccess},
+			},
+			Rejected: []as.RejectedSnapshot{{Snapshot: "shop-v2", PromotionRun: "p2-rollback", Time: at(3)}},
+			Hold:     &as.PromotionHold{Since: at(3), PromotionRun: "p2-rollback", Snapshot: "shop-v2"},
+		}},
+		{Spec: as.PromotionHistorySpec{Application: "api", Environment: "prod"}, Status: as.PromotionHistoryStatus{
+			Entries: []as.PromotionHistoryEntry{{PromotionRun: "a1", Kind: as.PromotionKindPromotion, Snapshot: "api-v1", CompletionTime: at(4), Result: as.PromotionRunCompleteResultSuccess, PromotedBy: "carol"}},
+		}},
+	}
+	var out bytes.Buffer
+	require.NoError(t, writeHistory(&out, hs))
+	golden(t, "history", out.String())
+}

@@ -1,0 +1,245 @@
+package promotionrun
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+)
+
+// A rollback is a PromotionRun with spec.manualPromotion.rollback: on its first Active pass it
+// picks the Snapshot to go back to (status.rollback.snapshot), rejects
+// spec.snapshot for the Application and holds automated promotion out of the
+// Environment, all in the (Application, Environment)'s PromotionHistory; then
+// it deploys and verifies like a manual promotion. It waits for the
+// Application's active run like any run (one at a time per Application).
+
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionruns,verbs=create
+
+// snapshotOf is the Snapshot the run deploys: for a rollback, the one it
+// rolls back to (known once it started).
+func snapshotOf(run *as.PromotionRun) string {
+	if run.Spec.IsRollback() {
+		if run.Status.Rollback == nil {
+			return ""
+		}
+		return run.Status.Rollback.Snapshot
+	}
+	return run.Spec.Snapshot
+}
+
+// rejection is the rejection of snapshot among the Application's histories, or nil.
+func rejection(histories []as.PromotionHistory, snapshot string) (*as.RejectedSnapshot, string) {
+	for i := range histories {
+		for j := range histories[i].Status.Rejected {
+			if r := &histories[i].Status.Rejected[j]; r.Snapshot == snapshot {
+				return r, histories[i].Spec.Environment
+			}
+		}
+	}
+	return nil, ""
+}
+
+// rollbackCandidates are the Snapshots an Environment may go back to, best
+// first: those verified there, newest first, but bad and rejected ones, each once.
+func rollbackCandidates(h *as.PromotionHistory, bad string, histories []as.PromotionHistory) []string {
+	if h == nil {
+		return nil
+	}
+	var out []string
+	for i := len(h.Status.Entries) - 1; i >= 0; i-- {
+		e := h.Status.Entries[i]
+		if e.Result != as.PromotionRunCompleteResultSuccess || e.Snapshot == bad || slices.Contains(out, e.Snapshot) {
+			continue
+		}
+		if r, _ := rejection(histories, e.Snapshot); r != nil {
+			continue
+		}
+		out = append(out, e.Snapshot)
+	}
+	return out
+}
+
+// applyRollback records in st that run rolled bad back: bad is rejected, the
+// Environment is held (since now), and bad's entries say who rolled them
+// back. Idempotent for one run (a pass may be retried); it says whether st changed.
+func applyRollback(st *as.PromotionHistoryStatus, run, bad string, now metav1.Time) bool {
+	changed := false
+	if !slices.ContainsFunc(st.Rejected, func(r as.RejectedSnapshot) bool { return r.Snapshot == bad }) {
+		st.Rejected = append(st.Rejected, as.RejectedSnapshot{Snapshot: bad, PromotionRun: run, Time: now})
+		if n := len(st.Rejected) - as.MaxRejectedSnapshots; n > 0 {
+			st.Rejected = st.Rejected[n:]
+		}
+		changed = true
+	}
+	if st.Hold == nil || st.Hold.PromotionRun != run {
+		st.Hold = &as.PromotionHold{Since: now, PromotionRun: run, Snapshot: bad}
+		changed = true
+	}
+	for i := range st.Entries {
+		if e := &st.Entries[i]; e.Snapshot == bad && e.RolledBackBy == "" && e.Kind == as.PromotionKindPromotion {
+			e.RolledBackBy = run
+			changed = true
+		}
+	}
+	return changed
+}
+
+// heldParents are the Environments of level that next leaves from and that a
+// rollback holds (held says which are), sorted.
+func heldParents(envs []as.Environment, level, next []string, held func(env string) bool) []string {
+	g := as.NewEnvironmentGraph(envs)
+	var out []string
+	for _, parent := range level {
+		if slices.Contains(out, parent) || !held(parent) {
+			continue
+		}
+		if slices.ContainsFunc(g.Children(parent), func(c string) bool { return slices.Contains(next, c) }) {
+			out = append(out, parent)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// refusal of a run whose Snapshot a rollback rejected, or nil: a rollback is
+// never refused for it, a forced manual promotion neither.
+func rejectedRefusal(run *as.PromotionRun, histories []as.PromotionHistory) *kernel.Refusal {
+	if run.Spec.IsRollback() || (run.Spec.ManualPromotion != nil && run.Spec.ManualPromotion.Force) {
+		return nil
+	}
+	r, env := rejection(histories, run.Spec.Snapshot)
+	if r == nil {
+		return nil
+	}
+	hint := ""
+	if run.Spec.ManualPromotion != nil {
+		hint = "; set spec.manualPromotion.force to promote it anyway"
+	}
+	return kernel.Refuse(as.PromotionRunReasonSnapshotRejected, "Snapshot %s was rolled back out of Environment %s by %s at %s and is rejected for Application %s%s",
+		r.Snapshot, env, r.PromotionRun, r.Time.UTC().Format(time.RFC3339), run.Spec.Application, hint)
+}
+
+// checkRollback runs before a run deploys anything: a rollback starts (see
+// startRollback); a promotion of a rejected Snapshot is refused.
+func (r *Reconciler) checkRollback(ctx context.Context, run *as.PromotionRun) error {
+	if len(run.Status.EnvironmentStatus) > 0 {
+		return nil
+	}
+	histories, err := r.histories(ctx, run.Namespace, run.Spec.Application)
+	if err != nil {
+		return err
+	}
+	if refusal := rejectedRefusal(run, histories); refusal != nil {
+		r.Recorder.Event(run, corev1.EventTypeWarning, refusal.Reason, refusal.Message)
+		return refusal
+	}
+	if !run.Spec.IsRollback() || run.Status.Rollback != nil {
+		return nil
+	}
+	return r.startRollback(ctx, run, histories)
+}
+
+// startRollback picks the Snapshot to roll back to and records the rollback in
+// the Environment's history; it refuses when there is nothing to roll back to
+// or the Environment deploys something else by now (a second click: the first
+// rollback already moved it), changing nothing then.
+func (r *Reconciler) startRollback(ctx context.Context, run *as.PromotionRun, histories []as.PromotionHistory) error {
+	env, bad := run.Spec.ManualPromotion.TargetEnvironment, run.Spec.Snapshot
+	if err := r.get(ctx, run.Namespace, env, &as.Environment{}, "Environment"); err != nil {
+		return err
+	}
+	var h *as.PromotionHistory
+	for i := range histories {
+		if histories[i].Spec.Environment == env {
+			h = &histories[i]
+		}
+	}
+	target := ""
+	for _, c := range rollbackCandidates(h, bad, histories) {
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: c}, &as.Snapshot{})
+		if err == nil {
+			target = c
+			break
+		}
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	if target == "" {
+		return kernel.Refuse(reason, "no Snapshot other than %s was verified in Environment %s for Application %s: nothing to roll back to", bad, env, run.Spec.Application)
+	}
+	seb, err := r.bindingOf(ctx, run.Namespace, run.Spec.Application, env)
+	if err != nil {
+		return err
+	}
+	if seb != nil && seb.Spec.Snapshot != bad && seb.Spec.Snapshot != target {
+		return kernel.Refuse(reason, "Environment %s deploys Snapshot %s of Application %s, not %s: nothing to roll back", env, seb.Spec.Snapshot, run.Spec.Application, bad)
+	}
+	now := r.now()
+	if err := r.updateHistory(ctx, run.Namespace, run.Spec.Application, env, func(st *as.PromotionHistoryStatus) bool {
+		return applyRollback(st, run.Name, bad, now)
+	}); err != nil {
+		return err
+	}
+	run.Status.Rollback = &as.RollbackStatus{Snapshot: target}
+	r.Recorder.Eventf(run, corev1.EventTypeNormal, "RollingBack", "Rolling Environment %s back from Snapshot %s to %s; %s is rejected for Application %s and automated promotion out of %s holds until released",
+		env, bad, target, bad, run.Spec.Application, env)
+	return nil
+}
+
+// checkHold makes an automated run wait before it leaves a held Environment.
+func (r *Reconciler) checkHold(ctx context.Context, run *as.PromotionRun, envs []as.Environment, level, next []string) error {
+	if len(next) == 0 {
+		return nil
+	}
+	histories, err := r.histories(ctx, run.Namespace, run.Spec.Application)
+	if err != nil {
+		return err
+	}
+	byEnv := map[string]*as.PromotionHistory{}
+	for i := range histories {
+		byEnv[histories[i].Spec.Environment] = &histories[i]
+	}
+	held := heldParents(envs, level, next, func(env string) bool { return byEnv[env].Held() })
+	if len(held) == 0 {
+		return nil
+	}
+	var why []string
+	for _, env := range held {
+		hold := byEnv[env].Status.Hold
+		why = append(why, fmt.Sprintf("%s (rolled back by %s at %s; release: argocd gitops rollback %s --application %s --release)",
+			env, hold.PromotionRun, hold.Since.UTC().Format(time.RFC3339), env, run.Spec.Application))
+	}
+	// A release (the history's spec) wakes the run (setup.go).
+	return kernel.Wait(as.PromotionRunReasonPromotionHeld, kernel.WaitingRetry, "the hold on automated promotion out of Environment %s to be released", strings.Join(why, ", "))
+}
+
+// bindingOf is the binding that deploys app in env: the oldest one for the pair
+// (any other is a duplicate), or nil.
+func (r *Reconciler) bindingOf(ctx context.Context, ns, app, env string) (*as.SnapshotEnvironmentBinding, error) {
+	var list as.SnapshotEnvironmentBindingList
+	if err := r.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	var seb *as.SnapshotEnvironmentBinding
+	for i := range list.Items {
+		b := &list.Items[i]
+		if b.Spec.Application != app || b.Spec.Environment != env {
+			continue
+		}
+		if seb == nil || kernel.Older(b, seb) {
+			seb = b
+		}
+	}
+	return seb, nil
+}

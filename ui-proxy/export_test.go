@@ -1,0 +1,4 @@
+package uiproxy
+
+// HistoryViewOf is historyView for the external tests.
+var HistoryViewOf = historyView
