@@ -75,6 +75,11 @@ type EnvironmentSpec struct {
 	// .spec.configuration.target.deploymentTargetClaim.claimName.
 	// +optional
 	UnstableConfigurationFields *UnstableEnvironmentConfiguration `json:"unstableConfigurationFields,omitempty"`
+
+	// Preview, when set, makes a PromotionRun into this Environment wait for
+	// a clean PromotionPreview of its Snapshot (see PreviewPolicy).
+	// +optional
+	Preview *PreviewPolicy `json:"preview,omitempty"`
 }
 
 // EnvironmentConfiguration contains Environment-specific configuration.
