@@ -144,6 +144,7 @@ type options struct {
 	selector        string
 	revision        string
 	to, autoFrom    string
+	preview         bool
 	timeout         time.Duration
 	argocdNamespace string
 	clientOnly      bool

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
@@ -104,9 +105,14 @@ func (e *Engine) Run(ctx context.Context, pp *as.PromotionPreview) (*Preview, er
 		return nil, fmt.Errorf("connecting to the repo-server: %w", err)
 	}
 	defer func() { _ = conn.Close() }()
+	// Every component deploys to the Environment's one namespace.
+	inv, err := e.inventory(ctx, remote, disc, params[0].DestinationNamespace, params[0].DestinationServer)
+	if err != nil {
+		return nil, kernel.Refuse(as.PromotionPreviewReasonInvalid, "reading namespace %s of Environment %q: %v", params[0].DestinationNamespace, pp.Spec.TargetEnvironment, err)
+	}
 	out := &Preview{}
 	for _, p := range params {
-		out.Components = append(out.Components, e.component(ctx, repo, remote, seb, p, proj, s, diffConfig))
+		out.Components = append(out.Components, e.component(ctx, repo, remote, inv, seb, p, proj, s, diffConfig))
 	}
 	return out, nil
 }
@@ -304,7 +310,7 @@ func (e *Engine) settings(disc discovery.DiscoveryInterface) (Settings, argodiff
 }
 
 // component renders, compares and dry-runs one component.
-func (e *Engine) component(ctx context.Context, repo apiclient.RepoServerServiceClient, remote client.Client, seb *as.SnapshotEnvironmentBinding,
+func (e *Engine) component(ctx context.Context, repo apiclient.RepoServerServiceClient, remote client.Client, inventory []*unstructured.Unstructured, seb *as.SnapshotEnvironmentBinding,
 	p argocd.GeneratorParams, proj *argov1alpha1.AppProject, s Settings, dc argodiff.DiffConfig) ComponentResult {
 	res := ComponentResult{Name: p.Component, ArgoApplication: p.Name}
 	fail := func(format string, args ...any) ComponentResult {
@@ -327,10 +333,7 @@ func (e *Engine) component(ctx context.Context, repo apiclient.RepoServerService
 			}
 		}
 	}
-	lives, err := liveObjects(ctx, remote, targets, ns, app.Name, s)
-	if err != nil {
-		return fail("reading the live objects of namespace %s: %v", ns, err)
-	}
+	lives := liveObjects(ctx, remote, inventory, targets, app.Name, s)
 	rec := sync.Reconcile(targets, lives, ns, namespacedBy{remote})
 	results, err := argodiff.StateDiffs(rec.Live, rec.Target, dc)
 	if err != nil {
@@ -408,48 +411,75 @@ func (e *Engine) render(ctx context.Context, repoClient apiclient.RepoServerServ
 	return out, nil
 }
 
+// inventory lists every object in namespace ns of the target cluster of a
+// kind Argo CD watches (every listable namespaced kind but those argocd-cm's
+// resource exclusions leave out, Events and Endpoints among them by
+// default): the candidates for prune of every component. A kind the
+// Environment's credentials may not list is skipped, as Argo CD's cluster
+// cache skips it with resource.respectRBAC.
+func (e *Engine) inventory(ctx context.Context, remote client.Client, disc discovery.DiscoveryInterface, ns, server string) ([]*unstructured.Unstructured, error) {
+	filter, err := e.Settings.GetResourcesFilter()
+	if err != nil {
+		return nil, fmt.Errorf("Argo CD settings: %w", err)
+	}
+	lists, err := disc.ServerPreferredNamespacedResources()
+	if err != nil && len(lists) == 0 {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range l.APIResources {
+			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || filter.IsExcludedResource(gv.Group, r.Kind, server) {
+				continue
+			}
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(gv.WithKind(r.Kind + "List"))
+			lctx, cancel := context.WithTimeout(ctx, remoteTimeout)
+			err := remote.List(lctx, list, client.InNamespace(ns))
+			cancel()
+			if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("listing %s: %w", r.Name, err)
+			}
+			for i := range list.Items {
+				u := &list.Items[i]
+				u.SetGroupVersionKind(gv.WithKind(r.Kind))
+				out = append(out, u)
+			}
+		}
+	}
+	return out, nil
+}
+
 // liveObjects are the objects Argo CD would compare the targets with: those
-// of the targets' keys, and every object of the targets' kinds in the
-// namespace that the app's tracking (label or annotation, as configured)
-// names as the app's (candidates for prune).
-func liveObjects(ctx context.Context, remote client.Client, targets []*unstructured.Unstructured, ns, appName string, s Settings) (map[kube.ResourceKey]*unstructured.Unstructured, error) {
+// of the inventory the app's tracking (label or annotation, as configured)
+// names as the app's (top-level ones: Argo CD prunes no object another
+// owns), and those of the targets' keys, read one by one when the inventory
+// does not have them (cluster-scoped, or of a kind not listed).
+func liveObjects(ctx context.Context, remote client.Client, inventory, targets []*unstructured.Unstructured, appName string, s Settings) map[kube.ResourceKey]*unstructured.Unstructured {
 	tracking := argo.NewResourceTracking()
 	out := map[kube.ResourceKey]*unstructured.Unstructured{}
-	gvks := map[schema.GroupVersionKind]bool{}
-	for _, t := range targets {
-		gvks[t.GroupVersionKind()] = true
-	}
-	for gvk := range gvks {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		probe := &unstructured.Unstructured{}
-		probe.SetGroupVersionKind(gvk)
-		namespaced, err := remote.IsObjectNamespaced(probe)
-		if err != nil {
-			continue // unknown kind: the dry-run says so
-		}
-		if !namespaced {
-			continue // cluster-scoped: only the targets' own keys, below
-		}
-		lctx, cancel := context.WithTimeout(ctx, remoteTimeout)
-		err = remote.List(lctx, list, client.InNamespace(ns))
-		cancel()
-		if apierrors.IsForbidden(err) {
-			continue // Argo CD would not see them either; the dry-run tells
-		}
-		if err != nil {
-			return nil, err
-		}
-		for i := range list.Items {
-			u := &list.Items[i]
-			if tracking.GetAppName(u, s.AppLabelKey, argov1alpha1.TrackingMethod(s.TrackingMethod), s.InstallationID) == appName && len(u.GetOwnerReferences()) == 0 {
-				out[kube.GetResourceKey(u)] = u
-			}
+	byKey := map[kube.ResourceKey]*unstructured.Unstructured{}
+	for _, u := range inventory {
+		key := kube.GetResourceKey(u)
+		byKey[key] = u
+		if len(u.GetOwnerReferences()) == 0 && tracking.GetAppName(u, s.AppLabelKey, argov1alpha1.TrackingMethod(s.TrackingMethod), s.InstallationID) == appName {
+			out[key] = u.DeepCopy()
 		}
 	}
 	for _, t := range targets {
 		key := kube.GetResourceKey(t)
 		if _, ok := out[key]; ok {
+			continue
+		}
+		if u, ok := byKey[key]; ok {
+			out[key] = u.DeepCopy()
 			continue
 		}
 		u := &unstructured.Unstructured{}
@@ -465,7 +495,7 @@ func liveObjects(ctx context.Context, remote client.Client, targets []*unstructu
 		// gitops-engine's diff compares without server-side bookkeeping.
 		u.SetManagedFields(nil)
 	}
-	return out, nil
+	return out
 }
 
 // namespacedBy answers gitops-engine's question from the target cluster's

@@ -214,11 +214,12 @@ func TestPromotionPreviewAgainstTheLiveCluster(t *testing.T) {
 	require.NoError(t, remoteK8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: targetNS, Name: "someone-elses"}}))
 	require.NoError(t, remoteK8s.Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: targetNS, Name: "no-services"},
 		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceServices: resource.MustParse("0")}}}))
-	// The quota controller fills the quota's status, which admission needs.
-	require.Eventually(t, func() bool {
-		q := &corev1.ResourceQuota{}
-		return remoteK8s.Get(ctx, client.ObjectKey{Namespace: targetNS, Name: "no-services"}, q) == nil && q.Status.Hard != nil
-	}, time.Minute, 200*time.Millisecond, "the remote cluster never computed the quota")
+	// The remote cluster runs no quota controller: its usage is set as that
+	// controller would (admission enforces only a quota with a status).
+	quota := &corev1.ResourceQuota{}
+	require.NoError(t, remoteK8s.Get(ctx, client.ObjectKey{Namespace: targetNS, Name: "no-services"}, quota))
+	quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{corev1.ResourceServices: resource.MustParse("0")}}
+	require.NoError(t, remoteK8s.Status().Update(ctx, quota))
 	before := resourceVersions(t, targetNS)
 
 	pp := &as.PromotionPreview{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "snap-2-to-staging"},
@@ -244,7 +245,7 @@ func TestPromotionPreviewAgainstTheLiveCluster(t *testing.T) {
 
 	deployDiff := objectDiff(got.Status.Diff, "--- live/web/apps/Deployment "+targetNS+"/web")
 	require.NotEmpty(t, deployDiff, "no diff of the Deployment in:\n%s", got.Status.Diff)
-	assert.Equal(t, []string{"-        image: quay.io/example/web:v1", "+        image: quay.io/example/web:v2"}, changedLines(deployDiff),
+	assert.Equal(t, []string{"-      - image: quay.io/example/web:v1", "+      - image: quay.io/example/web:v2"}, changedLines(deployDiff),
 		"the image change is the Deployment's one-line diff:\n%s", deployDiff)
 	pruned := objectDiff(got.Status.Diff, "--- live/web/ConfigMap "+targetNS+"/web-old")
 	assert.Contains(t, pruned, "+++ /dev/null", "web-old shows as pruned:\n%s", got.Status.Diff)
