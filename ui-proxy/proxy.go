@@ -62,6 +62,9 @@ type Server struct {
 	// Token returns the secret argocd-server adds to each request; nil or
 	// empty refuses everything.
 	Token func() []byte
+	// Diffs has the full diffs of PromotionPreviews; nil: the panel shows
+	// the capped diff of their status.
+	Diffs PreviewDiffs
 }
 
 // Deployment is the panel's view of the GitOps Service object behind an
@@ -193,8 +196,11 @@ func (s *Server) Handler() http.Handler {
 	// Actions change things: POST only.
 	r.HandleFunc("/api/v1/sync", s.sync).Methods(http.MethodPost)
 	r.HandleFunc("/api/v1/promote", s.promote).Methods(http.MethodPost)
+	// A preview changes nothing but is a run of its own: created by POST.
+	r.HandleFunc("/api/v1/preview", s.createPreview).Methods(http.MethodPost)
+	r.HandleFunc("/api/v1/preview", s.getPreview).Methods(http.MethodGet)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		writeError(w, http.StatusNotFound, "no such endpoint: the panel calls GET /api/v1/deployment, POST /api/v1/sync and POST /api/v1/promote")
+		writeError(w, http.StatusNotFound, "no such endpoint: the panel calls GET /api/v1/deployment, POST /api/v1/sync, POST /api/v1/promote and POST or GET /api/v1/preview")
 	})
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, r.Method+" is not allowed here: GET /api/v1/deployment reads, POST /api/v1/sync and /api/v1/promote act")

@@ -143,7 +143,7 @@ func generatorServer(o Options, c, uncached client.Reader) *httpRunnable {
 func uiProxyServer(o Options, c client.Client) *httpRunnable {
 	const howTo = `create Secret gitops-service-ui-proxy (key "token", labelled app.kubernetes.io/part-of=argocd; README "Install") and mount it at this file`
 	s := &uiproxy.Server{
-		Client: c, Writer: c, ArgoNamespace: o.ArgoNamespace,
+		Client: c, Writer: c, ArgoNamespace: o.ArgoNamespace, Diffs: previewDiffs,
 		Token: tokenFrom(ctrl.Log.WithName("ui-proxy"), o.UIProxyTokenFile, howTo),
 	}
 	return &httpRunnable{name: "ui-proxy", what: "Argo CD proxy extension backend (the UI panel's API)", addr: o.UIProxyAddr, handler: metrics.InstrumentHandler("ui-proxy", s.Handler()),
