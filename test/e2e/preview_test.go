@@ -220,7 +220,15 @@ func TestPromotionPreviewAgainstTheLiveCluster(t *testing.T) {
 	require.NoError(t, remoteK8s.Get(ctx, client.ObjectKey{Namespace: targetNS, Name: "no-services"}, quota))
 	quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{corev1.ResourceServices: resource.MustParse("0")}}
 	require.NoError(t, remoteK8s.Status().Update(ctx, quota))
-	before := resourceVersions(t, targetNS)
+	// The remote's controllers settle the Deployment (its ReplicaSet, its
+	// status) first: then only a write of the preview would change anything.
+	var before map[string]string
+	require.Eventually(t, func() bool {
+		first := resourceVersions(t, targetNS)
+		time.Sleep(2 * time.Second)
+		before = resourceVersions(t, targetNS)
+		return assert.ObjectsAreEqual(first, before)
+	}, time.Minute, 100*time.Millisecond, "the remote namespace never settled")
 
 	pp := &as.PromotionPreview{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "snap-2-to-staging"},
 		Spec: as.PromotionPreviewSpec{Snapshot: "snap-2", Application: "appa", TargetEnvironment: "staging"}}
