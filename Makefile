@@ -119,7 +119,7 @@ chaos: test-stack ## Run the chaos suite RUNS times (default 10), PARALLEL at a 
 	RUNS=$(or $(RUNS),10) PARALLEL=$(or $(PARALLEL),1) N=$(or $(N),100) hack/chaos.sh
 
 .PHONY: bench
-bench: test-stack ## Benchmark the reconcilers against a real API server (N, M tunable; BENCH=Sidecar|Generator|Claims|Peer picks one).
+bench: test-stack ## Benchmark the reconcilers against a real API server (N, M tunable; BENCH=Sidecar|Generator|Claims|Peer|Preview picks one).
 	GITOPS_SERVICE_REQUIRE_STACK=1 go test -count=1 -timeout 60m -run '^$$' -bench '$(or $(BENCH),.)' -benchtime 1x ./test/bench/... -args -n=$(or $(N),1000) -m=$(or $(M),100)
 
 .PHONY: demo
