@@ -111,6 +111,12 @@ type Diffs struct {
 	m  map[types.NamespacedName]keptDiff
 }
 
+// At most maxKeptDiffs full diffs of at most maxKeptDiff bytes are kept.
+const (
+	maxKeptDiffs = 256
+	maxKeptDiff  = 4 << 20
+)
+
 type keptDiff struct {
 	generation int64
 	text       string
@@ -138,6 +144,18 @@ func (d *Diffs) keep(key types.NamespacedName, generation int64, text string) {
 	defer d.mu.Unlock()
 	if d.m == nil {
 		d.m = map[types.NamespacedName]keptDiff{}
+	}
+	// Bounded memory: a diff too large is not kept (the status has the
+	// capped one), and past maxKeptDiffs any other preview's goes.
+	if len(text) > maxKeptDiff {
+		delete(d.m, key)
+		return
+	}
+	if _, ok := d.m[key]; !ok && len(d.m) >= maxKeptDiffs {
+		for k := range d.m {
+			delete(d.m, k)
+			break
+		}
 	}
 	d.m[key] = keptDiff{generation, text}
 }

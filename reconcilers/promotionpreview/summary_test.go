@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 )
@@ -181,4 +182,27 @@ func TestLimiter(t *testing.T) {
 	assert.True(t, l.TryAcquire("c"))
 	l.Release("a") // not held: changes nothing
 	assert.False(t, l.TryAcquire("d"))
+}
+
+func TestDiffsAreBounded(t *testing.T) {
+	d := &Diffs{}
+	key := func(i int) types.NamespacedName {
+		return types.NamespacedName{Namespace: "t", Name: strings.Repeat("x", i+1)}
+	}
+	for i := 0; i < maxKeptDiffs+10; i++ {
+		d.keep(key(i), 1, "diff")
+	}
+	assert.Len(t, d.m, maxKeptDiffs)
+	d.keep(key(0), 2, "new")
+	got, err := d.Get(key(0), 2)
+	require.NoError(t, err)
+	assert.Equal(t, "new", got)
+	_, err = d.Get(key(0), 1)
+	assert.Error(t, err, "another generation's diff is not served")
+	d.keep(key(0), 3, strings.Repeat("x", maxKeptDiff+1))
+	_, err = d.Get(key(0), 3)
+	assert.Error(t, err, "a diff too large is not kept")
+	d.forget(key(1))
+	_, err = d.Get(key(1), 1)
+	assert.Error(t, err)
 }
