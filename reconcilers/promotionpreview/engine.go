@@ -20,6 +20,8 @@ import (
 	"github.com/argoproj/argo-cd/v2/util/settings"
 	"github.com/argoproj/gitops-engine/pkg/sync"
 	"github.com/argoproj/gitops-engine/pkg/utils/kube"
+	"google.golang.org/grpc/codes"
+	grpcstatus "google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -112,7 +114,11 @@ func (e *Engine) Run(ctx context.Context, pp *as.PromotionPreview) (*Preview, er
 	}
 	out := &Preview{}
 	for _, p := range params {
-		out.Components = append(out.Components, e.component(ctx, repo, remote, inv, seb, p, proj, s, diffConfig))
+		res, err := e.component(ctx, repo, remote, inv, seb, p, proj, s, diffConfig)
+		if err != nil {
+			return nil, err
+		}
+		out.Components = append(out.Components, res)
 	}
 	return out, nil
 }
@@ -311,17 +317,21 @@ func (e *Engine) settings(disc discovery.DiscoveryInterface) (Settings, argodiff
 
 // component renders, compares and dry-runs one component.
 func (e *Engine) component(ctx context.Context, repo apiclient.RepoServerServiceClient, remote client.Client, inventory []*unstructured.Unstructured, seb *as.SnapshotEnvironmentBinding,
-	p argocd.GeneratorParams, proj *argov1alpha1.AppProject, s Settings, dc argodiff.DiffConfig) ComponentResult {
+	p argocd.GeneratorParams, proj *argov1alpha1.AppProject, s Settings, dc argodiff.DiffConfig) (ComponentResult, error) {
 	res := ComponentResult{Name: p.Component, ArgoApplication: p.Name}
-	fail := func(format string, args ...any) ComponentResult {
+	fail := func(format string, args ...any) (ComponentResult, error) {
 		res.RenderError = fmt.Sprintf(format, args...)
-		return res
+		return res, nil
 	}
 	app, err := GeneratedApplication(e.ArgoNamespace, seb, p)
 	if err != nil {
 		return fail("%v", err)
 	}
 	targets, err := e.render(ctx, repo, app, proj, s)
+	if unavailable(err) {
+		// The repo-server is down or busy: not the component's result.
+		return res, fmt.Errorf("the repo-server: %w", err)
+	}
 	if err != nil {
 		return fail("rendering: %v", err)
 	}
@@ -375,7 +385,17 @@ func (e *Engine) component(ctx context.Context, repo apiclient.RepoServerService
 		}
 		res.Objects = append(res.Objects, o)
 	}
-	return res
+	return res, nil
+}
+
+// unavailable says err is the repo-server's unavailability (a transient
+// error), not its answer about the manifests.
+func unavailable(err error) bool {
+	switch grpcstatus.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Canceled:
+		return true
+	}
+	return false
 }
 
 // render asks the repo-server for app's manifests as the application

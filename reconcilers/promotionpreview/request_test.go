@@ -2,11 +2,14 @@ package promotionpreview
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	grpcstatus "google.golang.org/grpc/status"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -86,4 +89,12 @@ func TestManifestRequest(t *testing.T) {
 	require.NotNil(t, req.ApplicationSource)
 	assert.Equal(t, app.Spec.GetSource(), *req.ApplicationSource)
 	assert.False(t, req.NoCache, "previews use the repo-server's cache as the controller does")
+}
+
+func TestUnavailableIsTransient(t *testing.T) {
+	assert.True(t, unavailable(grpcstatus.Error(codes.Unavailable, "connection refused")))
+	assert.True(t, unavailable(grpcstatus.Error(codes.DeadlineExceeded, "timeout")))
+	assert.False(t, unavailable(grpcstatus.Error(codes.Unknown, "kustomize build failed")), "the repo-server's answer is the component's result")
+	assert.False(t, unavailable(errors.New("the repository's credentials cannot be read")))
+	assert.False(t, unavailable(nil))
 }
