@@ -264,6 +264,15 @@ func TestPromotionPreviewAgainstTheLiveCluster(t *testing.T) {
 
 	// Nothing was written: not on the target cluster, not for Argo CD.
 	assert.Equal(t, before, resourceVersions(t, targetNS))
+	// The CLI: the same preview, a colored unified diff on a terminal (plain
+	// here), exit code 1 for the dry-run's errors.
+	out, code := gitops(t, kube.Kubeconfig, "promote", "snap-2", "--to", "staging", "--preview", "-n", ns)
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "\n-      - image: quay.io/example/web:v1\n+      - image: quay.io/example/web:v2\n", out)
+	assert.Contains(t, out, "web: dry-run refused Service "+targetNS+"/web", out)
+	assert.Contains(t, out, "would fail: 2 dry-run error(s)", out)
+	assert.Equal(t, before, resourceVersions(t, targetNS), "the CLI's preview wrote nothing either")
+
 	var sebs as.SnapshotEnvironmentBindingList
 	require.NoError(t, k8s.List(ctx, &sebs, client.InNamespace(ns)))
 	assert.Empty(t, sebs.Items, "a preview creates no binding")
