@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/argoproj/argo-cd/v2/reposerver/apiclient"
+	"github.com/go-logr/logr"
 	"github.com/argoproj/argo-cd/v2/util/db"
 	"github.com/argoproj/argo-cd/v2/util/io"
 	"github.com/argoproj/argo-cd/v2/util/settings"
@@ -19,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -87,6 +89,7 @@ func runPreview(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	load := loadAvg()
+	ctrl.SetLogger(logr.Discard())
 	kube, err := stack.StartKube(ctx, stack.KubeOptions{Name: "bench-preview"})
 	if err != nil {
 		b.Fatal(err)
