@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/argoproj/argo-cd/v2/reposerver/apiclient"
-	"github.com/go-logr/logr"
 	"github.com/argoproj/argo-cd/v2/util/db"
 	"github.com/argoproj/argo-cd/v2/util/io"
 	"github.com/argoproj/argo-cd/v2/util/settings"
+	"github.com/go-logr/logr"
 	"google.golang.org/grpc"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
