@@ -269,30 +269,30 @@ func (e *Engine) settings(disc discovery.DiscoveryInterface) (Settings, argodiff
 	var s Settings
 	var err error
 	if s.AppLabelKey, err = e.Settings.GetAppInstanceLabelKey(); err != nil {
-		return s, nil, fmt.Errorf("Argo CD settings: %w", err)
+		return s, nil, fmt.Errorf("reading Argo CD's settings: %w", err)
 	}
 	if s.TrackingMethod, err = e.Settings.GetTrackingMethod(); err != nil {
-		return s, nil, fmt.Errorf("Argo CD settings: %w", err)
+		return s, nil, fmt.Errorf("reading Argo CD's settings: %w", err)
 	}
 	if s.TrackingMethod == "" {
 		s.TrackingMethod = e.DefaultTracking
 	}
 	if s.InstallationID, err = e.Settings.GetInstallationID(); err != nil {
-		return s, nil, fmt.Errorf("Argo CD settings: %w", err)
+		return s, nil, fmt.Errorf("reading Argo CD's settings: %w", err)
 	}
 	if s.HelmOptions, err = e.Settings.GetHelmSettings(); err != nil {
-		return s, nil, fmt.Errorf("Argo CD settings: %w", err)
+		return s, nil, fmt.Errorf("reading Argo CD's settings: %w", err)
 	}
 	if s.EnabledSourceTypes, err = e.Settings.GetEnabledSourceTypes(); err != nil {
-		return s, nil, fmt.Errorf("Argo CD settings: %w", err)
+		return s, nil, fmt.Errorf("reading Argo CD's settings: %w", err)
 	}
 	overrides, err := e.Settings.GetResourceOverrides()
 	if err != nil {
-		return s, nil, fmt.Errorf("Argo CD settings: %w", err)
+		return s, nil, fmt.Errorf("reading Argo CD's settings: %w", err)
 	}
 	compare, err := e.Settings.GetResourceCompareOptions()
 	if err != nil {
-		return s, nil, fmt.Errorf("Argo CD settings: %w", err)
+		return s, nil, fmt.Errorf("reading Argo CD's settings: %w", err)
 	}
 	if v, err := disc.ServerVersion(); err == nil {
 		s.KubeVersion = v.String()
@@ -440,7 +440,7 @@ func (e *Engine) render(ctx context.Context, repoClient apiclient.RepoServerServ
 func (e *Engine) inventory(ctx context.Context, remote client.Client, disc discovery.DiscoveryInterface, ns, server string) ([]*unstructured.Unstructured, error) {
 	filter, err := e.Settings.GetResourcesFilter()
 	if err != nil {
-		return nil, fmt.Errorf("Argo CD settings: %w", err)
+		return nil, fmt.Errorf("reading Argo CD's settings: %w", err)
 	}
 	lists, err := disc.ServerPreferredNamespacedResources()
 	if err != nil && len(lists) == 0 {
