@@ -66,6 +66,13 @@ func main() {
 	flag.BoolVar(&o.AllowFileRepositories, "allow-file-repositories", false, "Let tenants use file:// repository URLs, which the repo-server reads from its own disk: only for demos and tests on one machine, never for a shared cluster.")
 	memoryLimit := flag.String("memory-limit", "", "The container's memory limit (e.g. 768Mi) for the Go runtime's soft limit; default: env "+sidecar.EnvMemoryLimit+" (bytes, from limits.memory), else the cgroup's. GOMEMLIMIT, when set, wins.")
 	memoryPercent := flag.Int("memory-limit-percent", 90, "The Go runtime's soft memory limit as a percent of the container's memory limit; 0 sets none.")
+	flag.StringVar(&o.Preview.RepoServerAddr, "preview-repo-server", "argocd-repo-server:8081", "host:port of Argo CD's repo-server, which PromotionPreviews render with (Argo CD's gRPC client); \"\" disables previews.")
+	flag.BoolVar(&o.Preview.RepoServerPlaintext, "preview-repo-server-plaintext", false, "Talk to the repo-server without TLS (as Argo CD's --repo-server-plaintext).")
+	flag.BoolVar(&o.Preview.RepoServerStrictTLS, "preview-repo-server-strict-tls", false, "Verify the repo-server's TLS certificate (as Argo CD's --repo-server-strict-tls).")
+	flag.DurationVar(&o.Preview.RepoServerTimeout, "preview-repo-server-timeout", 60*time.Second, "How long one manifest request to the repo-server may take (as Argo CD's --repo-server-timeout-seconds).")
+	flag.IntVar(&o.Preview.PerTenant, "preview-max-per-tenant", 2, "PromotionPreviews running at once per tenant namespace; more wait.")
+	flag.IntVar(&o.Preview.Total, "preview-max-total", 8, "PromotionPreviews running at once in all; more wait.")
+	flag.StringVar(&o.Preview.DefaultTracking, "preview-default-tracking", "annotation", "Argo CD's resource tracking method when argocd-cm sets no application.resourceTrackingMethod: \"annotation\" for Argo CD 3, \"label\" for Argo CD 2.")
 	version := flag.Bool("version", false, "Print the version and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)

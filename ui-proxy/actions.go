@@ -10,7 +10,6 @@ import (
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -91,25 +90,8 @@ func (s *Server) promote(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.act(w, r, ownership.KindBinding, func(ns, name, uid string) (client.Object, error) {
-		seb := &as.SnapshotEnvironmentBinding{}
-		if err := s.get(r, client.ObjectKey{Namespace: ns, Name: name}, seb, uid); err != nil {
-			return nil, err
-		}
-		env := &as.Environment{}
-		err := s.Client.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: req.Environment}, env)
-		if apierrors.IsNotFound(err) {
-			return nil, &refusal{http.StatusBadRequest, "there is no Environment " + req.Environment + " in namespace " + ns}
-		} else if err != nil {
-			return nil, err
-		}
-		if req.Environment == seb.Spec.Environment {
-			return nil, &refusal{http.StatusBadRequest, "Snapshot " + seb.Spec.Snapshot + " already runs in " + req.Environment + "; choose another Environment"}
-		}
-		snap := &as.Snapshot{}
-		err = s.Client.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: seb.Spec.Snapshot}, snap)
-		if apierrors.IsNotFound(err) || (err == nil && snap.Spec.Application != seb.Spec.Application) {
-			return nil, &refusal{http.StatusConflict, "Snapshot " + seb.Spec.Snapshot + " is not a Snapshot of application " + seb.Spec.Application}
-		} else if err != nil {
+		seb, snap, env, err := s.promotion(r, ns, name, uid, req.Environment)
+		if err != nil {
 			return nil, err
 		}
 		return &as.PromotionRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: runName(snap.Name + "-to-" + env.Name)},
@@ -173,6 +155,8 @@ func (s *Server) actOn(w http.ResponseWriter, r *http.Request, kind string, do f
 		kindOf = "PromotionApproval"
 	case *as.Environment:
 		kindOf = "Environment"
+	case *as.PromotionPreview:
+		kindOf = "PromotionPreview"
 	}
 	ctrl.LoggerFrom(r.Context()).Info("ui-proxy: panel action", "user", r.Header.Get(HeaderUsername), "kind", kindOf,
 		"namespace", ns, "name", obj.GetName(), "application", app.Name)

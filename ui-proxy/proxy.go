@@ -67,6 +67,9 @@ type Server struct {
 	// Application of another's is answered "not here", with no data. nil:
 	// every namespace.
 	Serves func(ctx context.Context, namespace string) bool
+	// Diffs has the full diffs of PromotionPreviews; nil: the panel shows
+	// the capped diff of their status.
+	Diffs PreviewDiffs
 }
 
 // Deployment is the panel's view of the GitOps Service object behind an
@@ -206,8 +209,11 @@ func (s *Server) Handler() http.Handler {
 	r.HandleFunc("/api/v1/freeze", s.freeze(true)).Methods(http.MethodPost)
 	r.HandleFunc("/api/v1/unfreeze", s.freeze(false)).Methods(http.MethodPost)
 	r.HandleFunc("/api/v1/rollback", s.rollback).Methods(http.MethodPost)
+	// A preview changes nothing but is a run of its own: created by POST.
+	r.HandleFunc("/api/v1/preview", s.createPreview).Methods(http.MethodPost)
+	r.HandleFunc("/api/v1/preview", s.getPreview).Methods(http.MethodGet)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		writeError(w, http.StatusNotFound, "no such endpoint: the panel calls GET /api/v1/deployment, POST /api/v1/sync, /api/v1/promote, /api/v1/approve, /api/v1/freeze and /api/v1/unfreeze")
+		writeError(w, http.StatusNotFound, "no such endpoint: the panel calls GET /api/v1/deployment, POST /api/v1/sync, /api/v1/promote, /api/v1/approve, /api/v1/freeze, /api/v1/unfreeze and /api/v1/rollback, and POST or GET /api/v1/preview")
 	})
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, r.Method+" is not allowed here: GET /api/v1/deployment reads, POST /api/v1/sync and /api/v1/promote act")

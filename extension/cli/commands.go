@@ -351,11 +351,17 @@ func (c *cli) promote(ctx context.Context, snapshotName string) error {
 		return usageError("promote needs exactly one of --to <environment> (one Environment) or --auto-from <environment> (along the Environment graph)")
 	}
 	if c.argo != nil {
+		if c.opts.preview {
+			return usageError("--preview reads the cluster directly: use it with a kubeconfig (without --server)")
+		}
 		return c.argoPromote(ctx, snapshotName)
 	}
 	snap := &as.Snapshot{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: c.namespace, Name: snapshotName}, snap); err != nil {
 		return explain(err, fmt.Sprintf("Snapshot %q", snapshotName), c.namespace)
+	}
+	if c.opts.preview {
+		return c.preview(ctx, snap)
 	}
 	run := &as.PromotionRun{
 		ObjectMeta: metav1.ObjectMeta{Namespace: c.namespace, GenerateName: snapshotName + "-promote-"},

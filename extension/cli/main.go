@@ -146,7 +146,7 @@ type options struct {
 	to, autoFrom  string
 	// approve, freeze and rollback
 	snapshot, application, comment, reason string
-	release                                bool
+	release, preview                       bool
 	timeout                                time.Duration
 	argocdNamespace                        string
 	clientOnly                             bool

@@ -203,10 +203,16 @@ func newPromoteCommand(o *options) *cobra.Command {
 graph from one (--auto-from, through AppStudioAutomated Environments), and follow it step by step
 until it completes or --timeout passes. -o prints the finished run.
 
+--preview promotes nothing: it shows what promoting to --to would change there (a
+PromotionPreview: the manifests Argo CD would render, diffed against the live objects, and a
+server-side dry-run on the target cluster), and exits 0 when the promotion would apply cleanly,
+1 when the dry-run refused objects.
+
 ` + exitCodesHelp,
 		Example: `  %[1]s promote shop-v2 --to staging
   %[1]s promote shop-v2 --auto-from dev --timeout 30m
-  %[1]s promote shop-v2 --to prod -o yaml`,
+  %[1]s promote shop-v2 --to prod -o yaml
+  %[1]s promote shop-v2 --to prod --preview`,
 		Args:              exactArgs(1, "the Snapshot"),
 		ValidArgsFunction: completeNames(o, "snapshots"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -214,11 +220,15 @@ until it completes or --timeout passes. -o prints the finished run.
 			if (o.to == "") == (o.autoFrom == "") {
 				return usageError("promote needs exactly one of --to <environment> (one Environment) or --auto-from <environment> (along the Environment graph)")
 			}
+			if o.preview && o.to == "" {
+				return usageError("--preview needs --to <environment>: a preview is of one Environment")
+			}
 			return connected(o, func(c *cli, cmd *cobra.Command, args []string) error { return c.promote(cmd.Context(), args[0]) })(cmd, args)
 		},
 	}
 	cmd.Flags().StringVar(&o.to, "to", "", "The Environment to promote to")
 	cmd.Flags().StringVar(&o.autoFrom, "auto-from", "", "Promote along the Environment graph from this Environment")
+	cmd.Flags().BoolVar(&o.preview, "preview", false, "Promote nothing: show what promoting to --to would change (diff against the live objects, server-side dry-run)")
 	_ = cmd.RegisterFlagCompletionFunc("to", completeNames(o, "environments"))
 	_ = cmd.RegisterFlagCompletionFunc("auto-from", completeNames(o, "environments"))
 	addTimeout(o, cmd.Flags())

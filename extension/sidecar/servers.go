@@ -146,7 +146,7 @@ func generatorServer(o Options, c, uncached client.Reader, shard *kernel.Shard) 
 func uiProxyServer(o Options, c client.Client, shard *kernel.Shard) *httpRunnable {
 	const howTo = `create Secret gitops-service-ui-proxy (key "token", labelled app.kubernetes.io/part-of=argocd; README "Install") and mount it at this file`
 	s := &uiproxy.Server{
-		Client: c, Writer: c, ArgoNamespace: o.ArgoNamespace,
+		Client: c, Writer: c, ArgoNamespace: o.ArgoNamespace, Diffs: previewDiffs,
 		Token:  tokenFrom(ctrl.Log.WithName("ui-proxy"), o.UIProxyTokenFile, howTo),
 		Serves: servesOf(shard),
 	}

@@ -111,6 +111,27 @@ type Options struct {
 	// POD_UID), where Events about the sidecar itself go (a missing token
 	// Secret); nil: none, only the log.
 	Pod *corev1.ObjectReference
+	// Preview configures PromotionPreviews; an empty RepoServerAddr disables them.
+	Preview PreviewOptions
+}
+
+// PreviewOptions configure PromotionPreviews.
+type PreviewOptions struct {
+	// RepoServerAddr is Argo CD's repo-server (host:port).
+	RepoServerAddr string
+	// RepoServerPlaintext talks to it without TLS; RepoServerStrictTLS
+	// verifies its certificate (else TLS without verification, as Argo CD's
+	// own components default to).
+	RepoServerPlaintext bool
+	RepoServerStrictTLS bool
+	// RepoServerTimeout bounds one manifest request (Argo CD's default: 60 s).
+	RepoServerTimeout time.Duration
+	// PerTenant and Total bound the previews running at once.
+	PerTenant int
+	Total     int
+	// DefaultTracking is Argo CD's resource tracking method when argocd-cm
+	// sets none: "annotation" from Argo CD 3, "label" before.
+	DefaultTracking string
 }
 
 // NewScheme has every type the sidecar reads or writes.
@@ -282,6 +303,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		AllowFileRepositories: o.AllowFileRepositories,
 	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
 		return nil, fmt.Errorf("setting up the SnapshotEnvironmentBinding reconciler: %w", err)
+	}
+	if err := setupPreviews(ctx, mgr, cfg, o); err != nil {
+		return nil, err
 	}
 	var servers []*httpRunnable
 	if o.GeneratorAddr != "" && o.GeneratorAddr != "0" {

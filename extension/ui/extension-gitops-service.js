@@ -9,7 +9,9 @@
 //  - an item in the Application's status panel with the environment and Snapshot;
 //  - Sync (a GitOpsDeploymentSyncRun) and Promote (a PromotionRun to a chosen
 //    Environment), which the proxy does only for a user the tenant mapping
-//    names; the panel shows the run live until done, or why it was refused.
+//    names; the panel shows the run live until done, or why it was refused;
+//    Preview before Promote (a PromotionPreview: what would change there, the
+//    dry-run's errors and the diff).
 // argocd-server serves this file from /tmp/extensions/<folder>/ and proxies the
 // panel's request to the sidecar's ui-proxy (extension "gitops-service" in
 // argocd-cm's extension.config) after checking that the user may get this
@@ -160,7 +162,83 @@
       h(ActionStatus, {action, run}));
   }
 
-  function PromoteAction({d, act, action, run}) {
+  // --- Preview: what promoting would change, before Promote ------------------
+  // The proxy creates a PromotionPreview (same checks as Promote) and serves
+  // its result: per component what would be added, changed, removed, the
+  // target cluster's dry-run errors, and the unified diff (Secrets redacted).
+
+  const DIFF_COLORS = {'-': '#c0392b', '+': '#18be94', '@': '#0dadea'};
+  function DiffView({text}) {
+    const lines = (text || '').split('\n');
+    return h('pre', {'data-gs': 'preview-diff', style: {maxHeight: '40em', overflow: 'auto', background: '#f8fbfb', padding: '0.6em', fontSize: '0.85em'}},
+      lines.map((l, i) => {
+        const head = l.startsWith('---') || l.startsWith('+++');
+        const color = head ? null : DIFF_COLORS[l[0]];
+        return h('div', {key: i, style: {color: color || undefined, fontWeight: head ? 'bold' : undefined, whiteSpace: 'pre'}}, l || ' ');
+      }));
+  }
+
+  const previewFailed = (p) => (p.conditions || []).filter((c) => c.type === 'PreviewFailed' && c.status === 'True')[0];
+
+  function PreviewResult({preview}) {
+    if (preview.error) {
+      return h('div', {'data-gs': 'preview-error', style: {borderLeft: '4px solid #e96d76', background: '#fdf0f1', padding: '0.6em 1em', marginTop: '0.6em'}},
+        h('b', null, 'Preview refused: '), preview.error);
+    }
+    const p = preview.data;
+    if (!p || (!p.completed && !previewFailed(p))) {
+      return h('div', {'data-gs': 'preview-pending', style: {marginTop: '0.6em'}},
+        h('i', {className: 'fa fa-circle-notch fa-spin', style: {marginRight: 6}}), 'Previewing ', preview.name ? mono(preview.name) : null, '…');
+    }
+    const failed = previewFailed(p);
+    if (failed) {
+      return h('div', {'data-gs': 'preview-error', style: {borderLeft: '4px solid #e96d76', background: '#fdf0f1', padding: '0.6em 1em', marginTop: '0.6em'}},
+        h('b', null, 'Preview failed (' + failed.reason + '): '), failed.message);
+    }
+    const comps = p.components || [];
+    const errors = [];
+    comps.forEach((c) => {
+      if (c.renderError) errors.push(h('div', {key: c.name + '-render'}, h('b', null, c.name), ': not rendered: ', c.renderError));
+      (c.dryRunErrors || []).forEach((e, i) =>
+        errors.push(h('div', {key: c.name + '-' + i}, h('b', null, c.name), ': dry-run refused ', mono(e.kind + ' ' + (e.namespace ? e.namespace + '/' : '') + e.name), ': ', e.message)));
+    });
+    return h('div', {'data-gs': 'preview', 'data-gs-clean': p.clean ? 'true' : 'false', style: {marginTop: '0.6em'}},
+      'PromotionPreview ', mono(p.name), ' ', badge(p.clean ? 'Succeeded' : 'Failed', 'preview-state'),
+      table('preview-components', ['Component', 'Added', 'Changed', 'Removed', 'Unchanged', 'Errors'],
+        comps.map((c) => h('tr', {key: c.name}, td(c.name, 1), td(c.added, 2), td(c.changed, 3), td(c.removed, 4), td(c.unchanged, 5), td(c.errors, 6)))),
+      errors.length ? h('div', {'data-gs': 'preview-dryrun-errors', style: {borderLeft: '4px solid #e96d76', background: '#fdf0f1', padding: '0.6em 1em', margin: '0.6em 0'}}, errors) : null,
+      p.diff ? h(DiffView, {text: p.diff}) : h('div', {style: {color: '#6d7f8b'}}, 'Nothing would change.'),
+      p.truncated ? h('div', {style: {color: '#6d7f8b'}}, 'The diff is cut: the sidecar that ran the preview no longer has all of it; run the preview again.') : null);
+  }
+
+  // usePreview starts a preview to env and follows it until it completes.
+  function usePreview(application) {
+    const [preview, setPreview] = React.useState(null);
+    React.useEffect(() => {
+      if (!preview || !preview.name || preview.error || (preview.data && (preview.data.completed || previewFailed(preview.data)))) return undefined;
+      let live = true;
+      const timer = setInterval(() => {
+        call(application, 'GET', 'preview?name=' + encodeURIComponent(preview.name)).then(({ok, status, body}) => {
+          if (!live) return;
+          setPreview((p) => Object.assign({}, p, ok ? {data: body} : {error: body.error || 'HTTP ' + status}));
+        }).catch((e) => live && setPreview((p) => Object.assign({}, p, {error: String(e)})));
+      }, FAST_MS);
+      return () => {
+        live = false;
+        clearInterval(timer);
+      };
+    }, [preview && preview.name, preview && preview.data, preview && preview.error]);
+    const start = (environment) => {
+      setPreview({environment});
+      call(application, 'POST', 'preview', {environment})
+        .then(({ok, status, body}) => setPreview(ok ? {environment, name: body.name} : {environment, error: body.error || 'HTTP ' + status}))
+        .catch((e) => setPreview({environment, error: String(e)}));
+    };
+    return [preview, start];
+  }
+
+  function PromoteAction({d, act, action, run, application}) {
+    const [preview, startPreview] = usePreview(application);
     const [target, setTarget] = React.useState('');
     const envs = (d.path || []).filter((e) => !e.current);
     // The next Environment after this one, else the first other one.
@@ -168,11 +246,14 @@
     const chosen = target || (next ? next.name : '');
     const busy = !!action && (action.pending || (!action.error && !runDone(action, run)));
     if (!envs.length) return null;
+    const previewing = !!preview && !preview.error && !(preview.data && (preview.data.completed || previewFailed(preview.data)));
     return h('div', {'data-gs': 'promote-action', style: {marginTop: '0.8em'}},
+      button('preview-button', 'fa-eye', 'Preview', () => startPreview(chosen), previewing || !chosen),
       button('promote-button', 'fa-arrow-right', 'Promote', () => act('Promote', 'promote', {environment: chosen}), busy || !chosen),
       'Snapshot ', mono(d.snapshot), ' to ',
       h('select', {'data-gs': 'promote-target', value: chosen, onChange: (e) => setTarget(e.target.value), style: {marginLeft: 4, width: 'auto', display: 'inline-block'}},
         envs.map((e) => h('option', {key: e.name, value: e.name}, e.displayName ? e.displayName + ' (' + e.name + ')' : e.name))),
+      preview && preview.environment === chosen ? h(PreviewResult, {preview}) : null,
       h(ActionStatus, {action, run}));
   }
 
@@ -371,7 +452,7 @@
         .then(({ok, status, body: res}) => setAction(ok ? {what, kind: res.kind, name: res.name} : {what, error: res.error || 'HTTP ' + status}))
         .catch((e) => setAction({what, error: String(e)}));
     };
-    const actions = {act, action, run};
+    const actions = {act, action, run, application};
     if (error && !data) {
       const hint = error.status === 401 || error.status === 403
         ? 'argocd-server did not forward the request: ask an admin for "extensions, invoke, gitops-service" in argocd-rbac-cm.'

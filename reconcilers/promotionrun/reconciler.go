@@ -136,6 +136,9 @@ func (r *Reconciler) lock(run *as.PromotionRun) func() {
 // start makes the run Active when no run of its application holds it up
 // (see blocker), decided on the API server's list of runs; else the run waits.
 func (r *Reconciler) start(ctx context.Context, run *as.PromotionRun) error {
+	if err := r.previewRequired(ctx, run); err != nil {
+		return err
+	}
 	var list as.PromotionRunList
 	if err := r.APIReader.List(ctx, &list, client.InNamespace(run.Namespace)); err != nil {
 		return err

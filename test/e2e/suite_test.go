@@ -94,7 +94,7 @@ func run(m *testing.M) (code int) {
 	}
 	// The sidecar as manifests/install runs it: its ServiceAccount bound by the
 	// rendered RBAC, the rendered args, env and mounted Secrets.
-	if side, err = stack.StartSidecar(ctx, kube, stack.SidecarOptions{ArgoRedisAddr: argo.RedisAddr, Installed: true}); err != nil {
+	if side, err = stack.StartSidecar(ctx, kube, stack.SidecarOptions{ArgoRedisAddr: argo.RedisAddr, RepoServerAddr: argo.RepoServerAddr, Installed: true}); err != nil {
 		return fail(err)
 	}
 	defer side.Close()

@@ -95,6 +95,8 @@ func conditionsOf(obj client.Object) []metav1.Condition {
 		return o.Status.BindingConditions
 	case *as.PromotionRun:
 		return o.Status.Conditions
+	case *as.PromotionPreview:
+		return o.Status.Conditions
 	case *as.DeploymentTargetClaim:
 		return o.Status.Conditions
 	case *as.DeploymentTarget:
@@ -113,7 +115,7 @@ func allCases() []hostileCase {
 	var all []hostileCase
 	for _, kind := range [][]hostileCase{
 		neverTenantCases(), deploymentCases(), syncRunCases(), repositoryCredentialsCases(), managedEnvironmentCases(), infraCases(),
-		environmentCases(), bindingCases(), promotionRunCases(), deploymentTargetCases(), templateCases(), reviewCases(),
+		environmentCases(), bindingCases(), promotionRunCases(), deploymentTargetCases(), templateCases(), reviewCases(), previewCases(),
 	} {
 		all = append(all, kind...)
 	}

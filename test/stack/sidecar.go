@@ -50,6 +50,9 @@ type SidecarOptions struct {
 	ArgoRedisAddr string
 	// Args are extra flags.
 	Args []string
+	// RepoServerAddr is Argo CD's repo-server (ArgoCD.RepoServerAddr,
+	// plaintext), which PromotionPreviews render with; empty: previews off.
+	RepoServerAddr string
 	// RefuseFileRepositories leaves out --allow-file-repositories, which the
 	// stack's sidecar gets by default: its repositories are file:// URLs.
 	RefuseFileRepositories bool
@@ -206,6 +209,7 @@ func newSidecar(k *Kube, o SidecarOptions, bin, dir, tokenFile, token, proxyToke
 	if !o.RefuseFileRepositories {
 		s.args = append(s.args, "--allow-file-repositories")
 	}
+	s.args = append(s.args, previewArgs(o)...)
 	return s, nil
 }
 
@@ -245,7 +249,21 @@ func newInstalledSidecar(o SidecarOptions, bin, dir string, in *installed) (*Sid
 	if !o.RefuseFileRepositories {
 		s.args = append(s.args, "--allow-file-repositories")
 	}
+	s.args = append(s.args, previewArgs(o)...)
 	return s, nil
+}
+
+// previewArgs point PromotionPreviews at the stack's repo-server, with the
+// tracking method the stack's Argo CD version defaults to.
+func previewArgs(o SidecarOptions) []string {
+	if o.RepoServerAddr == "" {
+		return []string{"--preview-repo-server="}
+	}
+	tracking := "annotation"
+	if ArgoCDMajor() == "2" {
+		tracking = "label"
+	}
+	return []string{"--preview-repo-server=" + o.RepoServerAddr, "--preview-repo-server-plaintext", "--preview-default-tracking=" + tracking}
 }
 
 // Kubeconfig is the kubeconfig file the sidecar runs with.

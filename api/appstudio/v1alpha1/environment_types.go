@@ -84,6 +84,10 @@ type EnvironmentSpec struct {
 	// Rollback says when this Environment asks for a rollback by itself.
 	// +optional
 	Rollback *RollbackPolicy `json:"rollback,omitempty"`
+	// Preview, when set, makes a PromotionRun into this Environment wait for
+	// a clean PromotionPreview of its Snapshot (see PreviewPolicy).
+	// +optional
+	Preview *PreviewPolicy `json:"preview,omitempty"`
 }
 
 // EnvironmentConfiguration contains Environment-specific configuration.

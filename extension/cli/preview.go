@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+)
+
+// preview creates a PromotionPreview of the Snapshot to --to, follows it
+// until it completes and shows what the promotion would change: exit 0 when
+// it would apply cleanly, 1 when the dry-run (or the render) found errors, 3
+// when the GitOps Service refused the preview.
+func (c *cli) preview(ctx context.Context, snap *as.Snapshot) error {
+	pp := &as.PromotionPreview{
+		ObjectMeta: metav1.ObjectMeta{Namespace: c.namespace, GenerateName: snap.Name + "-preview-"},
+		Spec:       as.PromotionPreviewSpec{Snapshot: snap.Name, Application: snap.Spec.Application, TargetEnvironment: c.opts.to},
+	}
+	if err := c.Create(ctx, pp); err != nil {
+		return explain(err, "the PromotionPreview", c.namespace)
+	}
+	p := c.progress()
+	p.note(fmt.Sprintf("PromotionPreview %s created: %s of application %s to %s", pp.Name, snap.Name, snap.Spec.Application, c.opts.to))
+	var refused *metav1.Condition
+	err := c.follow(ctx, pp, &as.PromotionPreviewList{}, func(obj runtime.Object) (bool, error) {
+		if got, ok := obj.(*as.PromotionPreview); ok {
+			got.DeepCopyInto(pp)
+		}
+		refused = meta.FindStatusCondition(pp.Status.Conditions, as.PromotionPreviewConditionFailed)
+		if refused != nil && (refused.Status != metav1.ConditionTrue || refused.ObservedGeneration != pp.Generation) {
+			refused = nil
+		}
+		p.update(fmt.Sprintf("%s: %s", pp.Name, previewState(pp)))
+		return refused != nil || (pp.Status.CompletedAt != nil && pp.Status.ObservedGeneration == pp.Generation), nil
+	})
+	p.end()
+	if err != nil {
+		return err
+	}
+	if refused != nil {
+		return &exitError{code: exitRefused, msg: fmt.Sprintf("the GitOps Service refused the preview %s: %s", pp.Name, refused.Message)}
+	}
+	if done, err := c.printObjects(false, pp); done {
+		if err != nil {
+			return err
+		}
+	} else {
+		writePreview(c.out, pp, c.opts.tty)
+	}
+	if !pp.Status.Clean {
+		return &exitError{code: exitFailed, msg: fmt.Sprintf("promoting %s to %s would fail: %s", snap.Name, c.opts.to, previewProblems(pp))}
+	}
+	return nil
+}
+
+func previewState(pp *as.PromotionPreview) string {
+	if pp.Status.CompletedAt != nil {
+		return "Completed"
+	}
+	if c := meta.FindStatusCondition(pp.Status.Conditions, "Ready"); c != nil && c.Reason != "" {
+		return c.Reason
+	}
+	return "Running"
+}
+
+// previewProblems counts what made a preview unclean.
+func previewProblems(pp *as.PromotionPreview) string {
+	errs, render := 0, 0
+	for _, c := range pp.Status.Components {
+		errs += c.Errors
+		if c.RenderError != "" {
+			render++
+		}
+	}
+	var parts []string
+	if errs > 0 {
+		parts = append(parts, fmt.Sprintf("%d dry-run error(s)", errs))
+	}
+	if render > 0 {
+		parts = append(parts, fmt.Sprintf("%d component(s) not rendered", render))
+	}
+	if len(parts) == 0 {
+		return "see its status"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ANSI colors of the diff, as git colors it.
+const (
+	ansiRed   = "\x1b[31m"
+	ansiGreen = "\x1b[32m"
+	ansiCyan  = "\x1b[36m"
+	ansiBold  = "\x1b[1m"
+	ansiReset = "\x1b[0m"
+)
+
+// writePreview shows a completed preview: per component what would be
+// added, changed and removed, the dry-run's errors, then the unified diff,
+// colored when color is set.
+func writePreview(out io.Writer, pp *as.PromotionPreview, color bool) {
+	paint := func(code, s string) string {
+		if !color {
+			return s
+		}
+		return code + s + ansiReset
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "COMPONENT\tADDED\tCHANGED\tREMOVED\tUNCHANGED\tERRORS")
+	for _, c := range pp.Status.Components {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\n", c.Name, c.Added, c.Changed, c.Removed, c.Unchanged, c.Errors)
+	}
+	_ = tw.Flush()
+	for _, c := range pp.Status.Components {
+		if c.RenderError != "" {
+			fmt.Fprintf(out, "%s: %s\n", paint(ansiRed, c.Name+": not rendered"), c.RenderError)
+		}
+		for _, e := range c.DryRunErrors {
+			obj := e.Kind + " " + e.Name
+			if e.Namespace != "" {
+				obj = e.Kind + " " + e.Namespace + "/" + e.Name
+			}
+			fmt.Fprintf(out, "%s %s: %s\n", paint(ansiRed, c.Name+": dry-run refused"), obj, e.Message)
+		}
+		if shown := len(c.DryRunErrors); c.Errors > shown {
+			fmt.Fprintf(out, "%s: %d more dry-run error(s)\n", c.Name, c.Errors-shown)
+		}
+	}
+	if pp.Status.Diff != "" {
+		fmt.Fprintln(out)
+	}
+	for _, line := range strings.SplitAfter(pp.Status.Diff, "\n") {
+		if line == "" {
+			continue
+		}
+		text, nl := strings.CutSuffix(line, "\n")
+		switch {
+		case strings.HasPrefix(text, "---"), strings.HasPrefix(text, "+++"):
+			text = paint(ansiBold, text)
+		case strings.HasPrefix(text, "@@"):
+			text = paint(ansiCyan, text)
+		case strings.HasPrefix(text, "-"):
+			text = paint(ansiRed, text)
+		case strings.HasPrefix(text, "+"):
+			text = paint(ansiGreen, text)
+		}
+		fmt.Fprint(out, text)
+		if nl {
+			fmt.Fprintln(out)
+		}
+	}
+	if pp.Status.DiffTruncated {
+		fmt.Fprintf(out, "... the diff is cut here: the panel's Preview shows all of it\n")
+	}
+}

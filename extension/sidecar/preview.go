@@ -1,0 +1,58 @@
+package sidecar
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/argoproj/argo-cd/v2/reposerver/apiclient"
+	"github.com/argoproj/argo-cd/v2/util/db"
+	"github.com/argoproj/argo-cd/v2/util/settings"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/gitops-service/gitops-service/reconcilers/promotionpreview"
+)
+
+// previewDiffs are the full diffs of the previews this sidecar ran, for the
+// panel's backend.
+var previewDiffs = &promotionpreview.Diffs{}
+
+// setupPreviews registers the PromotionPreview reconciler with Argo CD's own
+// clients: the repo-server's gRPC client, and the settings manager and
+// database the application controller reads argocd-cm and repositories with.
+func setupPreviews(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o Options) error {
+	p := o.Preview
+	if p.RepoServerAddr == "" {
+		return nil
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	settingsMgr := settings.NewSettingsManager(ctx, kube, o.ArgoNamespace)
+	timeout := int(p.RepoServerTimeout.Seconds())
+	if timeout <= 0 {
+		timeout = 60
+	}
+	engine := &promotionpreview.Engine{
+		Client:                mgr.GetClient(),
+		APIReader:             mgr.GetAPIReader(),
+		ArgoNamespace:         o.ArgoNamespace,
+		Repo:                  apiclient.NewRepoServerClientset(p.RepoServerAddr, timeout, apiclient.TLSConfiguration{DisableTLS: p.RepoServerPlaintext, StrictValidation: p.RepoServerStrictTLS}),
+		Settings:              settingsMgr,
+		DB:                    db.NewDB(o.ArgoNamespace, settingsMgr, kube),
+		DefaultTracking:       p.DefaultTracking,
+		AllowFileRepositories: o.AllowFileRepositories,
+	}
+	if err := (&promotionpreview.Reconciler{
+		Client:   mgr.GetClient(),
+		Engine:   engine,
+		Limiter:  &promotionpreview.Limiter{PerTenant: p.PerTenant, Total: p.Total},
+		Recorder: mgr.GetEventRecorderFor("gitops-service"),
+		Diffs:    previewDiffs,
+	}).SetupWithManager(ctx, mgr, max(p.Total, 1)); err != nil {
+		return fmt.Errorf("setting up the PromotionPreview reconciler: %w", err)
+	}
+	return nil
+}
