@@ -79,13 +79,15 @@ func TestBoundPhase(t *testing.T) {
 		gone     bool
 		want     as.DeploymentTargetPhase
 	}{
-		"the claim says bind-complete":             {nil, claimOf(nil), false, as.DeploymentTargetPhaseBound},
-		"reserved by the binder too":               {reserved, claimOf(nil), false, as.DeploymentTargetPhaseBound},
-		"not bind-complete yet":                    {reserved, claimOf(func(c *as.DeploymentTargetClaim) { c.Annotations = nil }), false, ""},
-		"the claim names another target":           {reserved, claimOf(func(c *as.DeploymentTargetClaim) { c.Spec.TargetName = "other" }), false, ""},
-		"the claim is being deleted":               {reserved, claimOf(func(c *as.DeploymentTargetClaim) { c.DeletionTimestamp = &now }), false, ""},
-		"reserved by the binder, claim gone":       {reserved, &as.DeploymentTargetClaim{}, true, as.DeploymentTargetPhaseAvailable},
-		"pre-bound by a user, claim not there yet": {nil, &as.DeploymentTargetClaim{}, true, ""},
+		"the claim says bind-complete":                  {nil, claimOf(nil), false, as.DeploymentTargetPhaseBound},
+		"reserved by the binder too":                    {reserved, claimOf(nil), false, as.DeploymentTargetPhaseBound},
+		"not bind-complete yet":                         {reserved, claimOf(func(c *as.DeploymentTargetClaim) { c.Annotations = nil }), false, ""},
+		"the claim, not bound yet, names another":       {reserved, claimOf(func(c *as.DeploymentTargetClaim) { c.Spec.TargetName = "other"; c.Annotations = nil }), false, ""},
+		"reserved by the binder, claim bound elsewhere": {reserved, claimOf(func(c *as.DeploymentTargetClaim) { c.Spec.TargetName = "other" }), false, as.DeploymentTargetPhaseAvailable},
+		"pre-bound by a user, claim bound elsewhere":    {nil, claimOf(func(c *as.DeploymentTargetClaim) { c.Spec.TargetName = "other" }), false, ""},
+		"the claim is being deleted":                    {reserved, claimOf(func(c *as.DeploymentTargetClaim) { c.DeletionTimestamp = &now }), false, ""},
+		"reserved by the binder, claim gone":            {reserved, &as.DeploymentTargetClaim{}, true, as.DeploymentTargetPhaseAvailable},
+		"pre-bound by a user, claim not there yet":      {nil, &as.DeploymentTargetClaim{}, true, ""},
 	} {
 		dt := &as.DeploymentTarget{ObjectMeta: metav1.ObjectMeta{Name: "dt"}, Spec: as.DeploymentTargetSpec{ClaimRef: "c"}}
 		if tc.dtMutate != nil {

@@ -70,6 +70,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// same phase again (or meet a conflict).
 		return kernel.Outcome(ctrl.Result{}, kernel.ErrStaleCache)
 	}
+	if r.midBinding(ctx, dt) {
+		// The binder reserved the target and is writing the binding on the
+		// claim, whose update wakes us: the phase is decided then, in one
+		// status write with the observedGeneration the claimRef moved
+		// (two writes otherwise, an exception to the kernel's shape).
+		return kernel.Outcome(ctrl.Result{}, kernel.ErrStaleCache)
+	}
 	// Locked: the binder writes phases too (Released), and a stale one must
 	// not win (a conflict is retried); our own writes of this pass are not
 	// stale.
@@ -129,7 +136,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, dt *as.DeploymentTarge
 			r.setPhase(dt, as.DeploymentTargetPhaseBound, nil, "bound to claim "+claim.Name)
 		case as.DeploymentTargetPhaseAvailable:
 			// Reserved by the binder for a claim that went before its
-			// binding was written: free again.
+			// binding was written, or was bound elsewhere: free again.
 			if err := r.patchMeta(ctx, dt, func() {
 				dt.Spec.ClaimRef = ""
 				delete(dt.Annotations, as.AnnBoundByController)
@@ -242,14 +249,32 @@ func (r *Reconciler) setPhase(dt *as.DeploymentTarget, phase as.DeploymentTarget
 	kernel.SetCondition(r.Recorder, dt, &dt.Status.Conditions, cond, r.Now.Now(), warn)
 }
 
+// midBinding says whether the binder reserved dt for a claim the cache
+// shows, but the cache does not show the binding on the claim yet.
+func (r *Reconciler) midBinding(ctx context.Context, dt *as.DeploymentTarget) bool {
+	if !dt.DeletionTimestamp.IsZero() || dt.Spec.ClaimRef == "" || dt.Status.Phase == as.DeploymentTargetPhaseBound ||
+		dt.Annotations[as.AnnBoundByController] != as.AnnBinderValueTrue {
+		return false
+	}
+	claim := &as.DeploymentTargetClaim{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: dt.Namespace, Name: dt.Spec.ClaimRef}, claim); err != nil {
+		return false
+	}
+	return claim.DeletionTimestamp.IsZero() && claim.Annotations[as.AnnBindCompleted] != as.AnnBinderValueTrue
+}
+
 // boundPhase is the phase a target pre-bound to a claim but not Bound
 // moves to: Bound once the binder wrote the binding on the claim (it names
 // the target and says bind-complete), Available when the binder reserved
-// it (bound-by-controller) for a claim that is gone, else "" (it stays:
-// a user's or a provisioner's pre-binding waits for its claim).
+// it (bound-by-controller) for a claim that is gone or bound to another
+// target, else "" (it stays: a user's or a provisioner's pre-binding waits
+// for its claim).
 func boundPhase(dt *as.DeploymentTarget, claim *as.DeploymentTargetClaim, gone bool) as.DeploymentTargetPhase {
+	reserved := dt.Annotations[as.AnnBoundByController] == as.AnnBinderValueTrue
 	switch {
-	case gone && dt.Annotations[as.AnnBoundByController] == as.AnnBinderValueTrue:
+	case gone && reserved:
+		return as.DeploymentTargetPhaseAvailable
+	case !gone && reserved && claim.Spec.TargetName != dt.Name && claim.Annotations[as.AnnBindCompleted] == as.AnnBinderValueTrue:
 		return as.DeploymentTargetPhaseAvailable
 	case !gone && claim.DeletionTimestamp.IsZero() && claim.Spec.TargetName == dt.Name &&
 		claim.Annotations[as.AnnBindCompleted] == as.AnnBinderValueTrue:
