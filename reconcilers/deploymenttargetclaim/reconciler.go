@@ -128,25 +128,34 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, claim *as.DeploymentTa
 	if err != nil {
 		return "", err
 	}
+	changed := false
 	for _, dt := range candidates(claim, dts) {
 		err := r.bind(ctx, claim, dt, true)
-		if errors.Is(err, errTaken) {
+		switch {
+		case errors.Is(err, errTaken):
 			continue
-		}
-		if errors.Is(err, errChanged) {
+		case errors.Is(err, errBusy):
 			busy = true
 			continue
-		}
-		if err != nil {
+		case errors.Is(err, errChanged):
+			changed = true
+			continue
+		case err != nil:
 			return "", err
 		}
 		return as.DeploymentTargetClaimPhaseBound, nil
 	}
-	if busy {
-		// A target changed since the cache showed it, or another worker is
-		// reserving one: it may still suit this claim, so look again rather
-		// than send the claim to a provisioner.
+	// A target that changed since the cache showed it, or that another
+	// worker is reserving, may still suit this claim: look again rather than
+	// send the claim to a provisioner. Another worker's reservation is a
+	// write of this process the cache does not show yet: its event (or
+	// StaleCacheRetry) brings us back, without the backoff that grows with
+	// every conflict (many claims racing for few targets waited minutes).
+	switch {
+	case changed:
 		return "", errConflict
+	case busy:
+		return "", kernel.ErrStaleCache
 	}
 	return r.provision(ctx, claim)
 }
@@ -173,13 +182,16 @@ func (r *Reconciler) reconcileNamed(ctx context.Context, claim *as.DeploymentTar
 	if dt != nil {
 		var busy bool
 		if dt, busy = r.reserved.view(dt); busy {
-			return "", errConflict
+			return "", kernel.ErrStaleCache
 		}
 	}
 	if phase, err := named(claim, dt); err != nil {
 		return phase, err
 	}
 	err = r.bind(ctx, claim, dt, false)
+	if errors.Is(err, errBusy) {
+		return "", kernel.ErrStaleCache
+	}
 	if errors.Is(err, errTaken) || errors.Is(err, errChanged) {
 		return "", errConflict
 	}
@@ -224,6 +236,9 @@ func (r *Reconciler) targets(ctx context.Context, namespace string) ([]*as.Deplo
 
 // errTaken: the target was bound to another claim meanwhile, or is gone.
 var errTaken = errors.New("target taken")
+
+// errBusy: another worker of this process is reserving the target.
+var errBusy = errors.New("target being reserved by another worker")
 
 // errChanged: the target changed since it was read (by another claim, or
 // by its own reconciler); whether it still suits is not known.
@@ -280,11 +295,11 @@ func (r *Reconciler) bind(ctx context.Context, claim *as.DeploymentTargetClaim, 
 // annotation (the reclaimer frees a target so reserved whose claim went
 // before it was bound), conditional on the version read. errChanged when
 // the target changed since (a claim made right after its target meets the
-// target's first phase write); errTaken when it is gone or another worker
-// of ours is reserving it.
+// target's first phase write); errTaken when it is gone; errBusy when
+// another worker of ours is reserving it.
 func (r *Reconciler) reserve(ctx context.Context, claim *as.DeploymentTargetClaim, dt *as.DeploymentTarget) error {
 	if !r.reserved.take(dt, claim.Name) {
-		return errChanged
+		return errBusy
 	}
 	updated := dt.DeepCopy()
 	updated.Spec.ClaimRef = claim.Name
@@ -381,6 +396,9 @@ func (r *Reconciler) provision(ctx context.Context, claim *as.DeploymentTargetCl
 			"waiting for provisioner %s to provision a DeploymentTarget", name)
 	}
 	if err := r.bind(ctx, claim, dt, true); err != nil {
+		if errors.Is(err, errBusy) {
+			return "", kernel.ErrStaleCache
+		}
 		if errors.Is(err, errTaken) || errors.Is(err, errChanged) {
 			return "", errConflict
 		}
