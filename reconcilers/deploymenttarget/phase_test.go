@@ -57,3 +57,42 @@ func TestSetPhase(t *testing.T) {
 		}
 	}
 }
+
+// What a target pre-bound to a claim, not Bound yet, becomes.
+func TestBoundPhase(t *testing.T) {
+	reserved := func(dt *as.DeploymentTarget) {
+		dt.Annotations = map[string]string{as.AnnBoundByController: as.AnnBinderValueTrue}
+	}
+	claimOf := func(mutate func(*as.DeploymentTargetClaim)) *as.DeploymentTargetClaim {
+		c := &as.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Name: "c",
+			Annotations: map[string]string{as.AnnBindCompleted: as.AnnBinderValueTrue}},
+			Spec: as.DeploymentTargetClaimSpec{TargetName: "dt"}}
+		if mutate != nil {
+			mutate(c)
+		}
+		return c
+	}
+	now := metav1.Now()
+	for name, tc := range map[string]struct {
+		dtMutate func(*as.DeploymentTarget)
+		claim    *as.DeploymentTargetClaim
+		gone     bool
+		want     as.DeploymentTargetPhase
+	}{
+		"the claim says bind-complete":                  {nil, claimOf(nil), false, as.DeploymentTargetPhaseBound},
+		"reserved by the binder too":                    {reserved, claimOf(nil), false, as.DeploymentTargetPhaseBound},
+		"not bind-complete yet":                         {reserved, claimOf(func(c *as.DeploymentTargetClaim) { c.Annotations = nil }), false, ""},
+		"the claim, not bound yet, names another":       {reserved, claimOf(func(c *as.DeploymentTargetClaim) { c.Spec.TargetName = "other"; c.Annotations = nil }), false, ""},
+		"reserved by the binder, claim bound elsewhere": {reserved, claimOf(func(c *as.DeploymentTargetClaim) { c.Spec.TargetName = "other" }), false, as.DeploymentTargetPhaseAvailable},
+		"pre-bound by a user, claim bound elsewhere":    {nil, claimOf(func(c *as.DeploymentTargetClaim) { c.Spec.TargetName = "other" }), false, ""},
+		"the claim is being deleted":                    {reserved, claimOf(func(c *as.DeploymentTargetClaim) { c.DeletionTimestamp = &now }), false, ""},
+		"reserved by the binder, claim gone":            {reserved, &as.DeploymentTargetClaim{}, true, as.DeploymentTargetPhaseAvailable},
+		"pre-bound by a user, claim not there yet":      {nil, &as.DeploymentTargetClaim{}, true, ""},
+	} {
+		dt := &as.DeploymentTarget{ObjectMeta: metav1.ObjectMeta{Name: "dt"}, Spec: as.DeploymentTargetSpec{ClaimRef: "c"}}
+		if tc.dtMutate != nil {
+			tc.dtMutate(dt)
+		}
+		assert.Equal(t, tc.want, boundPhase(dt, tc.claim, tc.gone), name)
+	}
+}

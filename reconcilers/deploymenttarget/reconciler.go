@@ -49,6 +49,8 @@ type Reconciler struct {
 	ReleaseTimeout time.Duration
 	// Now is the clock; tests may set it.
 	Now kernel.Clock
+
+	written kernel.OwnWrites
 }
 
 // Reconcile: fetch -> one deferred status patch, written only when it
@@ -58,18 +60,41 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	dt := &as.DeploymentTarget{}
 	if err := r.Client.Get(ctx, req.NamespacedName, dt); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.written.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	// Locked: the binder writes phases too, and a stale one must not win (a
-	// conflict is retried); our own writes of this pass are not stale.
-	defer kernel.NewStatusPatcher(r.Client, dt).WithOptimisticLock().Patch(ctx, dt, &err)
+	if r.written.Behind(req.NamespacedName, dt.ResourceVersion) {
+		// Our last write is not cached yet: deciding again would write the
+		// same phase again (or meet a conflict).
+		return kernel.Outcome(ctrl.Result{}, kernel.ErrStaleCache)
+	}
+	if r.midBinding(ctx, dt) {
+		// The binder reserved the target and is writing the binding on the
+		// claim, whose update wakes us: the phase is decided then, in one
+		// status write with the observedGeneration the claimRef moved
+		// (two writes otherwise, an exception to the kernel's shape).
+		return kernel.Outcome(ctrl.Result{}, kernel.ErrStaleCache)
+	}
+	// Locked: the binder writes phases too (Released), and a stale one must
+	// not win (a conflict is retried); our own writes of this pass are not
+	// stale.
+	patcher := kernel.NewStatusPatcher(r.Client, dt).WithOptimisticLock()
+	defer func() {
+		rv := dt.ResourceVersion
+		patcher.Patch(ctx, dt, &err)
+		if dt.ResourceVersion != rv {
+			r.written.Replaced(req.NamespacedName, rv)
+		}
+	}()
 	if !dt.DeletionTimestamp.IsZero() {
 		err = r.reconcileDelete(ctx, dt)
 	} else {
 		err = r.reconcileNormal(ctx, dt)
 	}
-	// From the phase, whoever wrote it (the binder writes Bound): its
-	// update wakes us.
+	// From the phase (Bound is ours too: the binder writes the binding on
+	// the claim, and its update wakes us).
 	dt.Status.ObservedGeneration = dt.Generation
 	kernel.SetReady(&dt.Status.Conditions, err, readiness(dt.Status.Phase), dt.Generation, r.Now.Now())
 	return kernel.Outcome(ctrl.Result{}, err)
@@ -86,17 +111,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, dt *as.DeploymentTarge
 			return err
 		}
 	}
-	switch {
-	case dt.Spec.ClaimRef == "":
+	if dt.Spec.ClaimRef == "" {
 		if dt.Status.Phase == "" || dt.Status.Phase == as.DeploymentTargetPhasePending {
 			r.setPhase(dt, as.DeploymentTargetPhaseAvailable, nil, "available for a claim")
-		}
-		return nil
-	case dt.Status.Phase != as.DeploymentTargetPhaseBound:
-		// Pre-bound (by a user or a provisioner) to a claim the binder has
-		// not bound yet: the binder decides.
-		if dt.Status.Phase == "" {
-			r.setPhase(dt, as.DeploymentTargetPhaseAvailable, nil, "reserved for claim "+dt.Spec.ClaimRef)
 		}
 		return nil
 	}
@@ -106,12 +123,38 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, dt *as.DeploymentTarge
 	// uncached read each time was most of the ~6 reads per claim that make
 	// bench measured. A claim the cache shows is there (its deletion's event
 	// wakes us again); one it does not show is confirmed gone by the API server.
-	if err := r.Client.Get(ctx, key, claim); err == nil || !apierrors.IsNotFound(err) {
+	err := kernel.GetConfirmed(ctx, r.Client, r.APIReader, key, claim)
+	gone := apierrors.IsNotFound(err)
+	if err != nil && !gone {
 		return err
 	}
-	err := r.APIReader.Get(ctx, key, claim)
-	if err == nil || !apierrors.IsNotFound(err) {
-		return err
+	if dt.Status.Phase != as.DeploymentTargetPhaseBound {
+		switch boundPhase(dt, claim, gone) {
+		case as.DeploymentTargetPhaseBound:
+			// The binder wrote the binding on the claim (bind-complete): the
+			// phase is ours to write, in this pass's one status write.
+			r.setPhase(dt, as.DeploymentTargetPhaseBound, nil, "bound to claim "+claim.Name)
+		case as.DeploymentTargetPhaseAvailable:
+			// Reserved by the binder for a claim that went before its
+			// binding was written, or was bound elsewhere: free again.
+			if err := r.patchMeta(ctx, dt, func() {
+				dt.Spec.ClaimRef = ""
+				delete(dt.Annotations, as.AnnBoundByController)
+			}); err != nil {
+				return err
+			}
+			r.setPhase(dt, as.DeploymentTargetPhaseAvailable, nil, "available for a claim")
+		default:
+			// Pre-bound (by a user or a provisioner) to a claim the binder
+			// has not bound yet: the binder decides.
+			if dt.Status.Phase == "" {
+				r.setPhase(dt, as.DeploymentTargetPhaseAvailable, nil, "reserved for claim "+dt.Spec.ClaimRef)
+			}
+		}
+		return nil
+	}
+	if !gone {
+		return nil
 	}
 	// Bound to a claim that is gone without the binder's finalizer having run.
 	policy := as.ReclaimPolicyRetain
@@ -130,7 +173,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, dt *as.DeploymentTarge
 		return nil
 	}
 	claimName := dt.Spec.ClaimRef
-	if err := r.patchMeta(ctx, dt, func() { dt.Spec.ClaimRef = "" }); err != nil {
+	if err := r.patchMeta(ctx, dt, func() {
+		dt.Spec.ClaimRef = ""
+		delete(dt.Annotations, as.AnnBoundByController)
+	}); err != nil {
 		return err
 	}
 	r.setPhase(dt, as.DeploymentTargetPhaseReleased, nil, "released: claim "+claimName+" is gone (reclaimPolicy Retain)")
@@ -180,11 +226,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, dt *as.DeploymentTarge
 func (r *Reconciler) patchMeta(ctx context.Context, dt *as.DeploymentTarget, mutate func()) error {
 	patch := client.MergeFromWithOptions(dt.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	mutate()
-	status := dt.Status
+	status, rv := dt.Status, dt.ResourceVersion
 	if err := r.Client.Patch(ctx, dt, patch); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	dt.Status = status
+	r.written.Replaced(client.ObjectKeyFromObject(dt), rv)
 	return nil
 }
 
@@ -200,4 +247,38 @@ func (r *Reconciler) setPhase(dt *as.DeploymentTarget, phase as.DeploymentTarget
 	warn := refusal != nil && dt.Status.Phase != phase
 	dt.Status.Phase = phase
 	kernel.SetCondition(r.Recorder, dt, &dt.Status.Conditions, cond, r.Now.Now(), warn)
+}
+
+// midBinding says whether the binder reserved dt for a claim the cache
+// shows, but the cache does not show the binding on the claim yet.
+func (r *Reconciler) midBinding(ctx context.Context, dt *as.DeploymentTarget) bool {
+	if !dt.DeletionTimestamp.IsZero() || dt.Spec.ClaimRef == "" || dt.Status.Phase == as.DeploymentTargetPhaseBound ||
+		dt.Annotations[as.AnnBoundByController] != as.AnnBinderValueTrue {
+		return false
+	}
+	claim := &as.DeploymentTargetClaim{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: dt.Namespace, Name: dt.Spec.ClaimRef}, claim); err != nil {
+		return false
+	}
+	return claim.DeletionTimestamp.IsZero() && claim.Annotations[as.AnnBindCompleted] != as.AnnBinderValueTrue
+}
+
+// boundPhase is the phase a target pre-bound to a claim but not Bound
+// moves to: Bound once the binder wrote the binding on the claim (it names
+// the target and says bind-complete), Available when the binder reserved
+// it (bound-by-controller) for a claim that is gone or bound to another
+// target, else "" (it stays: a user's or a provisioner's pre-binding waits
+// for its claim).
+func boundPhase(dt *as.DeploymentTarget, claim *as.DeploymentTargetClaim, gone bool) as.DeploymentTargetPhase {
+	reserved := dt.Annotations[as.AnnBoundByController] == as.AnnBinderValueTrue
+	switch {
+	case gone && reserved:
+		return as.DeploymentTargetPhaseAvailable
+	case !gone && reserved && claim.Spec.TargetName != dt.Name && claim.Annotations[as.AnnBindCompleted] == as.AnnBinderValueTrue:
+		return as.DeploymentTargetPhaseAvailable
+	case !gone && claim.DeletionTimestamp.IsZero() && claim.Spec.TargetName == dt.Name &&
+		claim.Annotations[as.AnnBindCompleted] == as.AnnBinderValueTrue:
+		return as.DeploymentTargetPhaseBound
+	}
+	return ""
 }

@@ -149,3 +149,20 @@ func TestClaimGoneDeleteDeletesProvisionedTarget(t *testing.T) {
 	}, wait, tick, "the target was not deleted")
 	assert.True(t, apierrors.IsNotFound(k8s.Get(context.Background(), client.ObjectKeyFromObject(sr), sr)), "its SpaceRequest was not deleted")
 }
+
+// The binder reserved the target (claimRef, bound-by-controller) for a
+// claim that went before its binding was written (the claim's finalizer
+// comes with the binding): the target is free again, not Released.
+func TestReservedForAGoneClaimIsFreed(t *testing.T) {
+	ns, cls := setup(t, as.ReclaimPolicyRetain)
+	dt := newTarget(ns, "reserved-by-binder", cls)
+	dt.Spec.ClaimRef = "gone-before-binding"
+	dt.Annotations = map[string]string{as.AnnBoundByController: as.AnnBinderValueTrue}
+	require.NoError(t, k8s.Create(context.Background(), dt))
+	require.Eventually(t, func() bool {
+		return k8s.Get(context.Background(), client.ObjectKeyFromObject(dt), dt) == nil && dt.Spec.ClaimRef == ""
+	}, wait, tick, "the reservation was never given back")
+	assert.Empty(t, dt.Annotations[as.AnnBoundByController])
+	waitPhase(t, dt, as.DeploymentTargetPhaseAvailable)
+	waitReady(t, dt, metav1.ConditionTrue, "Available")
+}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
@@ -89,4 +91,13 @@ func mismatch(claim *as.DeploymentTargetClaim, dt *as.DeploymentTarget) string {
 		return "the claim waits for a dynamically provisioned target"
 	}
 	return ""
+}
+
+// bindingWritten says whether the claim already shows its binding to dt:
+// targetName, bind-complete (and bound-by-controller when the binder chose
+// the target), and the finalizer that reclaims the target.
+func bindingWritten(claim *as.DeploymentTargetClaim, dt *as.DeploymentTarget, chosen bool) bool {
+	return claim.Spec.TargetName == dt.Name && claim.Annotations[as.AnnBindCompleted] == as.AnnBinderValueTrue &&
+		(!chosen || claim.Annotations[as.AnnBoundByController] == as.AnnBinderValueTrue) &&
+		controllerutil.ContainsFinalizer(claim, as.FinalizerBinder)
 }

@@ -153,3 +153,65 @@ func TestConcerns(t *testing.T) {
 		assert.Equal(t, tc.want, concerns(tc.dt, tc.claim), name)
 	}
 }
+
+func TestBindingWritten(t *testing.T) {
+	bound := func(c *as.DeploymentTargetClaim) {
+		c.Spec.TargetName = "dt"
+		c.Annotations = map[string]string{as.AnnBindCompleted: as.AnnBinderValueTrue, as.AnnBoundByController: as.AnnBinderValueTrue}
+		c.Finalizers = []string{as.FinalizerBinder}
+	}
+	for name, tc := range map[string]struct {
+		claim  *as.DeploymentTargetClaim
+		chosen bool
+		want   bool
+	}{
+		"all written":                         {claimOf(bound), true, true},
+		"nothing yet":                         {claimOf(), true, false},
+		"another target":                      {claimOf(bound, func(c *as.DeploymentTargetClaim) { c.Spec.TargetName = "other" }), true, false},
+		"no bind-complete":                    {claimOf(bound, func(c *as.DeploymentTargetClaim) { delete(c.Annotations, as.AnnBindCompleted) }), true, false},
+		"no finalizer":                        {claimOf(bound, func(c *as.DeploymentTargetClaim) { c.Finalizers = nil }), true, false},
+		"chosen, no bound-by-controller":      {claimOf(bound, func(c *as.DeploymentTargetClaim) { delete(c.Annotations, as.AnnBoundByController) }), true, false},
+		"named by the user, none needed":      {claimOf(bound, func(c *as.DeploymentTargetClaim) { delete(c.Annotations, as.AnnBoundByController) }), false, true},
+		"named by the user, no bind-complete": {claimOf(bound, func(c *as.DeploymentTargetClaim) { c.Annotations = nil }), false, false},
+	} {
+		assert.Equal(t, tc.want, bindingWritten(tc.claim, target("dt", 0), tc.chosen), name)
+	}
+}
+
+// The process's own reservations: another worker skips a target being
+// reserved, and a written reservation stands in for the cache's older
+// version until the cache shows a newer one.
+func TestReservations(t *testing.T) {
+	var r reservations
+	dt := target("dt", 0, func(dt *as.DeploymentTarget) { dt.UID, dt.ResourceVersion = "u1", "1" })
+
+	got, busy := r.view(dt)
+	assert.False(t, busy)
+	assert.Same(t, dt, got, "nothing reserved: the cache's")
+
+	assert.True(t, r.take(dt, "a"))
+	_, busy = r.view(dt)
+	assert.True(t, busy, "a's write is under way")
+	assert.False(t, r.take(dt, "b"), "b must not race a")
+
+	written := dt.DeepCopy()
+	written.ResourceVersion, written.Spec.ClaimRef = "2", "a"
+	r.done(dt, written)
+	got, busy = r.view(dt)
+	assert.False(t, busy)
+	assert.Equal(t, "a", got.Spec.ClaimRef, "the cache still shows version 1: ours stands in")
+	assert.False(t, r.take(dt, "b"), "b must not take what a holds")
+
+	cached := written.DeepCopy()
+	got, _ = r.view(cached)
+	assert.Same(t, cached, got, "the cache caught up")
+	got, _ = r.view(dt)
+	assert.Same(t, dt, got, "and the reservation is forgotten")
+
+	// A failed write leaves nothing behind.
+	assert.True(t, r.take(dt, "c"))
+	r.done(dt, nil)
+	_, busy = r.view(dt)
+	assert.False(t, busy)
+	assert.True(t, r.take(dt, "d"))
+}

@@ -44,52 +44,63 @@ var errConflict = apierrors.NewConflict(as.GroupVersion.WithResource("deployment
 // Reconciler binds DeploymentTargetClaims.
 type Reconciler struct {
 	Client client.Client
-	// APIReader reads targets uncached: a binding decision never rests on a
-	// cache that may be behind another claim's binding.
+	// APIReader is for what the cache cannot settle: that a target the cache
+	// does not show is really gone, and the targets of a deleted claim.
+	// Binding reads the cache; its writes are conditional (see memory.go).
 	APIReader    client.Reader
 	Recorder     record.EventRecorder
 	Provisioners provisioner.Set
 	// Now is the clock of condition times; tests may set it.
 	Now kernel.Clock
+
+	reserved reservations
+	written  kernel.OwnWrites
 }
 
-// Reconcile: fetch -> ensure the finalizer -> one deferred status patch ->
-// reconcileNormal or reconcileDelete -> Outcome.
+// Reconcile: fetch -> one deferred status patch -> reconcileNormal or
+// reconcileDelete -> Outcome. The finalizer is an exception to the
+// kernel's shape: it is not written on its own but with the claim's first
+// write that leaves something to clean up (the binding, or the mark for a
+// provisioner), so a bound claim costs the API server four writes, what
+// ADR-8 asks for (the target's claimRef and phase, the claim's binding and
+// phase), not six. The window this opens, a target reserved for a claim
+// deleted before its binding was written, is closed by undoing the
+// reservation (unreserve) and, after a crash, by the reclaimer (the target
+// carries the bound-by-controller annotation).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	claim := &as.DeploymentTargetClaim{}
 	if err := r.Client.Get(ctx, req.NamespacedName, claim); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.written.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.written.Behind(req.NamespacedName, claim.ResourceVersion) {
+		return kernel.Outcome(ctrl.Result{}, kernel.ErrStaleCache)
 	}
 	if !claim.DeletionTimestamp.IsZero() {
 		return kernel.Outcome(r.reconcileDelete(ctx, claim))
 	}
-	if err := kernel.AddFinalizer(ctx, r.Client, claim, as.FinalizerBinder); err != nil {
-		return ctrl.Result{}, err
-	}
 	patcher := kernel.NewStatusPatcher(r.Client, claim)
-	var phase as.DeploymentTargetClaimPhase
-	recorded := false
 	defer func() {
+		rv := claim.ResourceVersion
 		patcher.Patch(ctx, claim, &err)
-		if err == nil && recorded && phase == as.DeploymentTargetClaimPhaseBound && claim.Annotations[as.AnnBindCompleted] != as.AnnBinderValueTrue {
-			// Once Bound is recorded, the bind-complete annotation follows.
-			patch := client.MergeFrom(claim.DeepCopy())
-			metav1.SetMetaDataAnnotation(&claim.ObjectMeta, as.AnnBindCompleted, as.AnnBinderValueTrue)
-			err = client.IgnoreNotFound(r.Client.Patch(ctx, claim, patch))
+		if claim.ResourceVersion != rv {
+			r.written.Replaced(req.NamespacedName, rv)
 		}
 	}()
-	phase, err = r.reconcileNormal(ctx, claim)
-	recorded = r.setStatus(claim, phase, err)
+	phase, err := r.reconcileNormal(ctx, claim)
+	r.setStatus(claim, phase, err)
 	claim.Status.ObservedGeneration = claim.Generation
 	kernel.SetReady(&claim.Status.Conditions, err, readiness(claim, phase), claim.Generation, r.Now.Now())
 	return kernel.Outcome(ctrl.Result{}, err)
 }
 
-// setStatus records what the pass decided, and says whether it did: the
-// phase, and the ErrorOccurred condition (True with a Warning Event for a
-// refusal, False while waiting or once bound). A transient error leaves the
-// status as it was.
-func (r *Reconciler) setStatus(claim *as.DeploymentTargetClaim, phase as.DeploymentTargetClaimPhase, err error) bool {
+// setStatus records what the pass decided: the phase, and the
+// ErrorOccurred condition (True with a Warning Event for a refusal, False
+// while waiting or once bound). A transient error leaves the status as it
+// was.
+func (r *Reconciler) setStatus(claim *as.DeploymentTargetClaim, phase as.DeploymentTargetClaimPhase, err error) {
 	var c metav1.Condition
 	refusal, waiting := kernel.AsRefusal(err), kernel.AsWaiting(err)
 	switch {
@@ -100,11 +111,10 @@ func (r *Reconciler) setStatus(claim *as.DeploymentTargetClaim, phase as.Deploym
 	case err == nil:
 		c = condition(claim.Generation, metav1.ConditionFalse, as.DeploymentTargetReasonSuccess, "bound to DeploymentTarget "+claim.Spec.TargetName)
 	default:
-		return false
+		return
 	}
 	claim.Status.Phase = phase
 	kernel.SetCondition(r.Recorder, claim, &claim.Status.Conditions, c, r.Now.Now(), refusal != nil)
-	return true
 }
 
 // reconcileNormal decides the claim's binding: the claim's phase with nil
@@ -114,19 +124,38 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, claim *as.DeploymentTa
 	if claim.Spec.TargetName != "" {
 		return r.reconcileNamed(ctx, claim)
 	}
-	dts, err := r.targets(ctx, claim.Namespace)
+	dts, busy, err := r.cachedTargets(ctx, claim.Namespace)
 	if err != nil {
 		return "", err
 	}
+	changed := false
 	for _, dt := range candidates(claim, dts) {
 		err := r.bind(ctx, claim, dt, true)
-		if errors.Is(err, errTaken) {
+		switch {
+		case errors.Is(err, errTaken):
 			continue
-		}
-		if err != nil {
+		case errors.Is(err, errBusy):
+			busy = true
+			continue
+		case errors.Is(err, errChanged):
+			changed = true
+			continue
+		case err != nil:
 			return "", err
 		}
 		return as.DeploymentTargetClaimPhaseBound, nil
+	}
+	// A target that changed since the cache showed it, or that another
+	// worker is reserving, may still suit this claim: look again rather than
+	// send the claim to a provisioner. Another worker's reservation is a
+	// write of this process the cache does not show yet: its event (or
+	// StaleCacheRetry) brings us back, without the backoff that grows with
+	// every conflict (many claims racing for few targets waited minutes).
+	switch {
+	case changed:
+		return "", errConflict
+	case busy:
+		return "", kernel.ErrStaleCache
 	}
 	return r.provision(ctx, claim)
 }
@@ -142,23 +171,54 @@ func (r *Reconciler) reconcileNamed(ctx context.Context, claim *as.DeploymentTar
 			"spec.targetName %q is not the name of a DeploymentTarget in this namespace", name)
 	}
 	dt := &as.DeploymentTarget{}
-	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: name}, dt)
+	// Not in the cache may be not cached yet (a provisioned target): a
+	// claim is Lost only when the API server says so.
+	err := kernel.GetConfirmed(ctx, r.Client, r.APIReader, types.NamespacedName{Namespace: claim.Namespace, Name: name}, dt)
 	if apierrors.IsNotFound(err) {
 		dt = nil
 	} else if err != nil {
 		return "", err
 	}
+	if dt != nil {
+		var busy bool
+		if dt, busy = r.reserved.view(dt); busy {
+			return "", kernel.ErrStaleCache
+		}
+	}
 	if phase, err := named(claim, dt); err != nil {
 		return phase, err
 	}
 	err = r.bind(ctx, claim, dt, false)
-	if errors.Is(err, errTaken) {
+	if errors.Is(err, errBusy) {
+		return "", kernel.ErrStaleCache
+	}
+	if errors.Is(err, errTaken) || errors.Is(err, errChanged) {
 		return "", errConflict
 	}
 	if err != nil {
 		return "", err
 	}
 	return as.DeploymentTargetClaimPhaseBound, nil
+}
+
+// cachedTargets are the claim namespace's DeploymentTargets from the cache,
+// with the reservations of this process it does not show yet; busy when
+// another worker's reservation of one is under way.
+func (r *Reconciler) cachedTargets(ctx context.Context, namespace string) (_ []*as.DeploymentTarget, busy bool, _ error) {
+	var list as.DeploymentTargetList
+	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return nil, false, fmt.Errorf("listing DeploymentTargets in %s: %w", namespace, err)
+	}
+	out := make([]*as.DeploymentTarget, 0, len(list.Items))
+	for i := range list.Items {
+		dt, inFlight := r.reserved.view(&list.Items[i])
+		if inFlight {
+			busy = true
+			continue
+		}
+		out = append(out, dt)
+	}
+	return out, busy, nil
 }
 
 // targets lists the claim namespace's DeploymentTargets from the API server.
@@ -174,105 +234,116 @@ func (r *Reconciler) targets(ctx context.Context, namespace string) ([]*as.Deplo
 	return out, nil
 }
 
-// errTaken: the target was bound to another claim meanwhile.
+// errTaken: the target was bound to another claim meanwhile, or is gone.
 var errTaken = errors.New("target taken")
 
+// errBusy: another worker of this process is reserving the target.
+var errBusy = errors.New("target being reserved by another worker")
+
+// errChanged: the target changed since it was read (by another claim, or
+// by its own reconciler); whether it still suits is not known.
+var errChanged = errors.New("target changed")
+
 // bind binds claim and dt. The target's claimRef is written first, with
-// optimistic concurrency (the resourceVersion just read): of two claims racing
-// for one target exactly one wins, and a pass that stops half way finds its
-// target again by claimRef. Then the claim's targetName; the phases and the
-// bind-complete annotation follow in the deferred status write.
+// optimistic concurrency (the resourceVersion read): of two claims racing for
+// one target exactly one wins, and a pass that stops half way finds its
+// target again by claimRef. Then, in one write, locked too, the claim's
+// targetName, the ADR's annotations and the finalizer: a claim read from a
+// cache that is behind (not yet showing its provisioner mark, or its
+// binding) fails there, and the target it reserved is given back. The
+// claim's phase follows in the deferred status write, the target's from
+// its own reconciler (which sees bind-complete).
 func (r *Reconciler) bind(ctx context.Context, claim *as.DeploymentTargetClaim, dt *as.DeploymentTarget, chosen bool) error {
+	reserved := false
 	if dt.Spec.ClaimRef != claim.Name {
-		if err := r.current(ctx, claim); err != nil {
-			return err
-		}
 		if err := r.reserve(ctx, claim, dt); err != nil {
 			return err
 		}
+		reserved = true
 	}
-	if dt.Status.Phase != as.DeploymentTargetPhaseBound {
-		orig := dt.DeepCopy()
-		dt.Status.Phase = as.DeploymentTargetPhaseBound
-		kernel.SetCondition(r.Recorder, dt, &dt.Status.Conditions, condition(dt.Generation, metav1.ConditionFalse, as.DeploymentTargetReasonSuccess, "bound to claim "+claim.Name), r.Now.Now(), false)
-		if err := r.Client.Status().Patch(ctx, dt, client.MergeFrom(orig)); err != nil {
-			return fmt.Errorf("marking DeploymentTarget %s Bound: %w", dt.Name, client.IgnoreNotFound(err))
-		}
-	}
-	if claim.Spec.TargetName == dt.Name && (!chosen || claim.Annotations[as.AnnBoundByController] == as.AnnBinderValueTrue) {
+	if bindingWritten(claim, dt, chosen) {
 		return nil
 	}
-	status := claim.Status
+	status, rv := claim.Status, claim.ResourceVersion
 	patch := client.MergeFromWithOptions(claim.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	claim.Spec.TargetName = dt.Name
 	if chosen {
 		metav1.SetMetaDataAnnotation(&claim.ObjectMeta, as.AnnBoundByController, as.AnnBinderValueTrue)
 	}
+	metav1.SetMetaDataAnnotation(&claim.ObjectMeta, as.AnnBindCompleted, as.AnnBinderValueTrue)
+	controllerutil.AddFinalizer(claim, as.FinalizerBinder)
 	if err := r.Client.Patch(ctx, claim, patch); err != nil {
-		// The target stays pre-bound to this claim: the next pass takes it.
-		if apierrors.IsConflict(err) {
+		if reserved {
+			// Decided on a claim that changed (or went): the target is
+			// not its to keep.
+			if uerr := r.unreserve(ctx, claim, dt); uerr != nil {
+				return uerr
+			}
+		}
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return errConflict
 		}
-		return fmt.Errorf("writing targetName of claim %s: %w", claim.Name, err)
+		return fmt.Errorf("writing the binding of claim %s: %w", claim.Name, err)
 	}
 	claim.Status = status
+	r.written.Replaced(client.ObjectKeyFromObject(claim), rv)
 	r.Recorder.Eventf(claim, corev1.EventTypeNormal, "Bound", "Bound to DeploymentTarget %s", dt.Name)
 	return nil
 }
 
-// reserve writes the target's claimRef with optimistic concurrency. A conflict
-// is not always another claim: the target's own reconciler writes its first
-// phase just as a claim made right after it comes. So the target is read
-// again and tried again while it still suits the claim; taken, or gone, it is
-// errTaken (the caller tries the next one).
+// reserve writes the target's claimRef, with the bound-by-controller
+// annotation (the reclaimer frees a target so reserved whose claim went
+// before it was bound), conditional on the version read. errChanged when
+// the target changed since (a claim made right after its target meets the
+// target's first phase write); errTaken when it is gone; errBusy when
+// another worker of ours is reserving it.
 func (r *Reconciler) reserve(ctx context.Context, claim *as.DeploymentTargetClaim, dt *as.DeploymentTarget) error {
-	reread := false
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if reread {
-			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(dt), dt); err != nil {
-				return err
-			}
-			if mismatch(claim, dt) != "" {
-				return errTaken
-			}
-		}
-		reread = true
-		updated := dt.DeepCopy()
-		updated.Spec.ClaimRef = claim.Name
-		if err := r.Client.Update(ctx, updated); err != nil {
-			return err
-		}
+	if !r.reserved.take(dt, claim.Name) {
+		return errBusy
+	}
+	updated := dt.DeepCopy()
+	updated.Spec.ClaimRef = claim.Name
+	metav1.SetMetaDataAnnotation(&updated.ObjectMeta, as.AnnBoundByController, as.AnnBinderValueTrue)
+	err := r.Client.Update(ctx, updated)
+	if err != nil {
+		r.reserved.done(dt, nil)
+	} else {
+		r.reserved.done(dt, updated)
+	}
+	switch {
+	case err == nil:
 		*dt = *updated
 		return nil
-	})
-	switch {
-	case err == nil || errors.Is(err, errTaken):
-		return err
 	case apierrors.IsNotFound(err):
 		return errTaken
 	case apierrors.IsConflict(err):
-		return errConflict
+		return errChanged
 	}
 	return fmt.Errorf("binding DeploymentTarget %s: %w", dt.Name, err)
 }
 
-// current returns errConflict unless the API server's claim has the spec and
-// provisioner mark the pass decided on. A claim read from a cache that is
-// behind may miss its own targetName or mark: reserving a target for it would
-// keep that target from everyone (the claim write then fails, the target
-// stays pre-bound to it). The resourceVersion cannot tell: adding the
-// finalizer moves it on and leaves the rest as read.
-func (r *Reconciler) current(ctx context.Context, claim *as.DeploymentTargetClaim) error {
-	fresh := &as.DeploymentTargetClaim{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(claim), fresh); err != nil {
-		if apierrors.IsNotFound(err) {
-			return errConflict
+// unreserve gives back a target reserve wrote for claim, unless it changed
+// hands since (read again on a conflict: not the happy path).
+func (r *Reconciler) unreserve(ctx context.Context, claim *as.DeploymentTargetClaim, dt *as.DeploymentTarget) error {
+	cur := dt.DeepCopy()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if cur.Spec.ClaimRef != claim.Name {
+			return nil
 		}
-		return fmt.Errorf("reading claim %s: %w", claim.Name, err)
-	}
-	if fresh.UID != claim.UID || !fresh.DeletionTimestamp.IsZero() || fresh.Spec != claim.Spec ||
-		fresh.Annotations[as.AnnTargetProvisioner] != claim.Annotations[as.AnnTargetProvisioner] {
-		return errConflict
+		updated := cur.DeepCopy()
+		updated.Spec.ClaimRef = ""
+		delete(updated.Annotations, as.AnnBoundByController)
+		err := r.Client.Update(ctx, updated)
+		if apierrors.IsConflict(err) {
+			if gerr := r.APIReader.Get(ctx, client.ObjectKeyFromObject(dt), cur); gerr != nil {
+				return gerr
+			}
+		}
+		return err
+	})
+	r.reserved.done(dt, nil)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("giving back DeploymentTarget %s: %w", dt.Name, err)
 	}
 	return nil
 }
@@ -289,14 +360,22 @@ func (r *Reconciler) provision(ctx context.Context, claim *as.DeploymentTargetCl
 		return "", err
 	}
 	name := class.Spec.Provisioner
-	if claim.Annotations[as.AnnTargetProvisioner] != string(name) {
-		patch := client.MergeFrom(claim.DeepCopy())
+	if claim.Annotations[as.AnnTargetProvisioner] != string(name) || !controllerutil.ContainsFinalizer(claim, as.FinalizerBinder) {
+		// With the finalizer (what a provisioner makes is freed when the
+		// claim goes), locked: a claim read from a cache that is behind
+		// (already bound) is not sent to a provisioner.
+		patch := client.MergeFromWithOptions(claim.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		metav1.SetMetaDataAnnotation(&claim.ObjectMeta, as.AnnTargetProvisioner, string(name))
-		status := claim.Status
+		controllerutil.AddFinalizer(claim, as.FinalizerBinder)
+		status, rv := claim.Status, claim.ResourceVersion
 		if err := r.Client.Patch(ctx, claim, patch); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				return "", errConflict
+			}
 			return "", fmt.Errorf("marking claim %s for provisioning: %w", claim.Name, err)
 		}
 		claim.Status = status
+		r.written.Replaced(client.ObjectKeyFromObject(claim), rv)
 	}
 	p := r.Provisioners[name]
 	if p == nil {
@@ -317,7 +396,10 @@ func (r *Reconciler) provision(ctx context.Context, claim *as.DeploymentTargetCl
 			"waiting for provisioner %s to provision a DeploymentTarget", name)
 	}
 	if err := r.bind(ctx, claim, dt, true); err != nil {
-		if errors.Is(err, errTaken) {
+		if errors.Is(err, errBusy) {
+			return "", kernel.ErrStaleCache
+		}
+		if errors.Is(err, errTaken) || errors.Is(err, errChanged) {
 			return "", errConflict
 		}
 		return "", err
@@ -384,6 +466,7 @@ func (r *Reconciler) reclaim(ctx context.Context, claim *as.DeploymentTargetClai
 	}
 	updated := dt.DeepCopy()
 	updated.Spec.ClaimRef = ""
+	delete(updated.Annotations, as.AnnBoundByController)
 	if err := r.Client.Update(ctx, updated); err != nil {
 		return fmt.Errorf("releasing DeploymentTarget %s: %w", dt.Name, client.IgnoreNotFound(err))
 	}

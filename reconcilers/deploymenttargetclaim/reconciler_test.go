@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -466,4 +467,45 @@ func TestNamespaceProvisionerRefusesBadParameters(t *testing.T) {
 			return isReady(c, metav1.ConditionFalse, as.DeploymentTargetReasonProvisioningFailed)
 		}, "is not Ready")
 	}
+}
+
+// deletingWriter deletes the claim right after the binder reserved a target
+// for it, before the binding is written on the claim (which carries the
+// finalizer): the claim is gone at once.
+type deletingWriter struct {
+	client.Client
+	claim   *as.DeploymentTargetClaim
+	deleted bool
+}
+
+func (w *deletingWriter) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	if err := w.Client.Update(ctx, obj, opts...); err != nil || w.deleted {
+		return err
+	}
+	if dt, ok := obj.(*as.DeploymentTarget); ok && dt.Spec.ClaimRef == w.claim.Name {
+		w.deleted = true
+		return w.Client.Delete(ctx, w.claim)
+	}
+	return nil
+}
+
+// The finalizer goes on with the binding, after the target's claimRef: a
+// claim deleted in between is gone without one, and the target reserved for
+// it is given back, not kept for a claim that will never take it. Run by
+// hand in a namespace the sidecar never acts in.
+func TestClaimDeletedWhileBindingGivesTheTargetBack(t *testing.T) {
+	ctx := context.Background()
+	ns := "kube-public"
+	cls := class(t, external, as.ReclaimPolicyRetain, "")
+	dt := target(t, ns, "given-back-"+cls, cls, nil)
+	c := claim(t, ns, "deleted-"+cls, cls, "")
+	w := &deletingWriter{Client: k8s, claim: c}
+	r := &deploymenttargetclaim.Reconciler{Client: w, APIReader: k8s, Recorder: record.NewFakeRecorder(100), Now: time.Now}
+	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)})
+	require.NoError(t, err)
+	require.True(t, w.deleted, "the claim was never deleted mid-binding")
+	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(dt), dt))
+	assert.Empty(t, dt.Spec.ClaimRef, "the target stayed reserved for a claim that is gone")
+	assert.Empty(t, dt.Annotations[as.AnnBoundByController])
+	assert.True(t, apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(c), c)), "the claim is gone")
 }

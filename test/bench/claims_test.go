@@ -4,7 +4,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -15,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	toolswatch "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,18 +26,36 @@ import (
 	"github.com/gitops-service/gitops-service/test/stack"
 )
 
-var claims = flag.Int("claims", 1000, "DeploymentTargetClaims (and matching DeploymentTargets) for the binder benchmark, spread over -m namespaces")
+var (
+	claims     = flag.Int("claims", 1000, "DeploymentTargetClaims (and matching DeploymentTargets) per mode of the binder benchmark, spread over -m namespaces")
+	claimsRate = flag.Float64("claims-rate", 50, "claims created per second in the binder benchmark's steady mode (0: burst mode only)")
+)
 
 const benchClass = "bench-static"
 
-// BenchmarkClaims measures the binder (issue 14): -claims DeploymentTargets,
-// then as many DeploymentTargetClaims of their class created as fast as 32
-// clients can, each claim until it is Bound.
+// BenchmarkClaims measures the binder (issues 14 and 27): 2 x -claims
+// DeploymentTargets of two classes; then -claims claims of the first class
+// arriving at -claims-rate per second (steady: p99 from each claim's
+// creation to Bound), then as many of the second class created as fast as
+// 32 clients can (burst: all Bound how long after the last create). Each
+// mode reports the API server's work per claim: writes and uncached reads
+// as the sidecar counts them, and writes by resource as the API server does.
 func BenchmarkClaims(b *testing.B) {
 	requireStack(b)
 	for i := 0; i < b.N; i++ {
 		runClaims(b)
 	}
+}
+
+// claimsMode is one mode's figures.
+type claimsMode struct {
+	name                      string
+	createdIn, all, afterLast time.Duration
+	lat                       []time.Duration
+	writes, reads, conflicts  float64
+	reconciles                float64
+	byResource                string
+	cpu                       string
 }
 
 func runClaims(b *testing.B) {
@@ -43,13 +64,19 @@ func runClaims(b *testing.B) {
 	load := loadAvg()
 	kube, c, namespaces := apiServer(ctx, b, stack.KubeOptions{Name: "bench-claims"}, m)
 	defer kube.Stop()
-	if err := c.Create(ctx, &as.DeploymentTargetClass{ObjectMeta: metav1.ObjectMeta{Name: benchClass},
-		Spec: as.DeploymentTargetClassSpec{Provisioner: "bench.example.com/none", ReclaimPolicy: as.ReclaimPolicyRetain}}); err != nil {
-		b.Fatal(err)
+	modes := []string{"burst"}
+	if *claimsRate > 0 {
+		modes = []string{"steady", "burst"}
 	}
-	// The targets: i-th in namespace i%m, with the credentials Secret they name.
-	fmt.Printf("bench: %d DeploymentTargets across %d namespaces\n", n, m)
-	if err := parallel(32, n, func(i int) error {
+	for _, mode := range modes {
+		if err := c.Create(ctx, &as.DeploymentTargetClass{ObjectMeta: metav1.ObjectMeta{Name: benchClass + "-" + mode},
+			Spec: as.DeploymentTargetClassSpec{Provisioner: "bench.example.com/none", ReclaimPolicy: as.ReclaimPolicyRetain}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// The targets: i-th of each mode in namespace i%m, with the credentials Secret they name.
+	fmt.Printf("bench: %d DeploymentTargets across %d namespaces\n", n*len(modes), m)
+	if err := parallel(32, n*len(modes), func(i int) error {
 		ns := namespaces[1+i%m]
 		if i < m {
 			if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "target-creds"},
@@ -57,9 +84,10 @@ func runClaims(b *testing.B) {
 				return err
 			}
 		}
+		mode := modes[i/n]
 		return c.Create(ctx, &as.DeploymentTarget{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("dt-%05d", i)},
-			Spec: as.DeploymentTargetSpec{DeploymentTargetClassName: benchClass, KubernetesClusterCredentials: as.DeploymentTargetKubernetesClusterCredentials{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("dt-%s-%05d", mode, i%n)},
+			Spec: as.DeploymentTargetSpec{DeploymentTargetClassName: as.DeploymentTargetClassName(benchClass + "-" + mode), KubernetesClusterCredentials: as.DeploymentTargetKubernetesClusterCredentials{
 				DefaultNamespace: ns, APIURL: "https://cluster.example.com:6443", ClusterCredentialsSecret: "target-creds"}},
 		})
 	}); err != nil {
@@ -87,16 +115,87 @@ func runClaims(b *testing.B) {
 				avail++
 			}
 		}
-		if avail == n {
+		if avail == n*len(modes) {
 			break
 		}
 		if time.Now().After(deadline) {
-			fail("only %d of %d DeploymentTargets Available", avail, n)
+			fail("only %d of %d DeploymentTargets Available", avail, n*len(modes))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	apiHC, err := rest.HTTPClientFor(kube.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	var results []claimsMode
+	for _, mode := range modes {
+		results = append(results, claimsRun(ctx, b, kube, c, side, apiHC, namespaces, mode, fail))
+	}
+	checkClaims(ctx, b, c, fail)
+
+	ms := func(d time.Duration) string { return d.Round(time.Millisecond / 10).String() }
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "### Binder: DeploymentTargetClaims -> Bound, %d per mode, as many matching DeploymentTargets across %d namespaces\n\n", n, m)
+	fmt.Fprintf(&sb, "%s Sidecar flags: defaults %s.\n\n", machineLine(load), *sidecarArgs)
+	sb.WriteString("| measure |")
+	for _, r := range results {
+		sb.WriteString(" " + r.name + " |")
+	}
+	sb.WriteString(" target |\n|---|")
+	for range results {
+		sb.WriteString("---|")
+	}
+	sb.WriteString("---|\n")
+	row := func(measure, target string, f func(r claimsMode) string) {
+		sb.WriteString("| " + measure + " |")
+		for _, r := range results {
+			sb.WriteString(" " + f(r) + " |")
+		}
+		sb.WriteString(" " + target + " |\n")
+	}
+	row(fmt.Sprintf("%d claims created, took", n), "", func(r claimsMode) string {
+		return fmt.Sprintf("%s (%.0f/s)", r.createdIn.Round(10*time.Millisecond), float64(n)/r.createdIn.Seconds())
+	})
+	row("all claims Bound after the first create", "", func(r claimsMode) string { return r.all.Round(10 * time.Millisecond).String() })
+	row("all claims Bound after the last create", "burst: <= 5 s", func(r claimsMode) string { return r.afterLast.Round(10 * time.Millisecond).String() })
+	row("claim created -> Bound, p50", "", func(r claimsMode) string { return ms(pct(r.lat, 50)) })
+	row("claim created -> Bound, p90", "", func(r claimsMode) string { return ms(pct(r.lat, 90)) })
+	row("claim created -> Bound, p99", "steady: <= 1 s", func(r claimsMode) string { return ms(pct(r.lat, 99)) })
+	row("claim created -> Bound, max", "", func(r claimsMode) string { return ms(r.lat[len(r.lat)-1]) })
+	row("API writes per claim, the sidecar's (409s and Events included)", "<= 4", func(r claimsMode) string { return fmt.Sprintf("%.2f", r.writes) })
+	row("of which conflicts (409)", "", func(r claimsMode) string { return fmt.Sprintf("%.2f", r.conflicts) })
+	row("API writes per claim by resource, as the API server counted them (the bench's own create left out)", "", func(r claimsMode) string { return r.byResource })
+	row("uncached API reads per claim (GET, LIST)", "0", func(r claimsMode) string { return fmt.Sprintf("%.2f", r.reads) })
+	row("reconciles per claim", "", func(r claimsMode) string { return fmt.Sprintf("%.2f", r.reconciles) })
+	row("CPU used", "", func(r claimsMode) string { return r.cpu })
+	fmt.Println()
+	fmt.Print(sb.String())
+	for _, r := range results {
+		b.ReportMetric(float64(pct(r.lat, 99).Microseconds())/1000, r.name+"-p99-ms")
+		b.ReportMetric(r.afterLast.Seconds(), r.name+"-after-last-s")
+		b.ReportMetric(r.writes, r.name+"-writes/claim")
+	}
+	if os.Getenv("BENCH_WRITE_RESULTS") == "1" {
+		path := resultsPath(fmt.Sprintf("claims-N%d", n))
+		if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		fmt.Println("bench: wrote test/bench/" + path)
+	}
+}
+
+// claimsRun creates -claims claims of mode's class, steadily at
+// -claims-rate or in a burst from 32 clients, and waits for all to be Bound.
+func claimsRun(ctx context.Context, b *testing.B, kube *stack.Kube, c client.WithWatch, side *stack.Sidecar, apiHC *http.Client,
+	namespaces []string, mode string, fail func(string, ...any)) claimsMode {
+	n, m := *claims, *spaces
 	settle(b, side.MetricsURL)
 	before, err := scrape(side.MetricsURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	apiBefore, err := scrapeWith(apiHC, kube.URL+"/metrics")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -121,7 +220,7 @@ func runClaims(b *testing.B) {
 	go func() {
 		for ev := range w.ResultChan() {
 			claim, ok := ev.Object.(*as.DeploymentTargetClaim)
-			if !ok || claim.Status.Phase != as.DeploymentTargetClaimPhaseBound {
+			if !ok || claim.Status.Phase != as.DeploymentTargetClaimPhaseBound || !strings.HasPrefix(claim.Name, mode+"-") {
 				continue
 			}
 			now := time.Now()
@@ -135,21 +234,41 @@ func runClaims(b *testing.B) {
 		}
 	}()
 
-	fmt.Printf("bench: %d DeploymentTargetClaims from 32 clients\n", n)
 	meter := newCPUMeter(stackPids(kube, side.Pid()))
 	var sent sync.Map
-	start := time.Now()
-	if err := parallel(32, n, func(i int) error {
-		claim := &as.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: namespaces[1+i%m], Name: fmt.Sprintf("claim-%05d", i)},
-			Spec: as.DeploymentTargetClaimSpec{DeploymentTargetClassName: benchClass}}
+	create := func(i int) error {
+		claim := &as.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: namespaces[1+i%m], Name: fmt.Sprintf("%s-%05d", mode, i)},
+			Spec: as.DeploymentTargetClaimSpec{DeploymentTargetClassName: as.DeploymentTargetClassName(benchClass + "-" + mode)}}
 		t0 := time.Now()
 		if err := c.Create(ctx, claim); err != nil {
 			return err
 		}
 		sent.Store(claim.Namespace+"/"+claim.Name, t0)
 		return nil
-	}); err != nil {
-		fail("create: %v", err)
+	}
+	start := time.Now()
+	if mode == "steady" {
+		fmt.Printf("bench: %d DeploymentTargetClaims at %.0f/s\n", n, *claimsRate)
+		// Each create at its own time, whatever the ones before took.
+		errs := make(chan error, n)
+		var wg sync.WaitGroup
+		for i := 0; i < n; i++ {
+			time.Sleep(time.Until(start.Add(time.Duration(float64(i) / *claimsRate * float64(time.Second)))))
+			wg.Add(1)
+			go func() { defer wg.Done(); errs <- create(i) }()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				fail("create: %v", err)
+			}
+		}
+	} else {
+		fmt.Printf("bench: %d DeploymentTargetClaims from 32 clients\n", n)
+		if err := parallel(32, n, create); err != nil {
+			fail("create: %v", err)
+		}
 	}
 	createdIn := time.Since(start)
 	for step := 1; count.Load() < int64(n); step++ {
@@ -161,19 +280,74 @@ func runClaims(b *testing.B) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	total := time.Since(start)
-	cpu := meter.String()
-	var lat []time.Duration
+	r := claimsMode{name: mode, createdIn: createdIn, cpu: meter.String()}
+	var lastCreate, lastBound time.Time
 	mu.Lock()
 	sent.Range(func(k, v any) bool {
-		lat = append(lat, boundAt[k.(string)].Sub(v.(time.Time)))
+		t0, t1 := v.(time.Time), boundAt[k.(string)]
+		r.lat = append(r.lat, t1.Sub(t0))
+		if t0.After(lastCreate) {
+			lastCreate = t0
+		}
+		if t1.After(lastBound) {
+			lastBound = t1
+		}
 		return true
 	})
 	mu.Unlock()
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	r.all, r.afterLast = lastBound.Sub(start), lastBound.Sub(lastCreate)
+	sort.Slice(r.lat, func(i, j int) bool { return r.lat[i] < r.lat[j] })
 	after := settle(b, side.MetricsURL)
+	apiAfter, err := scrapeWith(apiHC, kube.URL+"/metrics")
+	if err != nil {
+		b.Fatal(err)
+	}
+	delta := func(name, label string) float64 { return after.sum(name, label) - before.sum(name, label) }
+	r.writes = (sumMethods(after, writeMethodsRE) - sumMethods(before, writeMethodsRE)) / float64(n)
+	r.reads = (sumMethods(after, "GET LIST") - sumMethods(before, "GET LIST")) / float64(n)
+	r.conflicts = delta("rest_client_requests_total", `code="409"`) / float64(n)
+	r.reconciles = delta("controller_runtime_reconcile_total", `controller="deploymenttargetclaim"`) / float64(n)
+	r.byResource = writesByResource(apiBefore, apiAfter, n)
+	return r
+}
 
-	// The result itself: every claim names its own target, no target twice.
+// apiRequestRE picks resource, subresource and verb out of an
+// apiserver_request_total series (labels sorted by name).
+var apiRequestRE = regexp.MustCompile(`^apiserver_request_total\{code="(\d+)",.*,resource="([^"]*)",scope="[^"]*",subresource="([^"]*)",verb="([A-Z]+)",`)
+
+// writesByResource is every client's writes per claim between two scrapes
+// of the API server, by verb and resource, the bench's own claim creates
+// left out; conflicts (409) counted apart.
+func writesByResource(before, after metrics, n int) string {
+	counts := map[string]float64{}
+	for k, v := range after {
+		f := apiRequestRE.FindStringSubmatch(k)
+		if f == nil || !strings.Contains(" POST PUT PATCH DELETE APPLY ", " "+f[4]+" ") {
+			continue
+		}
+		name := f[4] + " " + f[2]
+		if f[3] != "" {
+			name += "/" + f[3]
+		}
+		if f[1] == "409" {
+			name += " (409)"
+		}
+		counts[name] += v - before[k]
+	}
+	counts["POST deploymenttargetclaims"] -= float64(n)
+	var parts []string
+	for name, v := range counts {
+		if v/float64(n) >= 0.005 {
+			parts = append(parts, fmt.Sprintf("%s %.2f", name, v/float64(n)))
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+// checkClaims checks the result itself: every claim names its own target,
+// no target twice.
+func checkClaims(ctx context.Context, b *testing.B, c client.Client, fail func(string, ...any)) {
 	var dts as.DeploymentTargetList
 	if err := c.List(ctx, &dts); err != nil {
 		b.Fatal(err)
@@ -195,45 +369,6 @@ func runClaims(b *testing.B) {
 			fail("claim %s/%s: phase %s, target %s (claimRef %q, seen twice: %v)", cl.Namespace, cl.Name, cl.Status.Phase, cl.Spec.TargetName, claimOf[key], seen[key])
 		}
 		seen[key] = true
-	}
-
-	delta := func(name, label string) float64 { return after.sum(name, label) - before.sum(name, label) }
-	writes := sumMethods(after, writeMethodsRE) - sumMethods(before, writeMethodsRE)
-	reads := sumMethods(after, "GET LIST") - sumMethods(before, "GET LIST")
-	conflicts := delta("rest_client_requests_total", `code="409"`)
-	reconciles := delta("controller_runtime_reconcile_total", `controller="deploymenttargetclaim"`)
-	ms := func(d time.Duration) string { return d.Round(time.Millisecond / 10).String() }
-	rows := [][3]string{
-		{fmt.Sprintf("%d claims created from 32 clients, took", n), fmt.Sprintf("%s (%.0f/s)", createdIn.Round(10*time.Millisecond), float64(n)/createdIn.Seconds()), ""},
-		{"all claims Bound after the first create", total.Round(10 * time.Millisecond).String(), ""},
-		{"claim created -> Bound, p50", ms(pct(lat, 50)), ""},
-		{"claim created -> Bound, p90", ms(pct(lat, 90)), ""},
-		{"claim created -> Bound, p99", ms(pct(lat, 99)), ""},
-		{"claim created -> Bound, max", ms(lat[len(lat)-1]), ""},
-		{"API writes per claim (finalizer, claimRef, phases, targetName, annotation, Event)", fmt.Sprintf("%.2f", writes/float64(n)), ""},
-		{"API reads per claim (uncached target lists and gets)", fmt.Sprintf("%.2f", reads/float64(n)), ""},
-		{"conflicts (409) per claim", fmt.Sprintf("%.2f", conflicts/float64(n)), ""},
-		{"reconciles per claim", fmt.Sprintf("%.2f", reconciles/float64(n)), ""},
-		{"CPU used", cpu, ""},
-	}
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "### Binder: %d DeploymentTargetClaims -> Bound, %d matching DeploymentTargets across %d namespaces\n\n", n, n, m)
-	fmt.Fprintf(&sb, "%s Sidecar flags: defaults %s.\n\n", machineLine(load), *sidecarArgs)
-	sb.WriteString("| measure | value | target |\n|---|---|---|\n")
-	for _, row := range rows {
-		fmt.Fprintf(&sb, "| %s | %s | %s |\n", row[0], row[1], row[2])
-	}
-	fmt.Println()
-	fmt.Print(sb.String())
-	b.ReportMetric(float64(pct(lat, 50).Microseconds())/1000, "bound-p50-ms")
-	b.ReportMetric(float64(pct(lat, 99).Microseconds())/1000, "bound-p99-ms")
-	b.ReportMetric(total.Seconds(), "all-bound-s")
-	if os.Getenv("BENCH_WRITE_RESULTS") == "1" {
-		path := resultsPath(fmt.Sprintf("claims-N%d", n))
-		if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
-			b.Fatal(err)
-		}
-		fmt.Println("bench: wrote test/bench/" + path)
 	}
 }
 

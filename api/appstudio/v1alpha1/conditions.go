@@ -169,6 +169,9 @@ const (
 	// AnnBoundByController is set on a DeploymentTargetClaim by the binding
 	// controller when the controller (not the user) bound the claim to a
 	// DeploymentTarget, i.e. set .spec.targetName. Value: AnnBinderValueTrue.
+	// The binder also sets it on a DeploymentTarget whose claimRef it wrote
+	// (as on PersistentVolumes), so a reservation for a claim that went
+	// before its binding was written is told from a user's pre-binding.
 	AnnBoundByController = "dt.appstudio.redhat.com/bound-by-controller"
 
 	// AnnDynamicallyProvisioned is set on a DeploymentTarget by the provisioner
