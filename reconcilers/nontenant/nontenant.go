@@ -87,7 +87,7 @@ func Kinds() []client.Object {
 		&v1.GitOpsDeployment{}, &v1.GitOpsDeploymentSyncRun{},
 		&v1.GitOpsDeploymentManagedEnvironment{}, &v1.GitOpsDeploymentRepositoryCredentials{},
 		&appstudio.Environment{}, &appstudio.SnapshotEnvironmentBinding{}, &appstudio.PromotionRun{},
-		&appstudio.DeploymentTargetClaim{}, &appstudio.DeploymentTarget{},
+		&appstudio.DeploymentTargetClaim{}, &appstudio.DeploymentTarget{}, &appstudio.PromotionPreview{},
 	}
 }
 
@@ -170,6 +170,8 @@ func refuse(rec record.EventRecorder, obj client.Object, msg string, now metav1.
 		return set(&o.Status.Conditions, appstudio.DeploymentTargetConditionErrorOccurred)
 	case *appstudio.DeploymentTarget:
 		return set(&o.Status.Conditions, appstudio.DeploymentTargetConditionErrorOccurred)
+	case *appstudio.PromotionPreview:
+		return set(&o.Status.Conditions, appstudio.PromotionPreviewConditionFailed)
 	}
 	return false
 }

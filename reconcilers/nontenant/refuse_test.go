@@ -74,6 +74,8 @@ func assertRefused(t *testing.T, obj client.Object, msg string) {
 		std(o.Status.Conditions, appstudio.DeploymentTargetConditionErrorOccurred, metav1.ConditionTrue)
 	case *appstudio.DeploymentTarget:
 		std(o.Status.Conditions, appstudio.DeploymentTargetConditionErrorOccurred, metav1.ConditionTrue)
+	case *appstudio.PromotionPreview:
+		std(o.Status.Conditions, appstudio.PromotionPreviewConditionFailed, metav1.ConditionTrue)
 	default:
 		t.Fatalf("a kind without a condition: %T", obj)
 	}

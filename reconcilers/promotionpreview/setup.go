@@ -9,14 +9,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
 // SetupWithManager registers the reconciler. A preview runs once per spec
 // generation: status writes do not wake it.
-func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concurrency int) error {
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("promotionpreview").
 		For(&as.PromotionPreview{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		WithOptions(kernel.Sharded(ctx, &as.PromotionPreview{}, controller.Options{MaxConcurrentReconciles: concurrency})).
 		Complete(r)
 }

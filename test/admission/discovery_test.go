@@ -47,7 +47,7 @@ func ourResources(t *testing.T) []metav1.APIResource {
 // name is taken twice.
 func TestShortNamesAndCategory(t *testing.T) {
 	resources := ourResources(t)
-	require.Len(t, resources, 14)
+	require.Len(t, resources, 16)
 	seen := map[string]string{}
 	for _, r := range resources {
 		assert.NotEmpty(t, r.ShortNames, "%s has no short name", r.Kind)
@@ -78,6 +78,8 @@ func TestKubectlGetGitops(t *testing.T) {
 		&as.Snapshot{ObjectMeta: om("snap"), Spec: as.SnapshotSpec{Application: "app"}},
 		&as.SnapshotEnvironmentBinding{ObjectMeta: om("binding"), Spec: as.SnapshotEnvironmentBindingSpec{Application: "app", Environment: "dev", Snapshot: "snap"}},
 		&as.PromotionApproval{ObjectMeta: om("approval"), Spec: as.PromotionApprovalSpec{Snapshot: "snap", Environment: "dev", Approver: as.Approver{User: whoAmI(t)}}},
+		&as.PromotionHistory{ObjectMeta: om("app.dev"), Spec: as.PromotionHistorySpec{Application: "app", Environment: "dev"}},
+		&as.PromotionPreview{ObjectMeta: om("preview"), Spec: as.PromotionPreviewSpec{Snapshot: "snap", Application: "app", TargetEnvironment: "dev"}},
 		&as.PromotionRun{ObjectMeta: om("promo"), Spec: as.PromotionRunSpec{Application: "app", Snapshot: "snap", ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "dev"}}},
 		&as.DeploymentTargetClaim{ObjectMeta: om("claim"), Spec: as.DeploymentTargetClaimSpec{DeploymentTargetClassName: "cls"}},
 		&as.DeploymentTarget{ObjectMeta: om("target"), Spec: as.DeploymentTargetSpec{DeploymentTargetClassName: "cls",
@@ -116,6 +118,8 @@ func TestKubectlGetGitops(t *testing.T) {
 		"gitopsdeploymentrepositorycredentials.managed-gitops.redhat.com/creds",
 		"gitopsdeploymentsyncrun.managed-gitops.redhat.com/run",
 		"promotionapproval.appstudio.redhat.com/approval",
+		"promotionhistory.appstudio.redhat.com/app.dev",
+		"promotionpreview.appstudio.redhat.com/preview",
 		"promotionrun.appstudio.redhat.com/promo",
 		"snapshot.appstudio.redhat.com/snap",
 		"snapshotenvironmentbinding.appstudio.redhat.com/binding",

@@ -81,6 +81,10 @@ func TestStripAdmissionChecksKeepsOtherRules(t *testing.T) {
 			"has(self.manualPromotion) != has(self.automatedPromotion)",
 			"has(self.components) == has(oldSelf.components)",
 			"size(self.metadata.name) <= 63 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",
+			// A PromotionHistory is of one (application, environment) for good;
+			// a rollback is never forced (shapes of the API, like the one-of above).
+			"self.application == oldSelf.application && self.environment == oldSelf.environment",
+			"!(has(self.rollback) && self.rollback && has(self.force) && self.force)",
 		}, rule)
 	}
 	assert.Positive(t, kept["self == oldSelf"])

@@ -118,7 +118,7 @@ const (
 // change there, without changing anything.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=pp
+// +kubebuilder:resource:shortName=preview;pp,categories=gitops
 // +kubebuilder:printcolumn:name="Snapshot",type=string,JSONPath=`.spec.snapshot`
 // +kubebuilder:printcolumn:name="Environment",type=string,JSONPath=`.spec.targetEnvironment`
 // +kubebuilder:printcolumn:name="Clean",type=boolean,JSONPath=`.status.clean`
