@@ -115,11 +115,15 @@ func TestTenantsCannotApproveOrFreezeAnothersEnvironment(t *testing.T) {
 		err := asAlice.Create(ctx, a)
 		assert.True(t, apierrors.IsForbidden(err), "alice approving in %s as %s: %v", nsB, user, err)
 	}
-	// As bob, in her own namespace: the admission policy refuses.
-	err := asAlice.Create(ctx, mine("as-bob", bob, "prod"))
-	if assert.Error(t, err) {
-		assert.Contains(t, err.Error(), "spec.approver.user must be "+alice)
-	}
+	// As bob, in her own namespace: the admission policy refuses (once it has
+	// reached the API server's policy cache, a moment after its creation: an
+	// approval made before then is not what this test is about).
+	var err error
+	require.Eventually(t, func() bool {
+		err = asAlice.Create(ctx, mine("as-bob-"+rand.String(4), bob, "prod"))
+		return err != nil
+	}, wait, tick, "the admission policy never refused alice approving as %s", bob)
+	assert.Contains(t, err.Error(), "spec.approver.user must be "+alice)
 	// Bob's Environment by a path: the CRD refuses it.
 	err = asAlice.Create(ctx, mine("path", alice, nsB+"/prod"))
 	assert.True(t, apierrors.IsInvalid(err), "an Environment of another namespace by path: %v", err)
