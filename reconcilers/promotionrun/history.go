@@ -112,10 +112,7 @@ func (r *Reconciler) record(ctx context.Context, run *as.PromotionRun) error {
 	if err != nil {
 		return err
 	}
-	byEnv := map[string]*as.PromotionHistory{}
-	for i := range histories {
-		byEnv[histories[i].Spec.Environment] = &histories[i]
-	}
+	byEnv := byEnvironment(histories)
 	for env, e := range historyEntries(run, created, r.now()) {
 		if recorded(byEnv[env], e.PromotionRunUID) {
 			continue
@@ -178,6 +175,15 @@ func (r *Reconciler) histories(ctx context.Context, ns, app string) ([]as.Promot
 		return nil, err
 	}
 	return slices.DeleteFunc(list.Items, func(h as.PromotionHistory) bool { return h.Spec.Application != app }), nil
+}
+
+// byEnvironment indexes an application's histories by Environment.
+func byEnvironment(histories []as.PromotionHistory) map[string]*as.PromotionHistory {
+	byEnv := make(map[string]*as.PromotionHistory, len(histories))
+	for i := range histories {
+		byEnv[histories[i].Spec.Environment] = &histories[i]
+	}
+	return byEnv
 }
 
 // updateHistory applies mutate to the status of the history of app in env,

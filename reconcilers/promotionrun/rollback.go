@@ -206,10 +206,7 @@ func (r *Reconciler) checkHold(ctx context.Context, run *as.PromotionRun, envs [
 	if err != nil {
 		return err
 	}
-	byEnv := map[string]*as.PromotionHistory{}
-	for i := range histories {
-		byEnv[histories[i].Spec.Environment] = &histories[i]
-	}
+	byEnv := byEnvironment(histories)
 	held := heldParents(envs, level, next, func(env string) bool { return byEnv[env].Held() })
 	if len(held) == 0 {
 		return nil
