@@ -117,7 +117,7 @@ func progress(rec record.EventRecorder, run *v1.GitOpsDeploymentSyncRun, app *ar
 		run.Status.StartedAt = &now
 	}
 	st := app.Status.OperationState
-	if st == nil || !ours(&st.Operation, run.UID) || !st.Phase.Completed() || !comparedSince(app, st, now) {
+	if st == nil || !ours(&st.Operation, run.UID) || !st.Phase.Completed() || !comparedSince(app, st, run.Spec.RevisionID != "", now) {
 		run.Status.Phase = v1.OperationRunning
 		return
 	}
@@ -169,14 +169,17 @@ func compared(app *argov1alpha1.Application) bool {
 
 // comparedSince says whether Argo CD has compared the Application with git
 // since the operation finished, so its sync status and health are those after
-// the sync: it reports Synced at the synced revision, or compared in a later
-// second (times have second resolution); after compareWait it is taken as it is.
-func comparedSince(app *argov1alpha1.Application, st *argov1alpha1.OperationState, now metav1.Time) bool {
+// the sync: it reports Synced at the synced revision (only for a sync to the
+// deployment's own target: a sync to another revision is reported Synced at it
+// by the operation itself, before the comparison with the target says
+// OutOfSync), or compared in a later second (times have second resolution);
+// after compareWait it is taken as it is.
+func comparedSince(app *argov1alpha1.Application, st *argov1alpha1.OperationState, otherRevision bool, now metav1.Time) bool {
 	finished := st.FinishedAt
 	if finished == nil {
 		return true
 	}
-	if st.SyncResult != nil && app.Status.Sync.Status == argov1alpha1.SyncStatusCodeSynced && app.Status.Sync.Revision == st.SyncResult.Revision {
+	if !otherRevision && st.SyncResult != nil && app.Status.Sync.Status == argov1alpha1.SyncStatusCodeSynced && app.Status.Sync.Revision == st.SyncResult.Revision {
 		return true
 	}
 	at := app.Status.ReconciledAt

@@ -169,13 +169,20 @@ func TestProgress(t *testing.T) {
 		sync      v1.SyncStatusCode
 		revision  string
 		succeeded bool
+		// runRevision: the run's spec.revisionId (another than the deployment's target).
+		runRevision string
 	}{
 		"not picked up yet": {app: application(func(a *argov1alpha1.Application) { a.Operation = op(run.UID) }), now: 100, phase: v1.OperationRunning},
 		"another run's operation": {app: application(func(a *argov1alpha1.Application) {
 			a.Status.OperationState = &argov1alpha1.OperationState{Operation: *op("x"), Phase: synccommon.OperationSucceeded}
 		}), now: 100, phase: v1.OperationRunning},
-		"succeeded, compared since":   {app: finished(synccommon.OperationSucceeded, 100, 101, argov1alpha1.SyncStatusCodeOutOfSync), now: 102, phase: v1.OperationSucceeded, event: "Normal SyncSucceeded " + MsgSucceeded, sync: "OutOfSync", revision: "abc", succeeded: true},
-		"succeeded, Synced at it":     {app: finished(synccommon.OperationSucceeded, 100, 100, argov1alpha1.SyncStatusCodeSynced), now: 100, phase: v1.OperationSucceeded, event: "Normal SyncSucceeded " + MsgSucceeded, sync: "Synced", revision: "abc", succeeded: true},
+		"succeeded, compared since": {app: finished(synccommon.OperationSucceeded, 100, 101, argov1alpha1.SyncStatusCodeOutOfSync), now: 102, phase: v1.OperationSucceeded, event: "Normal SyncSucceeded " + MsgSucceeded, sync: "OutOfSync", revision: "abc", succeeded: true},
+		"succeeded, Synced at it":   {app: finished(synccommon.OperationSucceeded, 100, 100, argov1alpha1.SyncStatusCodeSynced), now: 100, phase: v1.OperationSucceeded, event: "Normal SyncSucceeded " + MsgSucceeded, sync: "Synced", revision: "abc", succeeded: true},
+		// Argo CD's operation reports a sync to another revision Synced at it; only
+		// the comparison after it says OutOfSync with the target.
+		"another revision, Synced at it, not compared yet": {app: finished(synccommon.OperationSucceeded, 100, 100, argov1alpha1.SyncStatusCodeSynced), now: 101, phase: v1.OperationRunning, runRevision: "abc"},
+		"another revision, compared since": {app: finished(synccommon.OperationSucceeded, 100, 101, argov1alpha1.SyncStatusCodeOutOfSync), now: 102, phase: v1.OperationSucceeded,
+			event: "Normal SyncSucceeded " + MsgSucceeded, sync: "OutOfSync", revision: "abc", succeeded: true, runRevision: "abc"},
 		"succeeded, not compared yet": {app: finished(synccommon.OperationSucceeded, 100, 100, argov1alpha1.SyncStatusCodeOutOfSync), now: 110, phase: v1.OperationRunning},
 		"succeeded, comparison never came": {app: finished(synccommon.OperationSucceeded, 100, 100, argov1alpha1.SyncStatusCodeOutOfSync), now: 100 + int(compareWait/time.Second) + 1,
 			phase: v1.OperationSucceeded, event: "Normal SyncSucceeded " + MsgSucceeded, sync: "OutOfSync", revision: "abc", succeeded: true},
@@ -185,6 +192,7 @@ func TestProgress(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			run := run.DeepCopy()
+			run.Spec.RevisionID = tc.runRevision
 			rec := record.NewFakeRecorder(5)
 			progress(rec, run, tc.app, at(tc.now))
 			assert.Equal(t, tc.phase, run.Status.Phase)
