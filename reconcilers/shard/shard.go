@@ -144,13 +144,24 @@ func (r *Reconciler) event(ns *corev1.Namespace, reason, format string, args ...
 
 // release deletes, step by step, what we made for tenant in our Argo CD
 // namespace, and says how many objects are still there (0: released).
-// ApplicationSets go first, orphaning their Applications, so that the
-// applicationset controller re-adds no finalizer; then the Applications,
-// without Argo CD's resources finalizer, so that the workload they deployed
-// stays for the new instance to adopt; then the AppProject and Secrets.
+// Argo CD's resources finalizer goes first, from every Application, so that no
+// deletion of one (ours, or the garbage collector's once its ApplicationSet is
+// gone) prunes the workload it deployed, which stays for the new instance to
+// adopt; then the ApplicationSets, orphaning their Applications; then the
+// Applications, the finalizer removed again in case the applicationset
+// controller put it back meanwhile; then the AppProject and Secrets.
 func (r *Reconciler) release(ctx context.Context, tenant string) (int, error) {
 	ofTenant := []client.ListOption{client.InNamespace(r.ArgoNamespace),
 		client.MatchingLabels{ownership.LabelManagedBy: ownership.ManagedByValue, ownership.LabelTenantNS: tenant}}
+	var apps argov1alpha1.ApplicationList
+	if err := r.APIReader.List(ctx, &apps, ofTenant...); err != nil {
+		return 0, fmt.Errorf("listing Applications of tenant %s: %w", tenant, err)
+	}
+	for i := range apps.Items {
+		if err := r.keepResources(ctx, &apps.Items[i]); err != nil {
+			return 0, err
+		}
+	}
 	var sets argov1alpha1.ApplicationSetList
 	if err := r.APIReader.List(ctx, &sets, ofTenant...); err != nil {
 		return 0, fmt.Errorf("listing ApplicationSets of tenant %s: %w", tenant, err)
@@ -163,20 +174,8 @@ func (r *Reconciler) release(ctx context.Context, tenant string) (int, error) {
 	if len(sets.Items) > 0 {
 		return len(sets.Items), nil
 	}
-	var apps argov1alpha1.ApplicationList
-	if err := r.APIReader.List(ctx, &apps, ofTenant...); err != nil {
-		return 0, fmt.Errorf("listing Applications of tenant %s: %w", tenant, err)
-	}
 	for i := range apps.Items {
-		app := &apps.Items[i]
-		if kept := withoutPruning(app.Finalizers); len(kept) != len(app.Finalizers) {
-			patch := client.MergeFromWithOptions(app.DeepCopy(), client.MergeFromWithOptimisticLock{})
-			app.Finalizers = kept
-			if err := r.Client.Patch(ctx, app, patch); err != nil && !apierrors.IsNotFound(err) {
-				return 0, fmt.Errorf("removing Argo CD's resources finalizer from Application %s: %w", app.Name, err)
-			}
-		}
-		if err := r.delete(ctx, app, metav1.DeletePropagationBackground); err != nil {
+		if err := r.delete(ctx, &apps.Items[i], metav1.DeletePropagationBackground); err != nil {
 			return 0, err
 		}
 	}
@@ -202,6 +201,21 @@ func (r *Reconciler) release(ctx context.Context, tenant string) (int, error) {
 		}
 	}
 	return len(projects.Items) + len(secrets.Items), nil
+}
+
+// keepResources removes Argo CD's resources (and post-delete) finalizer from
+// app, so that its deletion leaves what it deployed.
+func (r *Reconciler) keepResources(ctx context.Context, app *argov1alpha1.Application) error {
+	kept := withoutPruning(app.Finalizers)
+	if len(kept) == len(app.Finalizers) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(app.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	app.Finalizers = kept
+	if err := r.Client.Patch(ctx, app, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing Argo CD's resources finalizer from Application %s: %w", app.Name, err)
+	}
+	return nil
 }
 
 // delete deletes exactly the object listed (UID precondition).
