@@ -33,17 +33,24 @@ func startedWithoutWaiting(r *as.PromotionRun) bool {
 	return r.Status.State == as.PromotionRunStateActive && meta.FindStatusCondition(r.Status.Conditions, as.PromotionRunConditionWaiting) == nil
 }
 
-// setGates sets the gates of Environment name.
-func setGates(t *testing.T, ns, name string, g *as.PromotionGates) {
+// updateEnv changes Environment name from a fresh read, retried on conflict:
+// the environment reconciler writes it too.
+func updateEnv(t *testing.T, ns, name string, change func(*as.Environment)) {
 	t.Helper()
 	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		env := &as.Environment{}
 		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, env); err != nil {
 			return err
 		}
-		env.Spec.Gates = g
+		change(env)
 		return k8s.Update(context.Background(), env)
 	}))
+}
+
+// setGates sets the gates of Environment name.
+func setGates(t *testing.T, ns, name string, g *as.PromotionGates) {
+	t.Helper()
+	updateEnv(t, ns, name, func(env *as.Environment) { env.Spec.Gates = g })
 }
 
 // noBindingFor asserts nothing was bound to env while the run waited.
@@ -171,27 +178,17 @@ func TestAnUnboundClaimHoldsTheRun(t *testing.T) {
 	// A claim of a class nobody provisions stays Pending.
 	require.NoError(t, k8s.Create(ctx, &as.DeploymentTargetClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "claim"},
 		Spec: as.DeploymentTargetClaimSpec{DeploymentTargetClassName: "nobody-provisions-this"}}))
-	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		env := &as.Environment{}
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, env); err != nil {
-			return err
-		}
+	updateEnv(t, ns, "dev", func(env *as.Environment) {
 		env.Spec.Configuration.Target.DeploymentTargetClaim.ClaimName = "claim"
-		return k8s.Update(ctx, env)
-	}))
+	})
 	run := manual(ns, "to-dev", "appa", "snap-a", "dev")
 	require.NoError(t, k8s.Create(ctx, run))
 	waitRun(t, run, "waiting for the claim", waitingFor(as.WaitingReasonClaimNotBound, "DeploymentTargetClaim claim of Environment dev to be bound (phase Pending)"))
 	noBindingFor(t, ns, "dev")
 	// The Environment no longer deploys through the claim: the run starts (the Environment's watch).
-	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		env := &as.Environment{}
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, env); err != nil {
-			return err
-		}
+	updateEnv(t, ns, "dev", func(env *as.Environment) {
 		env.Spec.Configuration.Target.DeploymentTargetClaim.ClaimName = ""
-		return k8s.Update(ctx, env)
-	}))
+	})
 	got := &as.PromotionRun{}
 	require.Eventually(t, func() bool {
 		return k8s.Get(ctx, client.ObjectKeyFromObject(run), got) == nil && startedWithoutWaiting(got)

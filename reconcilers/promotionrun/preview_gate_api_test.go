@@ -22,10 +22,9 @@ import (
 func TestPromotionRunWaitsForACleanPreview(t *testing.T) {
 	ctx := context.Background()
 	ns := tenant(t)
-	env := &as.Environment{}
-	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "staging"}, env))
-	env.Spec.Preview = &as.PreviewPolicy{RequiredWithin: metav1.Duration{Duration: 10 * time.Minute}}
-	require.NoError(t, k8s.Update(ctx, env))
+	updateEnv(t, ns, "staging", func(env *as.Environment) {
+		env.Spec.Preview = &as.PreviewPolicy{RequiredWithin: metav1.Duration{Duration: 10 * time.Minute}}
+	})
 
 	run := manual(ns, "gated", "appa", "snap-a", "staging")
 	require.NoError(t, k8s.Create(ctx, run))

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
@@ -286,9 +287,15 @@ func TestRunCompletedBeforeReadyGetsIt(t *testing.T) {
 	got := waitRun(t, run, "failed", failedWith(`Snapshot "nope" not found`))
 	warning(t, got, "SnapshotNotFound")
 
-	// What an older sidecar left: completed, no Ready.
-	meta.RemoveStatusCondition(&got.Status.Conditions, "Ready")
-	got.Status.ObservedGeneration = 0
-	require.NoError(t, k8s.Status().Update(ctx, got))
+	// What an older sidecar left: completed, no Ready (from a fresh read: the
+	// reconciler may still be writing the run).
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(run), got); err != nil {
+			return err
+		}
+		meta.RemoveStatusCondition(&got.Status.Conditions, "Ready")
+		got.Status.ObservedGeneration = 0
+		return k8s.Status().Update(ctx, got)
+	}))
 	waitRun(t, run, "Ready=False again", readyIs(metav1.ConditionFalse, "PromotionFailed"))
 }
