@@ -43,7 +43,7 @@ const prodWindow = 30 * time.Second
 
 // decisionSlack is how long a binding write may be seen after the sidecar
 // decided the window was open (the decision, the write and the watch event).
-const decisionSlack = 2 * time.Second
+const decisionSlack = 5 * time.Second
 
 // bindingWrite is one state of a binding the watch saw.
 type bindingWrite struct {
