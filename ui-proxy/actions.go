@@ -95,9 +95,16 @@ func (s *Server) promote(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		return &as.PromotionRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: runName(snap.Name + "-to-" + env.Name)},
-			Spec: as.PromotionRunSpec{Snapshot: snap.Name, Application: seb.Spec.Application,
+			Spec: as.PromotionRunSpec{Snapshot: snap.Name, Application: seb.Spec.Application, RequestedBy: requester(r),
 				ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: env.Name}}}, nil
 	})
+}
+
+// requester is the Argo CD user argocd-server authenticated, whom the
+// PromotionRun names as its requester (argocd:<user>, as approve names the
+// approver; the admission policy lets only our ServiceAccount do so).
+func requester(r *http.Request) *as.Requester {
+	return &as.Requester{User: ArgoCDIdentityPrefix + strings.TrimSpace(r.Header.Get(HeaderUsername))}
 }
 
 // act checks the Application as reads do, that its owner is of kind, and that

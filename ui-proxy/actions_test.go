@@ -156,8 +156,9 @@ func TestPanelActions(t *testing.T) {
 	require.Len(t, p, 1)
 	assert.Equal(t, "team-a", p[0].Namespace)
 	assert.Equal(t, body["name"], p[0].Name)
-	assert.Equal(t, as.PromotionRunSpec{Snapshot: "snap-1", Application: "shop",
-		ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "staging"}}, p[0].Spec)
+	assert.Equal(t, as.PromotionRunSpec{Snapshot: "snap-1", Application: "shop", RequestedBy: &as.Requester{User: "argocd:alice"},
+		ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "staging"}}, p[0].Spec,
+		"the run names the Argo CD user who promoted (the admission policy lets only the sidecar do so)")
 
 	// Bob acts on his own tenant's deployment: the run is in team-b.
 	status, body = actor{method: http.MethodPost, path: "/api/v1/sync", app: "b-app", project: project("team-b"), user: "bob"}.do(t, srv)

@@ -76,7 +76,7 @@ func (s *Server) rollback(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		return &as.PromotionRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: runName(seb.Spec.Application + "-" + seb.Spec.Environment + "-rollback")},
-			Spec: as.PromotionRunSpec{Snapshot: seb.Spec.Snapshot, Application: seb.Spec.Application,
+			Spec: as.PromotionRunSpec{Snapshot: seb.Spec.Snapshot, Application: seb.Spec.Application, RequestedBy: requester(r),
 				ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: seb.Spec.Environment, Rollback: true}}}, nil
 	})
 }

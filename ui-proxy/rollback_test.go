@@ -37,8 +37,9 @@ func TestPanelRollback(t *testing.T) {
 	_, p := runs(t, c)
 	require.Len(t, p, 1)
 	assert.Equal(t, "team-a", p[0].Namespace)
-	assert.Equal(t, as.PromotionRunSpec{Snapshot: "snap-2", Application: "shop", ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "prod", Rollback: true}}, p[0].Spec,
-		"the binding's Snapshot, rolled back out of the binding's Environment")
+	assert.Equal(t, as.PromotionRunSpec{Snapshot: "snap-2", Application: "shop", RequestedBy: &as.Requester{User: "argocd:alice"},
+		ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "prod", Rollback: true}}, p[0].Spec,
+		"the binding's Snapshot, rolled back out of the binding's Environment, by the Argo CD user")
 }
 
 func TestHistoryView(t *testing.T) {

@@ -363,9 +363,13 @@ func (c *cli) promote(ctx context.Context, snapshotName string) error {
 	if c.opts.preview {
 		return c.preview(ctx, snap)
 	}
+	me, err := c.requester(ctx)
+	if err != nil {
+		return err
+	}
 	run := &as.PromotionRun{
 		ObjectMeta: metav1.ObjectMeta{Namespace: c.namespace, GenerateName: snapshotName + "-promote-"},
-		Spec:       as.PromotionRunSpec{Snapshot: snapshotName, Application: snap.Spec.Application},
+		Spec:       as.PromotionRunSpec{Snapshot: snapshotName, Application: snap.Spec.Application, RequestedBy: me},
 	}
 	if c.opts.to != "" {
 		run.Spec.ManualPromotion = &as.ManualPromotionConfiguration{TargetEnvironment: c.opts.to}

@@ -32,6 +32,16 @@ func (c *cli) whoAmI(ctx context.Context) (authenticationv1.UserInfo, error) {
 	return r.Status.UserInfo, nil
 }
 
+// requester is who a PromotionRun we create says requested it: who the API
+// server says we are (its admission policy checks it), without groups.
+func (c *cli) requester(ctx context.Context) (*as.Requester, error) {
+	me, err := c.whoAmI(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &as.Requester{User: me.Username}, nil
+}
+
 // approval is the PromotionApproval approve creates: the approver is who the
 // API server says we are (its admission policy checks it), with only those of
 // our groups that the Environment's gate names.

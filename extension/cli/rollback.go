@@ -77,9 +77,13 @@ func (c *cli) rollback(ctx context.Context, env string) error {
 	if seb == nil {
 		return &exitError{code: exitRefused, msg: fmt.Sprintf("application %s has no binding in Environment %s: nothing to roll back", c.opts.application, env)}
 	}
+	me, err := c.requester(ctx)
+	if err != nil {
+		return err
+	}
 	run := &as.PromotionRun{
 		ObjectMeta: metav1.ObjectMeta{Namespace: c.namespace, GenerateName: rollbackPrefix(c.opts.application, env)},
-		Spec: as.PromotionRunSpec{Snapshot: seb.Spec.Snapshot, Application: c.opts.application,
+		Spec: as.PromotionRunSpec{Snapshot: seb.Spec.Snapshot, Application: c.opts.application, RequestedBy: me,
 			ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: env, Rollback: true}},
 	}
 	if err := c.Create(ctx, run); err != nil {

@@ -55,9 +55,20 @@ func historyEntries(run *as.PromotionRun, snapshotCreated *metav1.Time, now meta
 		out[s.EnvironmentName] = as.PromotionHistoryEntry{
 			PromotionRun: run.Name, PromotionRunUID: string(run.UID), Kind: kind, Snapshot: snapshotOf(run),
 			SnapshotCreated: snapshotCreated, StartTime: &created, CompletionTime: now, Result: result, Message: s.DisplayStatus,
+			PromotedBy: promotedBy(run),
 		}
 	}
 	return out
+}
+
+// promotedBy is who requested the run: its spec.requestedBy, which the
+// admission policy gitops-service-promotion-requesters checked against the
+// identity the API server authenticated; empty (unknown) when unset.
+func promotedBy(run *as.PromotionRun) string {
+	if run.Spec.RequestedBy == nil {
+		return ""
+	}
+	return run.Spec.RequestedBy.User
 }
 
 // upsertEntry adds e to st unless the run already has one there (a step ends

@@ -51,6 +51,10 @@ func TestHistoryEntries(t *testing.T) {
 	e := historyEntries(rb, nil, now)["prod"]
 	assert.Equal(t, as.PromotionKindRollback, e.Kind)
 	assert.Equal(t, "good", e.Snapshot, "a rollback's entry is what it rolled back to")
+	assert.Empty(t, e.PromotedBy, "a run without requestedBy was promoted by someone unknown")
+
+	rb.Spec.RequestedBy = &as.Requester{User: "argocd:alice", Groups: []string{"argocd:ops"}}
+	assert.Equal(t, "argocd:alice", historyEntries(rb, nil, now)["prod"].PromotedBy, "the history names who requested the run")
 }
 
 func TestUpsertEntryIsBoundedAndOncePerRun(t *testing.T) {

@@ -34,9 +34,16 @@ const sidecarUser = "system:serviceaccount:argocd:gitops-service"
 // as shipped in manifests/install.
 func installApprovalPolicy(t *testing.T) {
 	t.Helper()
+	installPolicy(t, "promotion-approvals.yaml")
+}
+
+// installPolicy creates the ValidatingAdmissionPolicy and its binding of
+// manifests/install/<file>.
+func installPolicy(t *testing.T, file string) {
+	t.Helper()
 	root, err := stack.RepoRoot()
 	require.NoError(t, err)
-	f, err := os.Open(filepath.Join(root, "manifests", "install", "promotion-approvals.yaml"))
+	f, err := os.Open(filepath.Join(root, "manifests", "install", file))
 	require.NoError(t, err)
 	defer f.Close()
 	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)

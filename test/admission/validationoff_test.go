@@ -85,6 +85,8 @@ func TestStripAdmissionChecksKeepsOtherRules(t *testing.T) {
 			// a rollback is never forced (shapes of the API, like the one-of above).
 			"self.application == oldSelf.application && self.environment == oldSelf.environment",
 			"!(has(self.rollback) && self.rollback && has(self.force) && self.force)",
+			// A PromotionRun's requester is immutable (set, changed or removed).
+			"has(self.requestedBy) == has(oldSelf.requestedBy) && (!has(self.requestedBy) || self.requestedBy == oldSelf.requestedBy)",
 		}, rule)
 	}
 	assert.Positive(t, kept["self == oldSelf"])

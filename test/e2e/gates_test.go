@@ -50,6 +50,7 @@ func TestGatedPromotion(t *testing.T) {
 	ctx := context.Background()
 	applyTenantRoles(t)
 	applyApprovalPolicy(t)
+	applyRequesterPolicy(t)
 	ns := tenantNamespace(t)
 	appWithComponents(t, ns, "base")
 	alice, bob := "alice-"+rand.String(4), "bob-"+rand.String(4)
@@ -163,4 +164,24 @@ spec:
 			assert.False(t, r.Status.PromotionStartTime.Time.Before(closes), "prod entered at %s, inside the window (until %s)", r.Status.PromotionStartTime, closes)
 		}
 	}
+	// The history names who promoted: alice, whom the CLI found with a
+	// SelfSubjectReview and the requester policy checked; the automated run
+	// (created without a requester) by no one.
+	promotedBy := func(env string) map[string]string {
+		h := &as.PromotionHistory{}
+		by := map[string]string{}
+		if k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: as.PromotionHistoryName("appa", env)}, h) == nil {
+			for _, e := range h.Status.Entries {
+				by[e.PromotionRun] = e.PromotedBy
+			}
+		}
+		return by
+	}
+	require.Eventually(t, func() bool { return len(promotedBy("prod")) == 1 }, 30*time.Second, poll, "no history of prod")
+	for run, by := range promotedBy("prod") {
+		assert.Equal(t, alice, by, "the requester of %s", run)
+	}
+	staging, ok := promotedBy("staging")[auto.Name]
+	assert.True(t, ok, "no history entry of %s in staging", auto.Name)
+	assert.Equal(t, "", staging, "the automated run's requester")
 }

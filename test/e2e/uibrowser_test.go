@@ -484,8 +484,8 @@ func TestUIPanelInTheBrowser(t *testing.T) {
 		}
 	}
 	require.Len(t, fromPanel, 1)
-	assert.Equal(t, as.PromotionRunSpec{Snapshot: "snap-2", Application: "appa",
-		ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "staging"}}, fromPanel[0].Spec)
+	assert.Equal(t, as.PromotionRunSpec{Snapshot: "snap-2", Application: "appa", RequestedBy: &as.Requester{User: "argocd:alice"},
+		ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "staging"}}, fromPanel[0].Spec, "the run names the Argo CD user argocd-server authenticated")
 
 	// Argo CD's admin may open tenant A's panel, but the tenant mapping does
 	// not name admin: Sync is refused with the reason, even when the browser

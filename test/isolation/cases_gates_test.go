@@ -28,9 +28,15 @@ import (
 // installApprovalPolicy installs the approval admission policy as shipped.
 func installApprovalPolicy(t *testing.T) {
 	t.Helper()
+	installPolicy(t, "promotion-approvals.yaml")
+}
+
+// installPolicy installs the admission policy of manifests/install/<file>.
+func installPolicy(t *testing.T, file string) {
+	t.Helper()
 	root, err := stack.RepoRoot()
 	require.NoError(t, err)
-	data, err := os.ReadFile(filepath.Join(root, "manifests", "install", "promotion-approvals.yaml"))
+	data, err := os.ReadFile(filepath.Join(root, "manifests", "install", file))
 	require.NoError(t, err)
 	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(string(data)), 4096)
 	for {

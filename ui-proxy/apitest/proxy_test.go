@@ -405,6 +405,6 @@ func TestPanelActions(t *testing.T) {
 	require.Equal(t, http.StatusCreated, status, "%v", body)
 	pr := &as.PromotionRun{}
 	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: body["name"].(string)}, pr))
-	assert.Equal(t, as.PromotionRunSpec{Snapshot: "snap-1", Application: "shop",
-		ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "staging"}}, pr.Spec)
+	assert.Equal(t, as.PromotionRunSpec{Snapshot: "snap-1", Application: "shop", RequestedBy: &as.Requester{User: "argocd:alice"},
+		ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "staging"}}, pr.Spec, "the run names the Argo CD user who promoted")
 }

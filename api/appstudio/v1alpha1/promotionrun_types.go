@@ -57,6 +57,7 @@ const (
 // PromotionRunSpec is the desired state of a PromotionRun. Exactly one of
 // manualPromotion and automatedPromotion must be set.
 // +kubebuilder:validation:XValidation:rule="has(self.manualPromotion) != has(self.automatedPromotion)",message="exactly one of manualPromotion and automatedPromotion must be set"
+// +kubebuilder:validation:XValidation:rule="has(self.requestedBy) == has(oldSelf.requestedBy) && (!has(self.requestedBy) || self.requestedBy == oldSelf.requestedBy)",message="requestedBy is immutable: it is set when the PromotionRun is created"
 type PromotionRunSpec struct {
 	// Snapshot is the name of the Snapshot, in the namespace of the
 	// PromotionRun, to promote between Environments.
@@ -82,6 +83,33 @@ type PromotionRunSpec struct {
 	// ManualPromotion.
 	// +optional
 	AutomatedPromotion *AutomatedPromotionConfiguration `json:"automatedPromotion,omitempty"`
+
+	// RequestedBy is who asked for the promotion, recorded in the
+	// PromotionHistory. The admission policy gitops-service-promotion-requesters
+	// makes it the identity the API server authenticated when the run is
+	// created (user the requester's user name, groups a subset of its groups),
+	// except for the GitOps Service's ServiceAccount, which also requests on
+	// behalf of an Argo CD user argocd-server authenticated (the panel), with
+	// argocd: before each name. Unset, the history says the requester is
+	// unknown. It cannot be set, changed or removed after creation.
+	// +optional
+	RequestedBy *Requester `json:"requestedBy,omitempty"`
+}
+
+// Requester is the identity that asked for a promotion.
+type Requester struct {
+	// User is the requester's user name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	User string `json:"user"`
+
+	// Groups are some of the requester's groups.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=256
+	// +listType=set
+	Groups []string `json:"groups,omitempty"`
 }
 
 // ManualPromotionConfiguration is the configuration of a manual promotion.
