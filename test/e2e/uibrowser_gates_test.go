@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
@@ -46,16 +47,16 @@ func bindingApplication(t *testing.T, ns, env, component string) argov1alpha1.Ap
 // toggle staging's freeze switch; Preview of dev's Snapshot into staging
 // shows the image change; Rollback rolls staging back and the history says
 // so. Then the CLI, through the real argocd binary with alice's Argo CD
-// login, shows that history and releases the rollback's hold.
+// login, shows that history, releases the rollback's hold and follows a
+// rollback that is refused.
 func panelGates(t *testing.T, alice *browserUser, ns string, devApp argov1alpha1.Application) {
 	ctx := context.Background()
 	applyApprovalPolicy(t)
 	stagingApp := bindingApplication(t, ns, "staging", "frontend")
 	const approver = "argocd:alice"
-	staging := &as.Environment{}
-	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "staging"}, staging))
-	staging.Spec.Gates = &as.PromotionGates{Approvals: &as.ApprovalGate{Required: 1, Users: []string{approver}}}
-	require.NoError(t, k8s.Update(ctx, staging))
+	staging := &as.Environment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "staging"}}
+	require.NoError(t, k8s.Patch(ctx, staging, client.RawPatch(types.MergePatchType,
+		[]byte(`{"spec":{"gates":{"approvals":{"required":1,"users":["`+approver+`"]}}}}`))))
 	gated := &as.PromotionRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "snap-1-to-staging-gated"}, Spec: as.PromotionRunSpec{
 		Snapshot: "snap-1", Application: "appa", ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "staging"}}}
 	require.NoError(t, k8s.Create(ctx, gated))
@@ -167,4 +168,10 @@ func panelGates(t *testing.T, alice *browserUser, ns string, devApp argov1alpha1
 	out, code = gitopsWith(t, login, "history", "staging")
 	require.Equal(t, 0, code, out)
 	assert.NotContains(t, out, "held since", "the hold is released")
+	// A rollback through Argo CD, followed to its end: snap-1, the only
+	// other Snapshot verified in staging, is rejected, so it is refused.
+	out, code = gitopsWith(t, login, "rollback", "staging", "--application", "appa")
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "rollback of snap-2 out of staging (application appa)")
+	assert.Contains(t, out, "nothing to roll back to")
 }
