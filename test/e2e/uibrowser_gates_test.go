@@ -171,7 +171,7 @@ func panelGates(t *testing.T, alice *browserUser, ns string, devApp argov1alpha1
 	// A rollback through Argo CD, followed to its end: snap-1, the only
 	// other Snapshot verified in staging, is rejected, so it is refused.
 	out, code = gitopsWith(t, login, "rollback", "staging", "--application", "appa")
-	assert.Equal(t, 1, code, out)
+	assert.NotEqual(t, 0, code, out)
 	assert.Contains(t, out, "rollback of snap-2 out of staging (application appa)")
 	assert.Contains(t, out, "nothing to roll back to")
 }
