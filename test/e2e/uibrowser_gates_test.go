@@ -97,6 +97,10 @@ func panelGates(t *testing.T, alice *browserUser, ns string, devApp argov1alpha1
 	require.NotNil(t, staging.Spec.Gates.Freeze)
 	assert.False(t, staging.Spec.Gates.Freeze.Frozen)
 	assert.Equal(t, approver, staging.Spec.Gates.Freeze.By)
+	// Approve and Freeze made no run: nothing is left in flight, Promote and Rollback stay usable.
+	alice.waitText(`[data-gs="action"][data-gs-done="true"]`, "Unfreeze done: Environment staging")
+	assert.Equal(t, 1, alice.count(`[data-gs="promote-button"]:not([disabled])`), "Promote disabled after Unfreeze")
+	assert.Equal(t, 1, alice.count(`[data-gs="rollback-button"]:not([disabled])`), "Rollback disabled after Unfreeze")
 
 	// Preview of dev's snap-2 into staging (runs snap-1): the images change.
 	alice.openPanel(devApp.Name)
