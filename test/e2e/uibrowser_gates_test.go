@@ -68,7 +68,8 @@ func panelGates(t *testing.T, alice *browserUser, ns string, devApp argov1alpha1
 	alice.waitText(`[data-gs="waiting"]`, "0 of 1")
 	alice.waitText(`[data-gs-env="staging"] [data-gs="approvals"]`, "1 approval(s) by "+approver)
 	alice.screenshotOf(`[data-gs="panel"]`, "gates-waiting")
-	alice.waitText(`[data-gs-env="staging"] [data-gs="approve-button"]`, "Approve snap-1")
+	// Argo CD's buttons are upper case (CSS): innerText is too.
+	alice.waitText(`[data-gs-env="staging"] [data-gs="approve-button"]`, "APPROVE SNAP-1")
 	alice.click(`[data-gs-env="staging"] [data-gs="approve-button"]`)
 	alice.waitText(`[data-gs="action"][data-gs-done="true"]`, "PromotionApproval snap-1-into-staging-panel-")
 	var approvals as.PromotionApprovalList
@@ -91,7 +92,7 @@ func panelGates(t *testing.T, alice *browserUser, ns string, devApp argov1alpha1
 	assert.NotNil(t, staging.Spec.Gates.Approvals, "Freeze changed the other gates")
 	alice.screenshotOf(`[data-gs-env="staging"]`, "gates-frozen")
 	alice.click(`[data-gs-env="staging"] [data-gs="unfreeze-button"]`)
-	alice.waitText(`[data-gs-env="staging"] [data-gs="freeze-button"]`, "Freeze")
+	alice.waitText(`[data-gs-env="staging"] [data-gs="freeze-button"]`, "FREEZE")
 	assert.Zero(t, alice.count(`[data-gs-env="staging"] [data-gs="frozen"]`))
 	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(staging), staging))
 	require.NotNil(t, staging.Spec.Gates.Freeze)
