@@ -126,30 +126,12 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, kind string, build 
 // actOn is act for any change do makes (a create or a patch) in the owner's
 // namespace, after the same checks; it answers with the object do returns.
 func (s *Server) actOn(w http.ResponseWriter, r *http.Request, kind string, do func(ns, name, uid string) (client.Object, error)) {
-	app, status, msg := s.application(r)
-	if app == nil {
-		writeError(w, status, msg)
-		return
-	}
-	if s.Writer == nil {
-		writeError(w, http.StatusServiceUnavailable, "this gitops-service does not take panel actions")
-		return
-	}
-	if app.Labels[ownership.LabelOwnerKind] != kind {
-		writeError(w, http.StatusBadRequest, "Application "+app.Name+" is not made for a "+kind)
-		return
-	}
-	key, ok := ownership.Owner(app, kind)
+	app, key, ok := s.authorized(w, r, kind, true)
 	if !ok {
-		writeError(w, http.StatusNotFound, (&ownerGone{what: "the owner of Application " + app.Name}).Error())
 		return
 	}
-	ns, name := key.Namespace, key.Name
-	if err := s.authorize(r, ns); err != nil {
-		s.fail(w, r, app, err)
-		return
-	}
-	obj, err := do(ns, name, app.Labels[ownership.LabelOwnerUID])
+	ns := key.Namespace
+	obj, err := do(ns, key.Name, app.Labels[ownership.LabelOwnerUID])
 	if err != nil {
 		s.fail(w, r, app, err)
 		return
@@ -164,12 +146,44 @@ func (s *Server) actOn(w http.ResponseWriter, r *http.Request, kind string, do f
 		kindOf = "Environment"
 	case *as.PromotionPreview:
 		kindOf = "PromotionPreview"
+	case *as.PromotionHistory:
+		kindOf = "PromotionHistory"
 	}
 	ctrl.LoggerFrom(r.Context()).Info("ui-proxy: panel action", "user", r.Header.Get(HeaderUsername), "kind", kindOf,
 		"namespace", ns, "name", obj.GetName(), "application", app.Name)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusCreated)
 	_ = json.NewEncoder(w).Encode(Action{Kind: kindOf, Namespace: ns, Name: obj.GetName()})
+}
+
+// authorized checks the Application as reads do, that its owner is of kind,
+// and that the tenant mapping of the owner's namespace names the user; it
+// answers the refusal itself, and otherwise returns the Application and its
+// owner. write: the caller writes (refused when this server takes no actions).
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request, kind string, write bool) (*argov1alpha1.Application, client.ObjectKey, bool) {
+	app, status, msg := s.application(r)
+	if app == nil {
+		writeError(w, status, msg)
+		return nil, client.ObjectKey{}, false
+	}
+	if write && s.Writer == nil {
+		writeError(w, http.StatusServiceUnavailable, "this gitops-service does not take panel actions")
+		return nil, client.ObjectKey{}, false
+	}
+	if app.Labels[ownership.LabelOwnerKind] != kind {
+		writeError(w, http.StatusBadRequest, "Application "+app.Name+" is not made for a "+kind)
+		return nil, client.ObjectKey{}, false
+	}
+	key, ok := ownership.Owner(app, kind)
+	if !ok {
+		writeError(w, http.StatusNotFound, (&ownerGone{what: "the owner of Application " + app.Name}).Error())
+		return nil, client.ObjectKey{}, false
+	}
+	if err := s.authorize(r, key.Namespace); err != nil {
+		s.fail(w, r, app, err)
+		return nil, client.ObjectKey{}, false
+	}
+	return app, key, true
 }
 
 // writeFailed is a write of a panel action the API server did not take.

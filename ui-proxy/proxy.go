@@ -209,14 +209,16 @@ func (s *Server) Handler() http.Handler {
 	r.HandleFunc("/api/v1/freeze", s.freeze(true)).Methods(http.MethodPost)
 	r.HandleFunc("/api/v1/unfreeze", s.freeze(false)).Methods(http.MethodPost)
 	r.HandleFunc("/api/v1/rollback", s.rollback).Methods(http.MethodPost)
+	r.HandleFunc("/api/v1/release", s.release).Methods(http.MethodPost)
+	r.HandleFunc("/api/v1/history", s.histories).Methods(http.MethodGet)
 	// A preview changes nothing but is a run of its own: created by POST.
 	r.HandleFunc("/api/v1/preview", s.createPreview).Methods(http.MethodPost)
 	r.HandleFunc("/api/v1/preview", s.getPreview).Methods(http.MethodGet)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		writeError(w, http.StatusNotFound, "no such endpoint: the panel calls GET /api/v1/deployment, POST /api/v1/sync, /api/v1/promote, /api/v1/approve, /api/v1/freeze, /api/v1/unfreeze and /api/v1/rollback, and POST or GET /api/v1/preview")
+		writeError(w, http.StatusNotFound, "no such endpoint: the panel calls GET /api/v1/deployment, POST /api/v1/sync, /api/v1/promote, /api/v1/approve, /api/v1/freeze, /api/v1/unfreeze, /api/v1/rollback and /api/v1/release, GET /api/v1/history, and POST or GET /api/v1/preview")
 	})
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusMethodNotAllowed, r.Method+" is not allowed here: GET /api/v1/deployment reads, POST /api/v1/sync and /api/v1/promote act")
+		writeError(w, http.StatusMethodNotAllowed, r.Method+" is not allowed here: GET /api/v1/deployment, /api/v1/history and /api/v1/preview read; the actions are POST")
 	})
 	return s.authenticated(r)
 }

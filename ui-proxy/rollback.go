@@ -1,9 +1,13 @@
 package uiproxy
 
 import (
+	"encoding/json"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,12 +31,28 @@ type HistoryEntry struct {
 // History is the panel's view of the PromotionHistory of the binding's
 // application and Environment.
 type History struct {
-	Entries  []HistoryEntry `json:"entries,omitempty"`
-	Rejected []string       `json:"rejected,omitempty"`
+	// Application and Environment: set in the answers of GET /api/v1/history.
+	Application string         `json:"application,omitempty"`
+	Environment string         `json:"environment,omitempty"`
+	Entries     []HistoryEntry `json:"entries,omitempty"`
+	Rejected    []string       `json:"rejected,omitempty"`
 	// HeldSince is when a rollback held automated promotion out of the
 	// Environment, while it is held.
 	HeldSince string `json:"heldSince,omitempty"`
 	HeldBy    string `json:"heldBy,omitempty"`
+	// HeldSnapshot is the Snapshot the holding rollback rolled back.
+	HeldSnapshot string `json:"heldSnapshot,omitempty"`
+}
+
+// Histories is the answer of GET /api/v1/history.
+type Histories struct {
+	Namespace string    `json:"namespace"`
+	Items     []History `json:"items"`
+}
+
+// releaseRequest is the body of POST /api/v1/release.
+type releaseRequest struct {
+	Environment string `json:"environment"`
 }
 
 // history reads the PromotionHistory of app in env (in the binding's own
@@ -50,6 +70,14 @@ func (s *Server) history(r *http.Request, ns, app, env string) (*History, error)
 	return nil, nil
 }
 
+// HistoryOf is the view of h that GET /api/v1/history answers (the CLI
+// shows it as the PromotionHistory it came from).
+func HistoryOf(h *as.PromotionHistory) *History {
+	v := historyView(h)
+	v.Application, v.Environment = h.Spec.Application, h.Spec.Environment
+	return v
+}
+
 func historyView(h *as.PromotionHistory) *History {
 	out := &History{}
 	for i := len(h.Status.Entries) - 1; i >= 0; i-- {
@@ -61,7 +89,7 @@ func historyView(h *as.PromotionHistory) *History {
 		out.Rejected = append(out.Rejected, r.Snapshot)
 	}
 	if h.Held() {
-		out.HeldSince, out.HeldBy = timestamp(h.Status.Hold.Since), h.Status.Hold.PromotionRun
+		out.HeldSince, out.HeldBy, out.HeldSnapshot = timestamp(h.Status.Hold.Since), h.Status.Hold.PromotionRun, h.Status.Hold.Snapshot
 	}
 	return out
 }
@@ -78,5 +106,77 @@ func (s *Server) rollback(w http.ResponseWriter, r *http.Request) {
 		return &as.PromotionRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: runName(seb.Spec.Application + "-" + seb.Spec.Environment + "-rollback")},
 			Spec: as.PromotionRunSpec{Snapshot: seb.Spec.Snapshot, Application: seb.Spec.Application, RequestedBy: requester(r),
 				ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: seb.Spec.Environment, Rollback: true}}}, nil
+	})
+}
+
+// histories answers GET /api/v1/history?environment=E[&application=A]: the
+// PromotionHistories of Environment E in the binding's namespace (of every
+// application, or A's). Authorized as actions are: histories of other
+// applications of the namespace are the tenant's, whom the mapping names.
+func (s *Server) histories(w http.ResponseWriter, r *http.Request) {
+	env, application := r.URL.Query().Get("environment"), r.URL.Query().Get("application")
+	if env == "" {
+		writeError(w, http.StatusBadRequest, "GET /api/v1/history needs ?environment=<Environment> (and optionally &application=<application>)")
+		return
+	}
+	app, key, ok := s.authorized(w, r, ownership.KindBinding, false)
+	if !ok {
+		return
+	}
+	var list as.PromotionHistoryList
+	if err := s.Client.List(r.Context(), &list, client.InNamespace(key.Namespace)); err != nil {
+		s.fail(w, r, app, err)
+		return
+	}
+	out := Histories{Namespace: key.Namespace, Items: []History{}}
+	for i := range list.Items {
+		h := &list.Items[i]
+		if h.Spec.Environment == env && (application == "" || h.Spec.Application == application) {
+			out.Items = append(out.Items, *HistoryOf(h))
+		}
+	}
+	slices.SortFunc(out.Items, func(a, b History) int { return strings.Compare(a.Application, b.Application) })
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// release releases the hold a rollback put on automated promotion out of an
+// Environment, for the binding's application (sets its PromotionHistory's
+// spec.releasedAt); authorized as Rollback is.
+func (s *Server) release(w http.ResponseWriter, r *http.Request) {
+	var req releaseRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil || req.Environment == "" {
+		writeError(w, http.StatusBadRequest, `the body must be {"environment": "<Environment whose hold to release>"}`)
+		return
+	}
+	s.actOn(w, r, ownership.KindBinding, func(ns, name, uid string) (client.Object, error) {
+		seb := &as.SnapshotEnvironmentBinding{}
+		if err := s.get(r, client.ObjectKey{Namespace: ns, Name: name}, seb, uid); err != nil {
+			return nil, err
+		}
+		h := &as.PromotionHistory{}
+		err := s.Client.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: as.PromotionHistoryName(seb.Spec.Application, req.Environment)}, h)
+		if apierrors.IsNotFound(err) {
+			return nil, &refusal{http.StatusConflict, "nothing ran in Environment " + req.Environment + " for application " + seb.Spec.Application + ": there is no hold to release"}
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !h.Held() {
+			return nil, &refusal{http.StatusConflict, "Environment " + req.Environment + " of application " + seb.Spec.Application + " is not held"}
+		}
+		patch := client.MergeFromWithOptions(h.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
+		if now.Before(&h.Status.Hold.Since) {
+			now = h.Status.Hold.Since // our clock behind the server's: release this hold all the same
+		}
+		h.Spec.ReleasedAt = &now
+		if err := s.Writer.Patch(r.Context(), h, patch); err != nil {
+			if apierrors.IsConflict(err) {
+				return nil, &refusal{http.StatusConflict, "the history of " + seb.Spec.Application + " in " + req.Environment + " changed meanwhile; try again"}
+			}
+			return nil, &writeFailed{err: err, what: "cannot release the hold"}
+		}
+		return h, nil
 	})
 }

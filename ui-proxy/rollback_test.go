@@ -60,3 +60,27 @@ func TestHistoryView(t *testing.T) {
 	h.Spec.ReleasedAt = &at
 	assert.Empty(t, uiproxy.HistoryViewOf(h).HeldSince, "released")
 }
+
+// History is read with GET, a release is an action (POST): the other method
+// of each is refused, and a GET of the history changes nothing.
+func TestHistoryAndReleaseMethods(t *testing.T) {
+	objs := []client.Object{
+		tenantNS("team-a", "alice"),
+		&as.SnapshotEnvironmentBinding{ObjectMeta: meta("team-a", "shop-prod", "uid-seb", 0),
+			Spec: as.SnapshotEnvironmentBindingSpec{Application: "shop", Environment: "prod", Snapshot: "snap-2"}},
+		ourApplication("seb-app", ownership.KindBinding, "team-a", "shop-prod", "uid-seb", nil),
+	}
+	srv, _ := serveActions(t, objs...)
+	for _, a := range []actor{
+		{method: http.MethodPost, path: "/api/v1/history?environment=prod", app: "seb-app", project: project("team-a"), user: "alice"},
+		{method: http.MethodGet, path: "/api/v1/release", app: "seb-app", project: project("team-a"), user: "alice"},
+	} {
+		status, body := a.do(t, srv)
+		assert.Equal(t, http.StatusMethodNotAllowed, status, "%s %s: %v", a.method, a.path, body)
+	}
+	get := actor{method: http.MethodGet, path: "/api/v1/history?environment=prod", app: "seb-app", project: project("team-a"), user: "alice"}
+	status, body := get.do(t, srv)
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	assert.Equal(t, "team-a", body["namespace"])
+	assert.Empty(t, body["items"], "nothing ran in prod")
+}

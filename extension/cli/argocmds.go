@@ -257,11 +257,17 @@ func (c *cli) argoPromote(ctx context.Context, snapshot string) error {
 	}
 	run := &as.PromotionRun{ObjectMeta: metav1.ObjectMeta{Namespace: act.Namespace, Name: act.Name},
 		Spec: as.PromotionRunSpec{Snapshot: snapshot, Application: from.d.Application, ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: c.opts.to}}}
+	return c.argoFollowPromotion(ctx, from.app, run, fmt.Sprintf("PromotionRun %s created: %s of application %s", run.Name, snapshot, from.d.Application))
+}
+
+// argoFollowPromotion follows run in the panel's view of app (its binding's
+// PromotionRuns) until it completes, as followPromotion does with a kubeconfig.
+func (c *cli) argoFollowPromotion(ctx context.Context, app *argov1alpha1.Application, run *as.PromotionRun, intro string) error {
 	p := c.progress()
-	p.note(fmt.Sprintf("PromotionRun %s created: %s of application %s", run.Name, snapshot, from.d.Application))
+	p.note(intro)
 	steps := promotionSteps{}
-	err = c.poll(ctx, func(ctx context.Context) (bool, error) {
-		d, _, err := c.argo.deployment(ctx, from.app)
+	err := c.poll(ctx, func(ctx context.Context) (bool, error) {
+		d, _, err := c.argo.deployment(ctx, app)
 		if err != nil {
 			return false, err
 		}

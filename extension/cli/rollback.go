@@ -16,11 +16,6 @@ import (
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 )
 
-// argoNotYet says a verb goes through the kubeconfig only (for now).
-func argoNotYet(verb string) error {
-	return &exitError{code: exitRefused, msg: verb + " works through your kubeconfig only, not yet through an Argo CD login: use kubectl's flags (-n, --context, --kubeconfig)"}
-}
-
 func newRollbackCommand(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rollback <environment> --application <app> [--release]",
@@ -30,7 +25,8 @@ Environment deploys now, and follow it. The binding points at the last other Sna
 again, the rolled-back Snapshot is rejected for the application (automated promotion never picks it
 again; a manual promotion of it needs spec.manualPromotion.force) and automated promotion out of the
 Environment holds until released. --release releases that hold (sets the PromotionHistory's
-spec.releasedAt) and exits.
+spec.releasedAt) and exits. With an Argo CD login both go through the GitOps Service's panel
+actions on a binding of the application, for a user the tenant mapping names.
 
 ` + exitCodesHelp,
 		Example: `  %[1]s rollback prod --application shop
@@ -42,10 +38,12 @@ spec.releasedAt) and exits.
 				return usageError("rollback needs --application <app>")
 			}
 			return connected(o, func(c *cli, cmd *cobra.Command, args []string) error {
-				if c.argo != nil {
-					return argoNotYet("rollback")
-				}
-				if o.release {
+				switch {
+				case c.argo != nil && o.release:
+					return c.argoRelease(cmd.Context(), args[0])
+				case c.argo != nil:
+					return c.argoRollback(cmd.Context(), args[0])
+				case o.release:
 					return c.release(cmd.Context(), args[0])
 				}
 				return c.rollback(cmd.Context(), args[0])
@@ -134,14 +132,16 @@ func newHistoryCommand(o *options) *cobra.Command {
 		Long: `Show the history of an Environment, per application (the PromotionHistories the GitOps Service
 keeps; they outlive the PromotionRuns): each promotion or rollback with its Snapshot, when it ended,
 who promoted and approved it, its result and whether it was rolled back; then the rejected Snapshots
-and the hold on automated promotion out of the Environment. -o prints the PromotionHistories.`,
+and the hold on automated promotion out of the Environment. -o prints the PromotionHistories.
+With an Argo CD login the GitOps Service answers for a user the tenant mapping names, from the
+namespace of a binding Argo CD shows them.`,
 		Example: `  %[1]s history prod
   %[1]s history prod --application shop -o yaml`,
 		Args:              exactArgs(1, "the Environment"),
 		ValidArgsFunction: completeNames(o, "environments"),
 		RunE: connected(o, func(c *cli, cmd *cobra.Command, args []string) error {
 			if c.argo != nil {
-				return argoNotYet("history")
+				return c.argoHistory(cmd.Context(), args[0])
 			}
 			return c.history(cmd.Context(), args[0])
 		}),

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	uiproxy "github.com/gitops-service/gitops-service/ui-proxy"
 )
 
 func TestGoldenRollbackHistoryHelp(t *testing.T) {
@@ -33,6 +35,12 @@ func TestRollbackNeedsTheApplication(t *testing.T) {
 }
 
 func TestGoldenHistory(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, writeHistory(&out, goldenHistories()))
+	golden(t, "history", out.String())
+}
+
+func goldenHistories() []as.PromotionHistory {
 	at := func(m int) metav1.Time { return metav1.NewTime(time.Date(2026, 11, 26, 3, m, 0, 0, time.UTC)) }
 	hs := []as.PromotionHistory{
 		{Spec: as.PromotionHistorySpec{Application: "shop", Environment: "prod"}, Status: as.PromotionHistoryStatus{
@@ -48,7 +56,29 @@ func TestGoldenHistory(t *testing.T) {
 			Entries: []as.PromotionHistoryEntry{{PromotionRun: "a1", Kind: as.PromotionKindPromotion, Snapshot: "api-v1", CompletionTime: at(4), Result: as.PromotionRunCompleteResultSuccess, PromotedBy: "carol"}},
 		}},
 	}
+	return hs
+}
+
+// Through an Argo CD login the history comes as the panel's view: shown as
+// the same PromotionHistories, the same table as with a kubeconfig.
+func TestGoldenHistoryFromPanel(t *testing.T) {
+	hs := goldenHistories()
+	var views []as.PromotionHistory
+	for i := range hs {
+		b, err := json.Marshal(uiproxy.HistoryOf(&hs[i]))
+		require.NoError(t, err)
+		var v uiproxy.History
+		require.NoError(t, json.Unmarshal(b, &v))
+		h := historyFromPanel("team-a", v)
+		assert.Equal(t, as.PromotionHistoryName(hs[i].Spec.Application, "prod"), h.Name)
+		assert.Equal(t, "team-a", h.Namespace)
+		assert.Equal(t, hs[i].Held(), h.Held(), hs[i].Spec.Application)
+		if hs[i].Status.Hold != nil {
+			assert.Equal(t, *hs[i].Status.Hold, *h.Status.Hold)
+		}
+		views = append(views, h)
+	}
 	var out bytes.Buffer
-	require.NoError(t, writeHistory(&out, hs))
+	require.NoError(t, writeHistory(&out, views))
 	golden(t, "history", out.String())
 }

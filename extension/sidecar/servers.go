@@ -141,6 +141,7 @@ func generatorServer(o Options, c, uncached client.Reader, shard *kernel.Shard) 
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionruns,verbs=create
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionapprovals,verbs=create
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=environments,verbs=patch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionhistories,verbs=patch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionpreviews,verbs=create
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentsyncruns,verbs=create
 

@@ -130,8 +130,10 @@
     const list = action.kind === 'PromotionRun' ? data.promotionRuns || [] : data.syncRuns || [];
     return list.filter((r) => r.name === action.name)[0] || null;
   }
-  const runDone = (action, run) => !!run && (action.kind === 'PromotionRun' ? run.state === 'Completed'
-    : ['Succeeded', 'Failed', 'Error'].indexOf(run.phase) >= 0 || !!run.message);
+  // Approve, Freeze and Unfreeze make no run: they are done when the proxy answers.
+  const isRun = (kind) => kind === 'PromotionRun' || kind === 'GitOpsDeploymentSyncRun';
+  const runDone = (action, run) => !isRun(action.kind) || (!!run && (action.kind === 'PromotionRun' ? run.state === 'Completed'
+    : ['Succeeded', 'Failed', 'Error'].indexOf(run.phase) >= 0 || !!run.message));
 
   function ActionStatus({action, run}) {
     if (!action) return null;
@@ -141,6 +143,9 @@
     if (action.error) {
       return h('div', {'data-gs': 'action-error', style: {borderLeft: '4px solid #e96d76', background: '#fdf0f1', padding: '0.6em 1em', marginTop: '0.6em'}},
         h('b', null, action.what + ' refused: '), action.error);
+    }
+    if (!isRun(action.kind)) {
+      return h('div', {'data-gs': 'action', 'data-gs-done': 'true', style: {marginTop: '0.6em'}}, action.what + ' done: ', action.kind + ' ', mono(action.name));
     }
     const done = runDone(action, run);
     const state = !run ? 'Waiting' : action.kind === 'PromotionRun' ? run.state || 'Waiting' : run.phase || 'Waiting';

@@ -487,6 +487,9 @@ func TestUIPanelInTheBrowser(t *testing.T) {
 	assert.Equal(t, as.PromotionRunSpec{Snapshot: "snap-2", Application: "appa", RequestedBy: &as.Requester{User: "argocd:alice"},
 		ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "staging"}}, fromPanel[0].Spec, "the run names the Argo CD user argocd-server authenticated")
 
+	// Gates, Preview, Rollback and history (uibrowser_gates_test.go).
+	panelGates(t, alice, ns, bindingApp)
+
 	// Argo CD's admin may open tenant A's panel, but the tenant mapping does
 	// not name admin: Sync is refused with the reason, even when the browser
 	// claims to be alice (argocd-server sets the username it authenticated).
