@@ -146,5 +146,6 @@ func TestPanelRollbackReleaseHistory(t *testing.T) {
 	pr := &as.PromotionRun{}
 	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: b["name"].(string)}, pr))
 	assert.Equal(t, as.PromotionRunSpec{Snapshot: "shop-v0", Application: "shop",
-		ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "prod", Rollback: true}}, pr.Spec)
+		ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "prod", Rollback: true},
+		RequestedBy:     &as.Requester{User: "argocd:alice"}}, pr.Spec, "the rollback names the Argo CD user who asked")
 }
