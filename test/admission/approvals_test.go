@@ -68,15 +68,21 @@ func installPolicy(t *testing.T, file string) {
 // approverNamespace makes a namespace where users (and the sidecar's
 // ServiceAccount) may create, update and delete PromotionApprovals.
 func approverNamespace(t *testing.T, users ...string) string {
+	return writerNamespace(t, "approvals", "approver", "promotionapprovals", users...)
+}
+
+// writerNamespace makes a namespace prefix-<random> where users and the
+// sidecar's ServiceAccount may get, create, update, patch and delete
+// resource (of our API group) through Role and RoleBinding role.
+func writerNamespace(t *testing.T, prefix, role, resource string, users ...string) string {
 	t.Helper()
 	ctx := context.Background()
-	ns := "approvals-" + rand.String(5)
+	ns := prefix + "-" + rand.String(5)
 	require.NoError(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "approver"}, Rules: []rbacv1.PolicyRule{{
-		APIGroups: []string{as.GroupVersion.Group}, Resources: []string{"promotionapprovals"}, Verbs: []string{"get", "create", "update", "patch", "delete"}}}}
-	require.NoError(t, k8s.Create(ctx, role))
-	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "approver"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "approver"},
+	require.NoError(t, k8s.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: role}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{as.GroupVersion.Group}, Resources: []string{resource}, Verbs: []string{"get", "create", "update", "patch", "delete"}}}}))
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: role},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "argocd", Name: "gitops-service"}}}
 	for _, u := range users {
 		rb.Subjects = append(rb.Subjects, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: u})

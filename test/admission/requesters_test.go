@@ -10,8 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -24,21 +22,7 @@ import (
 // promoterNamespace makes a namespace where users (and the sidecar's
 // ServiceAccount) may create and change PromotionRuns.
 func promoterNamespace(t *testing.T, users ...string) string {
-	t.Helper()
-	ctx := context.Background()
-	ns := "promoters-" + rand.String(5)
-	require.NoError(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "promoter"}, Rules: []rbacv1.PolicyRule{{
-		APIGroups: []string{as.GroupVersion.Group}, Resources: []string{"promotionruns"}, Verbs: []string{"get", "create", "update", "patch", "delete"}}}}
-	require.NoError(t, k8s.Create(ctx, role))
-	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "promoter"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "promoter"},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "argocd", Name: "gitops-service"}}}
-	for _, u := range users {
-		rb.Subjects = append(rb.Subjects, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: u})
-	}
-	require.NoError(t, k8s.Create(ctx, rb))
-	return ns
+	return writerNamespace(t, "promoters", "promoter", "promotionruns", users...)
 }
 
 func requestedRun(ns, name string, by *as.Requester) *as.PromotionRun {
