@@ -141,7 +141,8 @@ func panelGates(t *testing.T, alice *browserUser, ns string, devApp argov1alpha1
 	}
 	require.Len(t, rollbacks, 1)
 	assert.Equal(t, as.PromotionRunSpec{Snapshot: "snap-1", Application: "appa",
-		ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "staging", Rollback: true}}, rollbacks[0].Spec)
+		ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "staging", Rollback: true},
+		RequestedBy:     &as.Requester{User: approver}}, rollbacks[0].Spec, "the rollback names the Argo CD user who asked")
 	alice.waitText(`[data-gs-env="staging"] [data-gs="snapshot"]`, "snap-2")
 	alice.waitText(`[data-gs="held"]`, "held since")
 	alice.waitText(`[data-gs="rejected"]`, "snap-1")
