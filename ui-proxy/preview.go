@@ -29,9 +29,10 @@ type Preview struct {
 	Snapshot    string `json:"snapshot"`
 	Environment string `json:"environment"`
 	// Completed: the preview ran; Clean: without render or dry-run errors.
-	Completed  bool                         `json:"completed"`
-	Clean      bool                         `json:"clean"`
-	Components []as.PreviewComponentSummary `json:"components,omitempty"`
+	Completed   bool                         `json:"completed"`
+	CompletedAt *metav1.Time                 `json:"completedAt,omitempty"`
+	Clean       bool                         `json:"clean"`
+	Components  []as.PreviewComponentSummary `json:"components,omitempty"`
 	// Diff is the full diff when the sidecar still has it (Full), else the
 	// status's capped one (Truncated says it was cut).
 	Diff       string      `json:"diff,omitempty"`
@@ -105,6 +106,9 @@ func (s *Server) previewView(pp *as.PromotionPreview) Preview {
 	v := Preview{Namespace: pp.Namespace, Name: pp.Name, Snapshot: pp.Spec.Snapshot, Environment: pp.Spec.TargetEnvironment,
 		Completed: done, Clean: done && st.Clean, Components: st.Components, Diff: st.Diff, Truncated: st.DiffTruncated,
 		Conditions: conditions(st.Conditions)}
+	if done {
+		v.CompletedAt = st.CompletedAt
+	}
 	if done && s.Diffs != nil {
 		if full, err := s.Diffs.Get(client.ObjectKeyFromObject(pp), pp.Generation); err == nil {
 			v.Diff, v.Full, v.Truncated = full, true, false

@@ -238,18 +238,9 @@ func (c *cli) argoPromote(ctx context.Context, snapshot string) error {
 	if c.opts.autoFrom != "" {
 		return usageError("--auto-from needs a kubeconfig: through Argo CD the GitOps Service promotes as its panel does, a Snapshot a binding runs --to one Environment")
 	}
-	objs, err := c.argoObjects(ctx)
+	from, err := c.argoBindingRunning(ctx, snapshot)
 	if err != nil {
 		return err
-	}
-	var from *panelObject
-	for i, o := range objs {
-		if o.d.Kind == ownership.KindBinding && o.d.Snapshot == snapshot && (from == nil || o.d.Environment < from.d.Environment) {
-			from = &objs[i]
-		}
-	}
-	if from == nil {
-		return fmt.Errorf("no Environment you may see in Argo CD runs Snapshot %q: through Argo CD a Snapshot is promoted from a binding that runs it (with a kubeconfig any Snapshot)", snapshot)
 	}
 	act, err := c.argo.act(ctx, from.app, "promote", map[string]string{"environment": c.opts.to})
 	if err != nil {
@@ -258,6 +249,26 @@ func (c *cli) argoPromote(ctx context.Context, snapshot string) error {
 	run := &as.PromotionRun{ObjectMeta: metav1.ObjectMeta{Namespace: act.Namespace, Name: act.Name},
 		Spec: as.PromotionRunSpec{Snapshot: snapshot, Application: from.d.Application, ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: c.opts.to}}}
 	return c.argoFollowPromotion(ctx, from.app, run, fmt.Sprintf("PromotionRun %s created: %s of application %s", run.Name, snapshot, from.d.Application))
+}
+
+// argoBindingRunning is the binding Argo CD shows the user that runs
+// snapshot (the first by Environment name): through Argo CD a Snapshot is
+// promoted, or previewed, from a binding that runs it, as the panel does.
+func (c *cli) argoBindingRunning(ctx context.Context, snapshot string) (*panelObject, error) {
+	objs, err := c.argoObjects(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var from *panelObject
+	for i, o := range objs {
+		if o.d.Kind == ownership.KindBinding && o.d.Snapshot == snapshot && (from == nil || o.d.Environment < from.d.Environment) {
+			from = &objs[i]
+		}
+	}
+	if from == nil {
+		return nil, fmt.Errorf("no Environment you may see in Argo CD runs Snapshot %q: through Argo CD a Snapshot is promoted from a binding that runs it (with a kubeconfig any Snapshot)", snapshot)
+	}
+	return from, nil
 }
 
 // argoFollowPromotion follows run in the panel's view of app (its binding's

@@ -352,7 +352,7 @@ func (c *cli) promote(ctx context.Context, snapshotName string) error {
 	}
 	if c.argo != nil {
 		if c.opts.preview {
-			return usageError("--preview reads the cluster directly: use it with a kubeconfig (without --server)")
+			return c.argoPreview(ctx, snapshotName)
 		}
 		return c.argoPromote(ctx, snapshotName)
 	}

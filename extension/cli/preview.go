@@ -4,14 +4,19 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"strings"
 	"text/tabwriter"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	uiproxy "github.com/gitops-service/gitops-service/ui-proxy"
 )
 
 // preview creates a PromotionPreview of the Snapshot to --to, follows it
@@ -47,6 +52,12 @@ func (c *cli) preview(ctx context.Context, snap *as.Snapshot) error {
 	if refused != nil {
 		return &exitError{code: exitRefused, msg: fmt.Sprintf("the GitOps Service refused the preview %s: %s", pp.Name, refused.Message)}
 	}
+	return c.previewResult(pp)
+}
+
+// previewResult shows a completed preview (or prints it with -o) and says
+// the exit: 0 when the promotion would apply cleanly, 1 when not.
+func (c *cli) previewResult(pp *as.PromotionPreview) error {
 	if done, err := c.printObjects(false, pp); done {
 		if err != nil {
 			return err
@@ -55,9 +66,66 @@ func (c *cli) preview(ctx context.Context, snap *as.Snapshot) error {
 		writePreview(c.out, pp, c.opts.tty)
 	}
 	if !pp.Status.Clean {
-		return &exitError{code: exitFailed, msg: fmt.Sprintf("promoting %s to %s would fail: %s", snap.Name, c.opts.to, previewProblems(pp))}
+		return &exitError{code: exitFailed, msg: fmt.Sprintf("promoting %s to %s would fail: %s", pp.Spec.Snapshot, pp.Spec.TargetEnvironment, previewProblems(pp))}
 	}
 	return nil
+}
+
+// argoPreview previews the promotion of snapshot --to an Environment through
+// the panel's API with the user's Argo CD login, from a binding that runs the
+// Snapshot (as argoPromote promotes), and shows it as preview does.
+func (c *cli) argoPreview(ctx context.Context, snapshot string) error {
+	from, err := c.argoBindingRunning(ctx, snapshot)
+	if err != nil {
+		return err
+	}
+	act, err := c.argo.act(ctx, from.app, "preview", map[string]string{"environment": c.opts.to})
+	if err != nil {
+		return err
+	}
+	pp := &as.PromotionPreview{ObjectMeta: metav1.ObjectMeta{Namespace: act.Namespace, Name: act.Name},
+		Spec: as.PromotionPreviewSpec{Snapshot: snapshot, Application: from.d.Application, TargetEnvironment: c.opts.to}}
+	p := c.progress()
+	p.note(fmt.Sprintf("PromotionPreview %s created: %s of application %s to %s", pp.Name, snapshot, from.d.Application, c.opts.to))
+	var refused *metav1.Condition
+	err = c.poll(ctx, func(ctx context.Context) (bool, error) {
+		v, err := c.argo.preview(ctx, from.app, pp.Name)
+		if err != nil {
+			return false, err
+		}
+		pp.Status = previewStatusFromPanel(v)
+		refused = meta.FindStatusCondition(pp.Status.Conditions, as.PromotionPreviewConditionFailed)
+		if refused != nil && refused.Status != metav1.ConditionTrue {
+			refused = nil
+		}
+		p.update(fmt.Sprintf("%s: %s", pp.Name, previewState(pp)))
+		return refused != nil || v.Completed, nil
+	})
+	p.end()
+	if err != nil {
+		return err
+	}
+	if refused != nil {
+		return &exitError{code: exitRefused, msg: fmt.Sprintf("the GitOps Service refused the preview %s: %s", pp.Name, refused.Message)}
+	}
+	return c.previewResult(pp)
+}
+
+// preview is the panel's view of PromotionPreview name of app's application.
+func (a *argoClient) preview(ctx context.Context, app *argov1alpha1.Application, name string) (*uiproxy.Preview, error) {
+	out := &uiproxy.Preview{}
+	_, err := a.do(ctx, http.MethodGet, "/extensions/"+uiproxy.ExtensionName+"/api/v1/preview", url.Values{"name": {name}}, appHeaders(app), nil, out)
+	return out, err
+}
+
+// previewStatusFromPanel is the status the panel's view of a preview shows
+// (its diff the full one when the sidecar still has it).
+func previewStatusFromPanel(v *uiproxy.Preview) as.PromotionPreviewStatus {
+	st := as.PromotionPreviewStatus{Clean: v.Clean, Components: v.Components, Diff: v.Diff, DiffTruncated: v.Truncated, CompletedAt: v.CompletedAt}
+	for _, c := range v.Conditions {
+		st.Conditions = append(st.Conditions, metav1.Condition{Type: c.Type, Status: metav1.ConditionStatus(c.Status), Reason: c.Reason, Message: c.Message})
+	}
+	return st
 }
 
 func previewState(pp *as.PromotionPreview) string {

@@ -122,6 +122,27 @@ func panelGates(t *testing.T, alice *browserUser, ns string, devApp argov1alpha1
 	assert.Contains(t, diff, "quay.io/example/frontend:v1")
 	assert.Contains(t, diff, "quay.io/example/backend:v2")
 	alice.screenshotOf(`[data-gs="promote-action"]`, "preview")
+	if viaArgoCD() {
+		// The same preview with alice's Argo CD login (no kubeconfig): the
+		// CLI makes it through the panel's API, shows the diff, exits 0.
+		out, code := gitopsWith(t, argoLogin(t, "alice"), "promote", "snap-2", "--to", "staging", "--preview")
+		require.Equal(t, 0, code, out)
+		var removed, added bool
+		for _, l := range strings.Split(out, "\n") {
+			removed = removed || (strings.HasPrefix(l, "-") && strings.HasSuffix(l, "image: quay.io/example/frontend:v1"))
+			added = added || (strings.HasPrefix(l, "+") && strings.HasSuffix(l, "image: quay.io/example/frontend:v2"))
+		}
+		assert.True(t, removed && added, "the image change as a unified diff:\n%s", out)
+		require.NoError(t, k8s.List(ctx, &previews, client.InNamespace(ns)))
+		require.Len(t, previews.Items, 2, "the CLI's preview is a second PromotionPreview")
+		for _, p := range previews.Items {
+			assert.Equal(t, as.PromotionPreviewSpec{Snapshot: "snap-2", Application: "appa", TargetEnvironment: "staging"}, p.Spec)
+			if p.Name != pp.Name {
+				assert.Contains(t, out, "PromotionPreview "+p.Name+" created", out)
+				assert.True(t, p.Status.Clean, "%+v", p.Status)
+			}
+		}
+	}
 
 	// History and Rollback of staging.
 	alice.openPanel(stagingApp.Name)
@@ -153,9 +174,7 @@ func panelGates(t *testing.T, alice *browserUser, ns string, devApp argov1alpha1
 	if !viaArgoCD() {
 		return
 	}
-	cli, err := argo.Login(ctx, "alice", "alice-password")
-	require.NoError(t, err)
-	login := []string{"HOME=" + argoHome(t, cli), "KUBECONFIG=" + filepath.Join(t.TempDir(), "none")}
+	login := argoLogin(t, "alice")
 	out, code := gitopsWith(t, login, "history", "staging", "--application", "appa")
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, rollbacks[0].Name)
@@ -180,4 +199,13 @@ func panelGates(t *testing.T, alice *browserUser, ns string, devApp argov1alpha1
 	assert.NotEqual(t, 0, code, out)
 	assert.Contains(t, out, "rollback of snap-2 out of staging (application appa)")
 	assert.Contains(t, out, "nothing to roll back to")
+}
+
+// argoLogin is the environment of a plugin run by user logged in to Argo CD
+// (password <user>-password) without a kubeconfig.
+func argoLogin(t *testing.T, user string) []string {
+	t.Helper()
+	cli, err := argo.Login(context.Background(), user, user+"-password")
+	require.NoError(t, err)
+	return []string{"HOME=" + argoHome(t, cli), "KUBECONFIG=" + filepath.Join(t.TempDir(), "none")}
 }
