@@ -110,9 +110,8 @@ unit: ## Pure unit tests (no servers): every package's tests but the files tagge
 E2E_RUN_2_14 ?= TestAutomatedDeploysAndFollowsPushes|TestBindingsOfTwoTenantsWithTheSameNames|TestManualStaysOutOfSync|TestDeleteWithFinalizerRemovesResourcesFirst|TestSyncRunDeploysHeadThenAnOlderRevision|TestSyncRunDeletedWhileRunningTerminatesTheSync|TestBindingDeploysSnapshotWithConfiguration|TestPromotionRuns|TestTenantsInArgoCD|TestUIPanelThroughArgoCDServer|TestUIPanelInTheBrowser|TestResourceHealthWithDefaultArgoCDSettings|TestManagedEnvironmentDeploysToRemoteCluster
 
 .PHONY: test
-test: test-stack verify ## Everything: unit, real API server, real Argo CD (3.5.1, then 2.14.21) end to end.
-	GITOPS_SERVICE_REQUIRE_STACK=1 ARGOCD_VERSION=3.5.1 hack/gotest.sh -count=1 -timeout 45m -p 1 ./...
-	GITOPS_SERVICE_REQUIRE_STACK=1 ARGOCD_VERSION=2.14.21 hack/gotest.sh -count=1 -timeout 30m $(if $(E2E_RUN_2_14),-run '$(E2E_RUN_2_14)') ./test/e2e/...
+test: test-stack verify ## Everything: unit, real API server, real Argo CD (3.5.1, then 2.14.21) end to end; e2e beside the other packages (hack/test.sh).
+	E2E_RUN_2_14='$(E2E_RUN_2_14)' hack/test.sh
 
 .PHONY: chaos
 chaos: test-stack ## Run the chaos suite RUNS times (default 10), PARALLEL at a time (default 1), N deployments each (default 100); print the pass rate.
