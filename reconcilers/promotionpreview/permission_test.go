@@ -76,7 +76,9 @@ func TestPermission(t *testing.T) {
 			deployment, "jane", "namespace jane is not permitted in project '" + proj + "'"},
 		{"a project of its own clusters only asks for them",
 			scope{Project: withSpec(func(s *argov1alpha1.AppProjectSpec) { s.PermitOnlyProjectScopedClusters = true }), Server: remote, Namespace: "jane-staging",
-				Clusters: func(string) ([]*argov1alpha1.Cluster, error) { return []*argov1alpha1.Cluster{{Name: "another", Server: "https://another.example.com"}}, nil }},
+				Clusters: func(string) ([]*argov1alpha1.Cluster, error) {
+					return []*argov1alpha1.Cluster{{Name: "another", Server: "https://another.example.com"}}, nil
+				}},
 			deployment, "jane-staging", "namespace jane-staging is not permitted in project '" + proj + "'"},
 	}
 	for _, tt := range tests {
