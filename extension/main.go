@@ -73,7 +73,7 @@ func main() {
 	flag.IntVar(&o.Preview.PerTenant, "preview-max-per-tenant", 2, "PromotionPreviews running at once per tenant namespace; more wait.")
 	flag.IntVar(&o.Preview.Total, "preview-max-total", 8, "PromotionPreviews running at once in all; more wait.")
 	localIdentity := flag.String("preview-local-identity", "system:serviceaccount:"+argoNamespacePlaceholder+":argocd-application-controller",
-		"The identity Argo CD's application controller applies with on its own cluster, which previews of Environments deploying there impersonate (the sidecar may impersonate only that ServiceAccount: manifests/rbac); "+argoNamespacePlaceholder+" is --argocd-namespace. \"\" refuses those previews.")
+		"The identity Argo CD's application controller applies with on its own cluster, which previews of Environments deploying there impersonate (the sidecar may impersonate only that ServiceAccount: manifests/rbac); the default's namespace is --argocd-namespace. \"\" refuses those previews.")
 	flag.StringVar(&o.Preview.DefaultTracking, "preview-default-tracking", "annotation", "Argo CD's resource tracking method when argocd-cm sets no application.resourceTrackingMethod: \"annotation\" for Argo CD 3, \"label\" for Argo CD 2.")
 	version := flag.Bool("version", false, "Print the version and exit.")
 	zapOpts := zap.Options{}

@@ -7,7 +7,7 @@ import (
 
 // ReasonPreviewRequired: the run waits for a clean PromotionPreview an
 // Environment it is about to enter asks for (spec.preview.requiredWithin).
-const ReasonPreviewRequired = "PreviewRequired"
+const ReasonPreviewRequired = as.WaitingReasonPreviewRequired
 
 // previewGate says whether the promotion may enter in.Env: when in.Env
 // requires a preview, one of the same Snapshot and Application for in.Env
