@@ -72,11 +72,14 @@ func main() {
 	flag.DurationVar(&o.Preview.RepoServerTimeout, "preview-repo-server-timeout", 60*time.Second, "How long one manifest request to the repo-server may take (as Argo CD's --repo-server-timeout-seconds).")
 	flag.IntVar(&o.Preview.PerTenant, "preview-max-per-tenant", 2, "PromotionPreviews running at once per tenant namespace; more wait.")
 	flag.IntVar(&o.Preview.Total, "preview-max-total", 8, "PromotionPreviews running at once in all; more wait.")
+	localIdentity := flag.String("preview-local-identity", "system:serviceaccount:"+argoNamespacePlaceholder+":argocd-application-controller",
+		"The identity Argo CD's application controller applies with on its own cluster, which previews of Environments deploying there impersonate (the sidecar may impersonate only that ServiceAccount: manifests/rbac); the default's namespace is --argocd-namespace. \"\" refuses those previews.")
 	flag.StringVar(&o.Preview.DefaultTracking, "preview-default-tracking", "annotation", "Argo CD's resource tracking method when argocd-cm sets no application.resourceTrackingMethod: \"annotation\" for Argo CD 3, \"label\" for Argo CD 2.")
 	version := flag.Bool("version", false, "Print the version and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	o.Preview.LocalIdentity = strings.ReplaceAll(*localIdentity, argoNamespacePlaceholder, o.ArgoNamespace)
 	if *version {
 		fmt.Println(buildinfo.String("gitops-service"))
 		return
@@ -103,6 +106,9 @@ func main() {
 func registerBuildInfo(reg prometheus.Registerer) {
 	reg.MustRegister(gsmetrics.NewBuildInfo(buildinfo.Version, buildinfo.GoVersion(), buildinfo.Revision))
 }
+
+// argoNamespacePlaceholder in a flag's value stands for --argocd-namespace.
+const argoNamespacePlaceholder = "<argocd-namespace>"
 
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {

@@ -35,6 +35,13 @@ func setupPreviews(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o Op
 	if timeout <= 0 {
 		timeout = 60
 	}
+	var local *rest.Config
+	if p.LocalIdentity != "" {
+		// Previews on Argo CD's own cluster read and dry-run as its
+		// application controller would apply, never as the sidecar.
+		local = rest.CopyConfig(cfg)
+		local.Impersonate = rest.ImpersonationConfig{UserName: p.LocalIdentity}
+	}
 	engine := &promotionpreview.Engine{
 		Client:                mgr.GetClient(),
 		APIReader:             mgr.GetAPIReader(),
@@ -44,6 +51,7 @@ func setupPreviews(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o Op
 		DB:                    db.NewDB(o.ArgoNamespace, settingsMgr, kube),
 		DefaultTracking:       p.DefaultTracking,
 		AllowFileRepositories: o.AllowFileRepositories,
+		Local:                 local,
 	}
 	if err := (&promotionpreview.Reconciler{
 		Client:   mgr.GetClient(),

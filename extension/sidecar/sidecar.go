@@ -132,6 +132,10 @@ type PreviewOptions struct {
 	// DefaultTracking is Argo CD's resource tracking method when argocd-cm
 	// sets none: "annotation" from Argo CD 3, "label" before.
 	DefaultTracking string
+	// LocalIdentity is the identity Argo CD's application controller applies
+	// with on its own cluster (a ServiceAccount's user name), which previews of
+	// Environments there impersonate; empty: those previews are refused.
+	LocalIdentity string
 }
 
 // NewScheme has every type the sidecar reads or writes.

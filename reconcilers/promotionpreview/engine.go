@@ -38,6 +38,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/binding"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
 )
 
 // bindingSuffix names the binding a PromotionRun creates for an Environment
@@ -49,6 +50,11 @@ const bindingSuffix = "-generated-binding"
 // (common.ArgoCDSSAManager): the dry-run applies as Argo CD would.
 const ssaManager = "argocd-controller"
 
+// Previews of Environments on Argo CD's own cluster act as Argo CD's
+// application controller (--preview-local-identity): the sidecar may
+// impersonate exactly that ServiceAccount, nothing else.
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=impersonate,resourceNames=argocd-application-controller,namespace=argocd
+
 // remoteTimeout bounds each request to the target cluster.
 const remoteTimeout = 20 * time.Second
 
@@ -58,7 +64,9 @@ const remoteTimeout = 20 * time.Second
 // credentials Argo CD gives the tenant's project), renders through the
 // repo-server with Argo CD's gRPC client, and reads and dry-runs on the
 // target cluster with the Environment's own credentials (its Argo CD cluster
-// Secret). It writes nothing.
+// Secret), or on Argo CD's own cluster as Argo CD's application controller
+// (Local); only objects the tenant's AppProject permits there, as Argo CD's
+// sync checks them. It writes nothing.
 type Engine struct {
 	Client        client.Client
 	APIReader     client.Reader
@@ -71,6 +79,11 @@ type Engine struct {
 	DefaultTracking string
 	// AllowFileRepositories accepts file:// repository URLs (demos and tests).
 	AllowFileRepositories bool
+	// Local is the sidecar's own configuration impersonating the identity
+	// Argo CD's application controller applies with: previews of
+	// Environments deploying to Argo CD's own cluster read and dry-run with
+	// it. nil: they are refused.
+	Local *rest.Config
 }
 
 // Preview is one preview's result, for the status.
@@ -90,10 +103,13 @@ func (e *Engine) Run(ctx context.Context, pp *as.PromotionPreview) (*Preview, er
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := e.targetConfig(ctx, pp, params, proj.Name)
+	cfg, local, err := e.targetConfig(ctx, pp, params, proj.Name)
 	if err != nil {
 		return nil, err
 	}
+	// Every component deploys to the Environment's one namespace.
+	sc := scope{Project: proj, Server: params[0].DestinationServer, Namespace: params[0].DestinationNamespace, Local: local,
+		Clusters: func(project string) ([]*argov1alpha1.Cluster, error) { return e.DB.GetProjectClusters(ctx, project) }}
 	remote, disc, err := remoteClients(cfg)
 	if err != nil {
 		return nil, kernel.Refuse(as.PromotionPreviewReasonInvalid, "the cluster of Environment %q: %v", pp.Spec.TargetEnvironment, err)
@@ -107,14 +123,13 @@ func (e *Engine) Run(ctx context.Context, pp *as.PromotionPreview) (*Preview, er
 		return nil, fmt.Errorf("connecting to the repo-server: %w", err)
 	}
 	defer func() { _ = conn.Close() }()
-	// Every component deploys to the Environment's one namespace.
-	inv, err := e.inventory(ctx, remote, disc, params[0].DestinationNamespace, params[0].DestinationServer)
+	inv, err := e.inventory(ctx, remote, disc, sc)
 	if err != nil {
 		return nil, kernel.Refuse(as.PromotionPreviewReasonInvalid, "reading namespace %s of Environment %q: %v", params[0].DestinationNamespace, pp.Spec.TargetEnvironment, err)
 	}
 	out := &Preview{}
 	for _, p := range params {
-		res, err := e.component(ctx, repo, remote, inv, seb, p, proj, s, diffConfig)
+		res, err := e.component(ctx, repo, remote, inv, seb, p, sc, s, diffConfig)
 		if err != nil {
 			return nil, err
 		}
@@ -176,46 +191,56 @@ func (e *Engine) get(ctx context.Context, ns, name string, obj client.Object, ki
 
 // project is the tenant's AppProject as the binding reconciler would make it
 // for these repositories (tenantproject adds every repository that passed
-// binding.Check): its source repositories and name go to the repo-server,
-// and Argo CD's database gives a repository only this project's credentials.
+// binding.Check, and each write recomputes its destinations and resource
+// lists): its source repositories and name go to the repo-server, Argo CD's
+// database gives a repository only this project's credentials, and every
+// object is checked against it before it is read or dry-run (permission).
 func (e *Engine) project(ctx context.Context, ns string, params []argocd.GeneratorParams) (*argov1alpha1.AppProject, error) {
 	tenant := &corev1.Namespace{}
 	if err := e.Client.Get(ctx, types.NamespacedName{Name: ns}, tenant); err != nil {
 		return nil, err
 	}
-	proj := &argov1alpha1.AppProject{}
-	err := e.Client.Get(ctx, types.NamespacedName{Namespace: e.ArgoNamespace, Name: argocd.ProjectName(string(tenant.UID))}, proj)
-	if apierrors.IsNotFound(err) {
-		proj = &argov1alpha1.AppProject{}
-		proj.Namespace, proj.Name = e.ArgoNamespace, argocd.ProjectName(string(tenant.UID))
-	} else if err != nil {
+	var repos []string
+	current := &argov1alpha1.AppProject{}
+	err := e.Client.Get(ctx, types.NamespacedName{Namespace: e.ArgoNamespace, Name: argocd.ProjectName(string(tenant.UID))}, current)
+	switch {
+	case err == nil:
+		repos = append(repos, current.Spec.SourceRepos...)
+	case !apierrors.IsNotFound(err):
 		return nil, err
 	}
-	proj = proj.DeepCopy()
 	for _, p := range params {
-		if !slices.ContainsFunc(proj.Spec.SourceRepos, func(r string) bool { return argocd.SameRepository(r, p.RepoURL) }) {
-			proj.Spec.SourceRepos = append(proj.Spec.SourceRepos, p.RepoURL)
+		if !slices.ContainsFunc(repos, func(r string) bool { return argocd.SameRepository(r, p.RepoURL) }) {
+			repos = append(repos, p.RepoURL)
 		}
 	}
-	return proj, nil
+	return (&tenantproject.Projects{Client: e.Client, ArgoNamespace: e.ArgoNamespace}).Build(ctx, tenant, repos)
 }
 
 // targetConfig connects to the Environment's cluster with its own
 // credentials: those of the Argo CD cluster Secret made for the tenant's
 // ManagedEnvironment of that destination (never a Secret of another tenant,
-// never the sidecar's own credentials).
-func (e *Engine) targetConfig(ctx context.Context, pp *as.PromotionPreview, params []argocd.GeneratorParams, project string) (*rest.Config, error) {
+// never the sidecar's own credentials). Argo CD's own cluster (local) has
+// none: there the preview acts as the identity Argo CD's application
+// controller applies with (Local), each object checked against the
+// project first (permission).
+func (e *Engine) targetConfig(ctx context.Context, pp *as.PromotionPreview, params []argocd.GeneratorParams, project string) (_ *rest.Config, local bool, _ error) {
 	if len(params) == 0 {
-		return nil, kernel.Refuse(as.PromotionPreviewReasonInvalid, "Snapshot %q has no components", pp.Spec.Snapshot)
+		return nil, false, kernel.Refuse(as.PromotionPreviewReasonInvalid, "Snapshot %q has no components", pp.Spec.Snapshot)
 	}
 	server := params[0].DestinationServer
 	if server == argocd.LocalServer {
-		return nil, kernel.Refuse(as.PromotionPreviewReasonInvalid,
-			"Environment %q deploys to Argo CD's own cluster: a preview dry-runs with the Environment's own credentials, and it has none (give it a cluster: unstableConfigurationFields or a DeploymentTargetClaim)", pp.Spec.TargetEnvironment)
+		if e.Local == nil {
+			return nil, false, kernel.Refuse(as.PromotionPreviewReasonInvalid,
+				"Environment %q deploys to Argo CD's own cluster, and previews there are off: the sidecar's --preview-local-identity (the identity Argo CD's application controller applies with) enables them", pp.Spec.TargetEnvironment)
+		}
+		cfg := rest.CopyConfig(e.Local)
+		cfg.Timeout, cfg.UserAgent, cfg.QPS, cfg.Burst = remoteTimeout, "gitops-service-preview", 20, 40
+		return cfg, true, nil
 	}
 	var mes managedgitopsv1alpha1.GitOpsDeploymentManagedEnvironmentList
 	if err := e.Client.List(ctx, &mes, client.InNamespace(pp.Namespace)); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	for _, me := range mes.Items {
 		if argocd.ClusterServer(me.Spec.APIURL, string(me.UID)) != server {
@@ -224,7 +249,7 @@ func (e *Engine) targetConfig(ctx context.Context, pp *as.PromotionPreview, para
 		secret := &corev1.Secret{}
 		err := e.Client.Get(ctx, types.NamespacedName{Namespace: e.ArgoNamespace, Name: argocd.ClusterSecretName(string(me.UID))}, secret)
 		if err != nil && !apierrors.IsNotFound(err) {
-			return nil, err
+			return nil, false, err
 		}
 		if err != nil || !ownership.IsOwnedBy(secret.Labels, ownership.KindManagedEnvironment, string(me.UID)) || string(secret.Data["project"]) != project {
 			break
@@ -238,9 +263,9 @@ func (e *Engine) targetConfig(ctx context.Context, pp *as.PromotionPreview, para
 		if !cfg.Insecure {
 			cfg.CAData = append([]byte(nil), cc.TLSClientConfig.CAData...)
 		}
-		return cfg, nil
+		return cfg, false, nil
 	}
-	return nil, kernel.Refuse(as.PromotionPreviewReasonInvalid, "the cluster credentials of Environment %q are not ready (see its GitOpsDeploymentManagedEnvironment)", pp.Spec.TargetEnvironment)
+	return nil, false, kernel.Refuse(as.PromotionPreviewReasonInvalid, "the cluster credentials of Environment %q are not ready (see its GitOpsDeploymentManagedEnvironment)", pp.Spec.TargetEnvironment)
 }
 
 // remoteClients are a client and a discovery client of the target cluster
@@ -317,7 +342,7 @@ func (e *Engine) settings(disc discovery.DiscoveryInterface) (Settings, argodiff
 
 // component renders, compares and dry-runs one component.
 func (e *Engine) component(ctx context.Context, repo apiclient.RepoServerServiceClient, remote client.Client, inventory []*unstructured.Unstructured, seb *as.SnapshotEnvironmentBinding,
-	p argocd.GeneratorParams, proj *argov1alpha1.AppProject, s Settings, dc argodiff.DiffConfig) (ComponentResult, error) {
+	p argocd.GeneratorParams, sc scope, s Settings, dc argodiff.DiffConfig) (ComponentResult, error) {
 	res := ComponentResult{Name: p.Component, ArgoApplication: p.Name}
 	fail := func(format string, args ...any) (ComponentResult, error) {
 		res.RenderError = fmt.Sprintf(format, args...)
@@ -327,7 +352,7 @@ func (e *Engine) component(ctx context.Context, repo apiclient.RepoServerService
 	if err != nil {
 		return fail("%v", err)
 	}
-	targets, err := e.render(ctx, repo, app, proj, s)
+	targets, err := e.render(ctx, repo, app, sc.Project, s)
 	if unavailable(err) {
 		// The repo-server is down or busy: not the component's result.
 		return res, fmt.Errorf("the repo-server: %w", err)
@@ -336,15 +361,37 @@ func (e *Engine) component(ctx context.Context, repo apiclient.RepoServerService
 		return fail("rendering: %v", err)
 	}
 	ns := app.Spec.Destination.Namespace
+	// refused: the targets the project does not permit (Argo CD's words),
+	// which are neither read nor dry-run.
+	refused := map[kube.ResourceKey]string{}
 	for _, t := range targets {
-		if t.GetNamespace() == "" {
-			if namespaced, err := remote.IsObjectNamespaced(t); err != nil || namespaced {
-				t.SetNamespace(ns)
-			}
+		// A kind the cluster does not serve counts as namespaced: its
+		// dry-run fails on the kind, before any request for the object.
+		namespaced, err := remote.IsObjectNamespaced(t)
+		namespaced = namespaced || err != nil
+		if t.GetNamespace() == "" && namespaced {
+			t.SetNamespace(ns)
+		}
+		objNS := t.GetNamespace()
+		if !namespaced {
+			objNS = ""
+		}
+		msg, err := sc.permission(t.GroupVersionKind().GroupKind(), objNS)
+		if err != nil {
+			return res, err
+		}
+		if msg != "" {
+			refused[kube.GetResourceKey(t)] = msg
 		}
 	}
-	lives := liveObjects(ctx, remote, inventory, targets, app.Name, s)
+	lives := liveObjects(ctx, remote, inventory, targets, refused, app.Name, s)
 	rec := sync.Reconcile(targets, lives, ns, namespacedBy{remote})
+	for i, t := range rec.Target {
+		if _, no := refused[key(t)]; no && t != nil {
+			// Never compared with anything live: only the rendered object shows.
+			rec.Live[i] = nil
+		}
+	}
 	results, err := argodiff.StateDiffs(rec.Live, rec.Target, dc)
 	if err != nil {
 		return fail("comparing: %v", err)
@@ -380,7 +427,9 @@ func (e *Engine) component(ctx context.Context, repo apiclient.RepoServerService
 				o.Diff = ""
 			}
 		}
-		if target != nil {
+		if msg, no := refused[key(target)]; no && target != nil {
+			o.DryRunErr = msg
+		} else if target != nil {
 			o.DryRunErr = dryRun(ctx, remote, target)
 		}
 		res.Objects = append(res.Objects, o)
@@ -436,8 +485,11 @@ func (e *Engine) render(ctx context.Context, repoClient apiclient.RepoServerServ
 // resource exclusions leave out, Events and Endpoints among them by
 // default): the candidates for prune of every component. A kind the
 // Environment's credentials may not list is skipped, as Argo CD's cluster
-// cache skips it with resource.respectRBAC.
-func (e *Engine) inventory(ctx context.Context, remote client.Client, disc discovery.DiscoveryInterface, ns, server string) ([]*unstructured.Unstructured, error) {
+// cache skips it with resource.respectRBAC; so is, before any request, a kind
+// the project does not permit there (Argo CD leaves such live objects out of
+// the comparison), and all of them when the namespace is not permitted.
+func (e *Engine) inventory(ctx context.Context, remote client.Client, disc discovery.DiscoveryInterface, sc scope) ([]*unstructured.Unstructured, error) {
+	ns, server := sc.Namespace, sc.Server
 	filter, err := e.Settings.GetResourcesFilter()
 	if err != nil {
 		return nil, fmt.Errorf("reading Argo CD's settings: %w", err)
@@ -454,6 +506,11 @@ func (e *Engine) inventory(ctx context.Context, remote client.Client, disc disco
 		}
 		for _, r := range l.APIResources {
 			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || filter.IsExcludedResource(gv.Group, r.Kind, server) {
+				continue
+			}
+			if msg, err := sc.permission(schema.GroupKind{Group: gv.Group, Kind: r.Kind}, ns); err != nil {
+				return nil, err
+			} else if msg != "" {
 				continue
 			}
 			list := &unstructured.UnstructuredList{}
@@ -481,8 +538,9 @@ func (e *Engine) inventory(ctx context.Context, remote client.Client, disc disco
 // of the inventory the app's tracking (label or annotation, as configured)
 // names as the app's (top-level ones: Argo CD prunes no object another
 // owns), and those of the targets' keys, read one by one when the inventory
-// does not have them (cluster-scoped, or of a kind not listed).
-func liveObjects(ctx context.Context, remote client.Client, inventory, targets []*unstructured.Unstructured, appName string, s Settings) map[kube.ResourceKey]*unstructured.Unstructured {
+// does not have them (cluster-scoped, or of a kind not listed). A refused
+// target is never read.
+func liveObjects(ctx context.Context, remote client.Client, inventory, targets []*unstructured.Unstructured, refused map[kube.ResourceKey]string, appName string, s Settings) map[kube.ResourceKey]*unstructured.Unstructured {
 	tracking := argo.NewResourceTracking()
 	out := map[kube.ResourceKey]*unstructured.Unstructured{}
 	byKey := map[kube.ResourceKey]*unstructured.Unstructured{}
@@ -495,6 +553,10 @@ func liveObjects(ctx context.Context, remote client.Client, inventory, targets [
 	}
 	for _, t := range targets {
 		key := kube.GetResourceKey(t)
+		if _, no := refused[key]; no {
+			delete(out, key)
+			continue
+		}
 		if _, ok := out[key]; ok {
 			continue
 		}
@@ -516,6 +578,14 @@ func liveObjects(ctx context.Context, remote client.Client, inventory, targets [
 		u.SetManagedFields(nil)
 	}
 	return out
+}
+
+// key is obj's key, the zero key for nil.
+func key(obj *unstructured.Unstructured) kube.ResourceKey {
+	if obj == nil {
+		return kube.ResourceKey{}
+	}
+	return kube.GetResourceKey(obj)
 }
 
 // namespacedBy answers gitops-engine's question from the target cluster's

@@ -14,7 +14,8 @@ import (
 
 // The gates of an Environment (its .spec.gates) hold a promotion before it
 // enters the Environment: the freeze switch, the freeze windows, the soak
-// time of its parent Environment and the approvals. Whether one holds it is a
+// time of its parent Environment and the approvals; so does its
+// .spec.preview (a clean PromotionPreview, preview_gate.go). Whether one holds it is a
 // pure function of what was read and of the clock (gate, below); the
 // reconciler calls it before a run starts (its first Environment) and before
 // each next step of an automated promotion enters its Environments.
@@ -45,6 +46,9 @@ type gateInput struct {
 	Claim *as.DeploymentTargetClaim
 	// Approvals of the namespace (any Snapshot and Environment).
 	Approvals []as.PromotionApproval
+	// Previews of the namespace (any Snapshot and Environment); read only
+	// when Env requires one.
+	Previews []as.PromotionPreview
 	// Rollback: the promotion is a rollback (gates apply as Env's rollbacks policy says).
 	Rollback bool
 	Now      time.Time
@@ -77,9 +81,13 @@ func gate(in gateInput) *kernel.Waiting {
 		return w
 	}
 	if g != nil && g.Approvals != nil && (!in.Rollback || rb.Approvals) {
-		return approvalGate(in, g.Approvals)
+		if w := approvalGate(in, g.Approvals); w != nil {
+			return w
+		}
 	}
-	return nil
+	// Last: a preview counts only for requiredWithin, so it is asked for
+	// once nothing else holds the promotion.
+	return previewGate(in)
 }
 
 func orPending(p as.DeploymentTargetClaimPhase) string {

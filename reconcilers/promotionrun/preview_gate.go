@@ -1,63 +1,47 @@
 package promotionrun
 
 import (
-	"context"
-	"time"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
-// ReasonPreviewRequired: the run waits for a clean PromotionPreview its
-// first Environment asks for (spec.preview.requiredWithin).
-const ReasonPreviewRequired = "PreviewRequired"
+// ReasonPreviewRequired: the run waits for a clean PromotionPreview an
+// Environment it is about to enter asks for (spec.preview.requiredWithin).
+const ReasonPreviewRequired = as.WaitingReasonPreviewRequired
 
-// previewRequired reads what previewGate decides on: the run's first
-// Environment and, when it asks for a preview, the previews of the run's
-// namespace (read past the cache: the run does not watch them).
-func (r *Reconciler) previewRequired(ctx context.Context, run *as.PromotionRun) error {
-	env := &as.Environment{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: first(run)}, env)
-	if apierrors.IsNotFound(err) {
-		return nil // promote() refuses a missing Environment
-	}
-	if err != nil || env.Spec.Preview == nil {
-		return err
-	}
-	var previews as.PromotionPreviewList
-	if err := r.APIReader.List(ctx, &previews, client.InNamespace(run.Namespace)); err != nil {
-		return err
-	}
-	return previewGate(run, env, previews.Items, r.now().Time)
-}
-
-// previewGate says whether run may start into env: when env requires a
-// preview, one of the same Snapshot and Application for env must have
-// completed for its current spec, without a render or dry-run error, at most
-// requiredWithin before now; otherwise the run waits (kernel.Waiting,
-// reason PreviewRequired). A preview that ran into errors does not count:
-// another one must run clean.
-func previewGate(run *as.PromotionRun, env *as.Environment, previews []as.PromotionPreview, now time.Time) error {
-	if env.Spec.Preview == nil {
+// previewGate says whether the promotion may enter in.Env: when in.Env
+// requires a preview, one of the same Snapshot and Application for in.Env
+// must have completed for its current spec, without a render or dry-run
+// error, at most requiredWithin before now; otherwise the promotion waits
+// (reason PreviewRequired). A preview that ran into errors does not count:
+// another one must run clean. A completed preview wakes the run (setup.go).
+//
+// It does not hold a rollback: a rollback returns to a Snapshot that ran in
+// the Environment before, chosen only once it starts (its spec names the
+// Snapshot rolled back, of which a preview says nothing).
+func previewGate(in gateInput) *kernel.Waiting {
+	if in.Env.Spec.Preview == nil || in.Rollback {
 		return nil
 	}
-	within := env.Spec.Preview.RequiredWithin.Duration
-	for _, p := range previews {
-		if p.Spec.Snapshot != run.Spec.Snapshot || p.Spec.Application != run.Spec.Application || p.Spec.TargetEnvironment != env.Name {
+	within := in.Env.Spec.Preview.RequiredWithin.Duration
+	for _, p := range in.Previews {
+		if p.Namespace != in.Env.Namespace || p.Spec.Snapshot != in.Snapshot || p.Spec.Application != in.Application || p.Spec.TargetEnvironment != in.Env.Name {
 			continue
 		}
 		s := p.Status
 		if s.CompletedAt == nil || s.ObservedGeneration != p.Generation || !s.Clean || !p.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if age := now.Sub(s.CompletedAt.Time); age >= 0 && age <= within {
+		if age := in.Now.Sub(s.CompletedAt.Time); age >= 0 && age <= within {
 			return nil
 		}
 	}
-	return kernel.Wait(ReasonPreviewRequired, kernel.UnwatchedRecheck,
-		"a clean PromotionPreview of Snapshot %s to Environment %s completed within %s (the Environment requires it)", run.Spec.Snapshot, env.Name, within)
+	return kernel.Wait(ReasonPreviewRequired, kernel.WaitingRetry,
+		"a clean PromotionPreview of Snapshot %s to Environment %s completed within %s (the Environment requires it)", in.Snapshot, in.Env.Name, within)
+}
+
+// previewCompleted says a preview just completed (a watch event that may let
+// a run in).
+func previewCompleted(p *as.PromotionPreview) bool {
+	return p.Status.CompletedAt != nil && p.Status.ObservedGeneration == p.Generation
 }

@@ -11,15 +11,15 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
+// TestPreviewGate decides the preview gate of one Environment on an injected
+// clock, alone (previewGate) and among the other gates (gate).
 func TestPreviewGate(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	run := &as.PromotionRun{Spec: as.PromotionRunSpec{Snapshot: "snap", Application: "app",
-		ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "prod"}}}
-	requiring := &as.Environment{ObjectMeta: metav1.ObjectMeta{Name: "prod"},
-		Spec: as.EnvironmentSpec{Preview: &as.PreviewPolicy{RequiredWithin: metav1.Duration{Duration: 15 * time.Minute}}}}
+	policy := &as.PreviewPolicy{RequiredWithin: metav1.Duration{Duration: 15 * time.Minute}}
+	requiring := &as.Environment{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "prod"}, Spec: as.EnvironmentSpec{Preview: policy}}
 	preview := func(mut func(*as.PromotionPreview)) as.PromotionPreview {
 		at := metav1.NewTime(now.Add(-5 * time.Minute))
-		p := as.PromotionPreview{ObjectMeta: metav1.ObjectMeta{Name: "p", Generation: 1},
+		p := as.PromotionPreview{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "p", Generation: 1},
 			Spec:   as.PromotionPreviewSpec{Snapshot: "snap", Application: "app", TargetEnvironment: "prod"},
 			Status: as.PromotionPreviewStatus{ObservedGeneration: 1, CompletedAt: &at, Clean: true}}
 		if mut != nil {
@@ -34,35 +34,72 @@ func TestPreviewGate(t *testing.T) {
 		name     string
 		env      *as.Environment
 		previews []as.PromotionPreview
+		rollback bool
 		starts   bool
 	}{
-		{"no preview required", &as.Environment{ObjectMeta: metav1.ObjectMeta{Name: "prod"}}, nil, true},
-		{"required, none", requiring, nil, false},
-		{"a clean recent preview", requiring, []as.PromotionPreview{preview(nil)}, true},
-		{"exactly requiredWithin ago", requiring, []as.PromotionPreview{preview(ago(15 * time.Minute))}, true},
-		{"too old", requiring, []as.PromotionPreview{preview(ago(16 * time.Minute))}, false},
-		{"from the future (clock skew) does not count", requiring, []as.PromotionPreview{preview(ago(-time.Minute))}, false},
-		{"dry-run errors", requiring, []as.PromotionPreview{preview(func(p *as.PromotionPreview) { p.Status.Clean = false })}, false},
-		{"still running", requiring, []as.PromotionPreview{preview(func(p *as.PromotionPreview) { p.Status.CompletedAt = nil })}, false},
-		{"of an older spec", requiring, []as.PromotionPreview{preview(func(p *as.PromotionPreview) { p.Generation = 2 })}, false},
-		{"being deleted", requiring, []as.PromotionPreview{preview(func(p *as.PromotionPreview) { p.DeletionTimestamp = &metav1.Time{Time: now} })}, false},
-		{"another Snapshot", requiring, []as.PromotionPreview{preview(func(p *as.PromotionPreview) { p.Spec.Snapshot = "other" })}, false},
-		{"another Application", requiring, []as.PromotionPreview{preview(func(p *as.PromotionPreview) { p.Spec.Application = "other" })}, false},
-		{"another Environment", requiring, []as.PromotionPreview{preview(func(p *as.PromotionPreview) { p.Spec.TargetEnvironment = "staging" })}, false},
+		{"no preview required", &as.Environment{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "prod"}}, nil, false, true},
+		{"required, none", requiring, nil, false, false},
+		{"a clean recent preview", requiring, []as.PromotionPreview{preview(nil)}, false, true},
+		{"exactly requiredWithin ago", requiring, []as.PromotionPreview{preview(ago(15 * time.Minute))}, false, true},
+		{"too old", requiring, []as.PromotionPreview{preview(ago(16 * time.Minute))}, false, false},
+		{"from the future (clock skew) does not count", requiring, []as.PromotionPreview{preview(ago(-time.Minute))}, false, false},
+		{"dry-run errors", requiring, []as.PromotionPreview{preview(func(p *as.PromotionPreview) { p.Status.Clean = false })}, false, false},
+		{"still running", requiring, []as.PromotionPreview{preview(func(p *as.PromotionPreview) { p.Status.CompletedAt = nil })}, false, false},
+		{"of an older spec", requiring, []as.PromotionPreview{preview(func(p *as.PromotionPreview) { p.Generation = 2 })}, false, false},
+		{"being deleted", requiring, []as.PromotionPreview{preview(func(p *as.PromotionPreview) { p.DeletionTimestamp = &metav1.Time{Time: now} })}, false, false},
+		{"another Snapshot", requiring, []as.PromotionPreview{preview(func(p *as.PromotionPreview) { p.Spec.Snapshot = "other" })}, false, false},
+		{"another Application", requiring, []as.PromotionPreview{preview(func(p *as.PromotionPreview) { p.Spec.Application = "other" })}, false, false},
+		{"another Environment", requiring, []as.PromotionPreview{preview(func(p *as.PromotionPreview) { p.Spec.TargetEnvironment = "staging" })}, false, false},
+		{"another namespace", requiring, []as.PromotionPreview{preview(func(p *as.PromotionPreview) { p.Namespace = "other" })}, false, false},
 		{"one good among bad ones", requiring, []as.PromotionPreview{
-			preview(func(p *as.PromotionPreview) { p.Status.Clean = false }), preview(ago(20 * time.Minute)), preview(nil)}, true},
+			preview(func(p *as.PromotionPreview) { p.Status.Clean = false }), preview(ago(20 * time.Minute)), preview(nil)}, false, true},
+		{"a rollback is not held", requiring, nil, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := previewGate(run, tt.env, tt.previews, now)
+			w := previewGate(gateInput{Application: "app", Snapshot: "snap", Env: tt.env, Previews: tt.previews, Rollback: tt.rollback, Now: now})
 			if tt.starts {
-				assert.NoError(t, err)
+				assert.Nil(t, w)
 				return
 			}
-			w := kernel.AsWaiting(err)
-			if assert.NotNil(t, w, "want a Waiting, got %v", err) {
+			if assert.NotNil(t, w) {
 				assert.Equal(t, ReasonPreviewRequired, w.Reason)
-				assert.Contains(t, w.For, "Snapshot snap to Environment prod completed within 15m0s")
+				assert.Equal(t, "a clean PromotionPreview of Snapshot snap to Environment prod completed within 15m0s (the Environment requires it)", w.For)
+				// A completed preview wakes the run; this covers a missed event.
+				assert.Equal(t, kernel.WaitingRetry, w.After)
+			}
+		})
+	}
+
+	// Among the gates: asked for last, once nothing else holds the promotion.
+	approvals := &as.ApprovalGate{Required: 1}
+	withGates := func(g *as.PromotionGates) *as.Environment {
+		e := requiring.DeepCopy()
+		e.Spec.Gates = g
+		return e
+	}
+	approved := []as.PromotionApproval{approval("snap", "prod", "alice")}
+	approved[0].Namespace = "t"
+	for name, c := range map[string]struct {
+		in     gateInput
+		reason string
+	}{
+		"frozen: the freeze is reported":                 {gateInput{Env: withGates(&as.PromotionGates{Freeze: &as.FreezeSwitch{Frozen: true}})}, as.WaitingReasonFrozen},
+		"not approved: the approval is reported":         {gateInput{Env: withGates(&as.PromotionGates{Approvals: approvals})}, as.WaitingReasonAwaitingApproval},
+		"approved, no preview: the preview is asked for": {gateInput{Env: withGates(&as.PromotionGates{Approvals: approvals}), Approvals: approved}, ReasonPreviewRequired},
+		"approved and previewed":                         {gateInput{Env: withGates(&as.PromotionGates{Approvals: approvals}), Approvals: approved, Previews: []as.PromotionPreview{preview(nil)}}, ""},
+		"a parent's soak first": {gateInput{Env: requiring, Parent: &as.Environment{ObjectMeta: metav1.ObjectMeta{Name: "dev"},
+			Spec: as.EnvironmentSpec{Gates: &as.PromotionGates{SoakTime: &metav1.Duration{Duration: time.Hour}}}}, VerifiedInParent: &now}, as.WaitingReasonSoakTime},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c.in.Application, c.in.Snapshot, c.in.Now = "app", "snap", now
+			w := gate(c.in)
+			if c.reason == "" {
+				assert.Nil(t, w)
+				return
+			}
+			if assert.NotNil(t, w) {
+				assert.Equal(t, c.reason, w.Reason)
 			}
 		})
 	}

@@ -32,7 +32,7 @@ import (
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionruns/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=snapshotenvironmentbindings,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=snapshots;environments;applications,verbs=get;list;watch
-// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionapprovals;deploymenttargetclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionapprovals;promotionpreviews;deploymenttargetclaims,verbs=get;list;watch
 // +kubebuilder:rbac:groups=argoproj.io,resources=applications,verbs=get;list;watch,namespace=argocd
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
@@ -136,9 +136,6 @@ func (r *Reconciler) lock(run *as.PromotionRun) func() {
 // start makes the run Active when no run of its application holds it up
 // (see blocker), decided on the API server's list of runs; else the run waits.
 func (r *Reconciler) start(ctx context.Context, run *as.PromotionRun) error {
-	if err := r.previewRequired(ctx, run); err != nil {
-		return err
-	}
 	var list as.PromotionRunList
 	if err := r.APIReader.List(ctx, &list, client.InNamespace(run.Namespace)); err != nil {
 		return err

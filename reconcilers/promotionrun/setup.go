@@ -44,6 +44,18 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		// unfinished runs look again.
 		Watches(&as.Environment{}, handler.EnqueueRequestsFromMapFunc(r.unfinished)).
 		Watches(&as.PromotionApproval{}, handler.EnqueueRequestsFromMapFunc(r.unfinished)).
+		// A completed preview may let in the unfinished runs of its
+		// Application (an Environment that requires one, preview_gate.go).
+		// The PromotionPreview reconciler caches them already.
+		Watches(&as.PromotionPreview{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			p := o.(*as.PromotionPreview)
+			if !previewCompleted(p) {
+				return nil
+			}
+			return kernel.Listed(ctx, r.Client, &as.PromotionRunList{}, func(run *as.PromotionRun) bool {
+				return run.Spec.Application == p.Spec.Application && run.Status.State != as.PromotionRunStateCompleted
+			}, client.InNamespace(p.Namespace))
+		})).
 		Watches(&as.DeploymentTargetClaim{}, handler.EnqueueRequestsFromMapFunc(r.unfinished)).
 		// A released hold moves the held runs on (rollback.go).
 		Watches(&as.PromotionHistory{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {

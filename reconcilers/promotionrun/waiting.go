@@ -48,6 +48,7 @@ func (r *Reconciler) gates(ctx context.Context, run *as.PromotionRun, runs []as.
 			runs[i] = *run
 		}
 	}
+	var previews *as.PromotionPreviewList
 	for _, name := range envNames {
 		env, err := r.environment(ctx, run.Namespace, name)
 		if env == nil {
@@ -57,6 +58,16 @@ func (r *Reconciler) gates(ctx context.Context, run *as.PromotionRun, runs []as.
 			continue
 		}
 		in := gateInput{Application: run.Spec.Application, Snapshot: run.Spec.Snapshot, Env: env, Approvals: approvals.Items, Now: r.now().Time, Rollback: run.Spec.IsRollback()}
+		if env.Spec.Preview != nil {
+			// Read once, and only when an Environment asks for a preview.
+			if previews == nil {
+				previews = &as.PromotionPreviewList{}
+				if err := r.Client.List(ctx, previews, client.InNamespace(run.Namespace)); err != nil {
+					return err
+				}
+			}
+			in.Previews = previews.Items
+		}
 		if name := env.Spec.Configuration.Target.DeploymentTargetClaim.ClaimName; name != "" {
 			claim := &as.DeploymentTargetClaim{}
 			err := kernel.GetConfirmed(ctx, r.Client, r.APIReader, client.ObjectKey{Namespace: run.Namespace, Name: name}, claim)

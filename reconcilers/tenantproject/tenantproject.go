@@ -228,6 +228,13 @@ func (p *Projects) used(ctx context.Context, tenantNS string) ([]string, error) 
 	return repos, nil
 }
 
+// Build is the tenant's AppProject allowing repos as Ensure would write it
+// now (destinations, resource lists, roles), without writing or reading it:
+// what a preview checks a sync against. It needs only Client and ArgoNamespace.
+func (p *Projects) Build(ctx context.Context, ns *corev1.Namespace, repos []string) (*argov1alpha1.AppProject, error) {
+	return p.build(ctx, ns, repos)
+}
+
 // build is the tenant's AppProject allowing repos, with the destinations of
 // its connected ManagedEnvironments and the roles of its mapped subjects.
 func (p *Projects) build(ctx context.Context, ns *corev1.Namespace, repos []string) (*argov1alpha1.AppProject, error) {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -125,13 +127,28 @@ func tracked(t *testing.T, obj client.Object, gvk string, app string) {
 // preview reads in namespace ns of the remote cluster, and of its ClusterRoles.
 func resourceVersions(t *testing.T, ns string) map[string]string {
 	t.Helper()
+	return versionsOf(t, remoteK8s, true, ns)
+}
+
+// versionsOf are the resourceVersions of the Deployments, ConfigMaps,
+// Services and ResourceQuotas of the namespaces through c (and of all
+// ClusterRoles with clusterRoles).
+func versionsOf(t *testing.T, c client.Client, clusterRoles bool, namespaces ...string) map[string]string {
+	t.Helper()
 	out := map[string]string{}
-	for _, list := range []client.ObjectList{&appsv1.DeploymentList{}, &corev1.ConfigMapList{}, &corev1.ServiceList{}, &corev1.ResourceQuotaList{}, &rbacv1.ClusterRoleList{}} {
+	var lists []client.ObjectList
+	for range namespaces {
+		lists = append(lists, &appsv1.DeploymentList{}, &corev1.ConfigMapList{}, &corev1.ServiceList{}, &corev1.ResourceQuotaList{})
+	}
+	if clusterRoles {
+		lists = append(lists, &rbacv1.ClusterRoleList{})
+	}
+	for i, list := range lists {
 		opts := []client.ListOption{}
 		if _, cluster := list.(*rbacv1.ClusterRoleList); !cluster {
-			opts = append(opts, client.InNamespace(ns))
+			opts = append(opts, client.InNamespace(namespaces[i/4]))
 		}
-		require.NoError(t, remoteK8s.List(context.Background(), list, opts...))
+		require.NoError(t, c.List(context.Background(), list, opts...))
 		items, err := meta.ExtractList(list)
 		require.NoError(t, err)
 		for _, o := range items {
@@ -249,7 +266,9 @@ func TestPromotionPreviewAgainstTheLiveCluster(t *testing.T) {
 		errs[e.Kind+"/"+e.Name] = e.Message
 	}
 	assert.Contains(t, errs["Service/web"], "quota", "the quota refuses the Service: %v", errs)
-	assert.Contains(t, errs["rbac.authorization.k8s.io/ClusterRole/web-preview-reader"], "forbidden", "the Environment may not create ClusterRoles: %v", errs)
+	// The tenant's AppProject permits no cluster-scoped kind: refused as
+	// Argo CD's sync refuses it, before any request (not the cluster's RBAC).
+	assert.Equal(t, "resource rbac.authorization.k8s.io:ClusterRole is not permitted in project "+projectOf(t, ns), errs["rbac.authorization.k8s.io/ClusterRole/web-preview-reader"], "%v", errs)
 
 	deployDiff := objectDiff(got.Status.Diff, "--- live/web/apps/Deployment "+targetNS+"/web")
 	require.NotEmpty(t, deployDiff, "no diff of the Deployment in:\n%s", got.Status.Diff)
@@ -306,4 +325,126 @@ func TestPromotionPreviewRefusesAnotherTenantsObjects(t *testing.T) {
 	assert.Contains(t, c.Message, fmt.Sprintf("Snapshot %q not found in namespace %q", "snap", other))
 	assert.Nil(t, got.Status.CompletedAt)
 	assert.Empty(t, got.Status.Components)
+}
+
+// projectOf is the name of the AppProject of tenant namespace ns.
+func projectOf(t *testing.T, ns string) string {
+	t.Helper()
+	n := &corev1.Namespace{}
+	require.NoError(t, k8s.Get(context.Background(), client.ObjectKey{Name: ns}, n))
+	return "gitops-tenant-" + string(n.UID)
+}
+
+// applicationController is the identity Argo CD's application controller
+// applies with, bound as Argo CD's install binds it (its ClusterRole allows
+// everything): the stack runs Argo CD with an admin kubeconfig instead.
+func applicationController(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: argo.Namespace, Name: "argocd-application-controller"}}
+	if err := k8s.Create(ctx, sa); err != nil {
+		require.True(t, apierrors.IsAlreadyExists(err), "%v", err)
+	}
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "e2e-argocd-application-controller"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: argo.Namespace, Name: sa.Name}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"}}
+	require.NoError(t, k8s.Create(ctx, crb))
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), crb) })
+}
+
+// A preview of an Environment on Argo CD's own cluster reads and dry-runs as
+// Argo CD's application controller, but only what the tenant's AppProject
+// permits there: the image change shows as the Deployment's one-line diff;
+// a ClusterRole and a ConfigMap of another namespace are reported not
+// permitted, as Argo CD's sync reports them, and nothing of theirs is read
+// (the other namespace's ConfigMap, of the same name, never shows) or
+// written anywhere.
+func TestPromotionPreviewOnArgoCDsOwnCluster(t *testing.T) {
+	ctx := context.Background()
+	ns := tenantNamespace(t)
+	applicationController(t)
+	// Another namespace (another tenant's, or a system one) with a ConfigMap
+	// the manifests name too.
+	victim := tenantNamespace(t)
+	secret := canary("other-namespace-configmap")
+	require.NoError(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: victim, Name: "web-settings"}, Data: map[string]string{"value": secret}}))
+
+	files := previewFiles()
+	files["components/web/kustomization.yaml"] = "resources:\n- deployment.yaml\n- clusterrole.yaml\n- elsewhere.yaml\n"
+	files["components/web/elsewhere.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-settings\n  namespace: " + victim + "\ndata:\n  value: from-git\n"
+	repo, _ := gitRepo(t, files)
+	require.NoError(t, k8s.Create(ctx, &as.Application{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "appa"}, Spec: as.ApplicationSpec{DisplayName: "App A"}}))
+	comp := &as.Component{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: as.ComponentSpec{ComponentName: "web", Application: "appa", ContainerImage: "quay.io/example/web:placeholder"}}
+	require.NoError(t, k8s.Create(ctx, comp))
+	comp.Status.GitOps = as.GitOpsStatus{RepositoryURL: repo.URL, Branch: "main", Context: "components/web"}
+	require.NoError(t, k8s.Status().Update(ctx, comp))
+	// No cluster of its own: dev deploys to the tenant's namespace on Argo CD's cluster.
+	require.NoError(t, k8s.Create(ctx, &as.Environment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev"}, Spec: as.EnvironmentSpec{
+		DisplayName: "Dev", DeploymentStrategy: as.DeploymentStrategyManual}}))
+	require.NoError(t, k8s.Create(ctx, &as.Snapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "snap-2"}, Spec: as.SnapshotSpec{Application: "appa",
+		Components: []as.SnapshotComponent{{Name: "web", ContainerImage: "quay.io/example/web:v2"}}}}))
+
+	// What runs: web at v1, as Argo CD's Application for the binding a
+	// PromotionRun would create deployed it.
+	app := "appa-dev-generated-binding-appa-dev-web"
+	live := &appsv1.Deployment{}
+	require.NoError(t, yaml.Unmarshal([]byte(strings.Replace(previewDeployment, "placeholder", "v1", 1)), live))
+	live.Namespace = ns
+	tracked(t, live, "apps/v1:Deployment", app)
+	require.NoError(t, k8s.Create(ctx, live))
+	var before map[string]string
+	require.Eventually(t, func() bool {
+		first := versionsOf(t, k8s, false, ns, victim)
+		time.Sleep(2 * time.Second)
+		before = versionsOf(t, k8s, false, ns, victim)
+		return assert.ObjectsAreEqual(first, before)
+	}, time.Minute, 100*time.Millisecond, "the namespaces never settled")
+
+	pp := &as.PromotionPreview{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "snap-2-to-dev"},
+		Spec: as.PromotionPreviewSpec{Snapshot: "snap-2", Application: "appa", TargetEnvironment: "dev"}}
+	require.NoError(t, k8s.Create(ctx, pp))
+	got := waitPreview(t, pp, "completed", func(p *as.PromotionPreview) bool { return p.Status.CompletedAt != nil })
+
+	require.Len(t, got.Status.Components, 1, "status: %+v", got.Status)
+	web := got.Status.Components[0]
+	assert.Empty(t, web.RenderError)
+	assert.Equal(t, app, web.ArgoApplication)
+	assert.Equal(t, 1, web.Changed, "the Deployment; status: %+v", web)
+	assert.Equal(t, 2, web.Added, "the ClusterRole and the other namespace's ConfigMap, never compared with anything live; status: %+v", web)
+	assert.Equal(t, 0, web.Removed, "status: %+v", web)
+	assert.Equal(t, 2, web.Errors, "status: %+v", web)
+	assert.False(t, got.Status.Clean)
+	errs := map[string]string{}
+	for _, e := range web.DryRunErrors {
+		errs[e.Kind+"/"+e.Namespace+"/"+e.Name] = e.Message
+	}
+	project := projectOf(t, ns)
+	assert.Equal(t, map[string]string{
+		"rbac.authorization.k8s.io/ClusterRole//web-preview-reader": "resource rbac.authorization.k8s.io:ClusterRole is not permitted in project " + project,
+		"ConfigMap/" + victim + "/web-settings":                     "namespace " + victim + " is not permitted in project '" + project + "'",
+	}, errs)
+
+	// Read as the application controller: the live Deployment is compared.
+	deployDiff := objectDiff(got.Status.Diff, "--- live/web/apps/Deployment "+ns+"/web")
+	require.NotEmpty(t, deployDiff, "no diff of the Deployment in:\n%s", got.Status.Diff)
+	assert.Equal(t, []string{"-      - image: quay.io/example/web:v1", "+      - image: quay.io/example/web:v2"}, changedLines(deployDiff),
+		"the image change is the Deployment's one-line diff:\n%s", deployDiff)
+	// Nothing of the other namespace was read.
+	assert.NotContains(t, got.Status.Diff, secret, "the other namespace's ConfigMap reached the status")
+	assert.Contains(t, objectDiff(got.Status.Diff, "--- /dev/null\n+++ preview/web/ConfigMap "+victim+"/web-settings"), "value: from-git",
+		"the rendered ConfigMap shows as an addition, compared with nothing live:\n%s", got.Status.Diff)
+	b, err := json.Marshal(got.Status)
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), secret)
+
+	// Nothing was written: not in either namespace, and no ClusterRole.
+	assert.Equal(t, before, versionsOf(t, k8s, false, ns, victim))
+	assert.True(t, apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: "web-preview-reader"}, &rbacv1.ClusterRole{})), "the preview created the ClusterRole")
+	cm := &corev1.ConfigMap{}
+	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: victim, Name: "web-settings"}, cm))
+	assert.Equal(t, map[string]string{"value": secret}, cm.Data)
+	var sebs as.SnapshotEnvironmentBindingList
+	require.NoError(t, k8s.List(ctx, &sebs, client.InNamespace(ns)))
+	assert.Empty(t, sebs.Items, "a preview creates no binding")
 }

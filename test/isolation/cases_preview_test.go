@@ -47,8 +47,10 @@ func previewCases() []hostileCase {
 			UnstableConfigurationFields: &as.UnstableEnvironmentConfiguration{KubernetesClusterCredentials: as.KubernetesClusterCredentials{
 				APIURL: kube.Config.Host, ClusterCredentialsSecret: "theirs-namespaced", TargetNamespace: neighbourNS}}}})
 	}, func(pp *as.PromotionPreview) { pp.Spec.TargetEnvironment = "stolen" })
-	// Argo CD's own cluster: a preview has no credentials of the
-	// Environment's to dry-run with there, and never uses the sidecar's.
-	add("Environment on Argo CD's own cluster", "deploys to Argo CD's own cluster", nil, func(*as.PromotionPreview) {})
+	// Argo CD's own cluster: without an identity of Argo CD's application
+	// controller to act as (--preview-local-identity, none in this suite), a
+	// preview has no credentials of the Environment's to dry-run with there,
+	// and never uses the sidecar's.
+	add("Environment on Argo CD's own cluster", "deploys to Argo CD's own cluster, and previews there are off: the sidecar's --preview-local-identity", nil, func(*as.PromotionPreview) {})
 	return out
 }
