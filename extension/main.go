@@ -66,6 +66,7 @@ func main() {
 	flag.BoolVar(&o.AllowFileRepositories, "allow-file-repositories", false, "Let tenants use file:// repository URLs, which the repo-server reads from its own disk: only for demos and tests on one machine, never for a shared cluster.")
 	memoryLimit := flag.String("memory-limit", "", "The container's memory limit (e.g. 768Mi) for the Go runtime's soft limit; default: env "+sidecar.EnvMemoryLimit+" (bytes, from limits.memory), else the cgroup's. GOMEMLIMIT, when set, wins.")
 	memoryPercent := flag.Int("memory-limit-percent", 90, "The Go runtime's soft memory limit as a percent of the container's memory limit; 0 sets none.")
+	gcPercent := flag.Int("gc-percent", sidecar.DefaultGCPercent, "The Go runtime's garbage collection target (as GOGC: the heap grows by this percent of the live heap between collections); 0 leaves Go's default (100). GOGC, when set, wins.")
 	flag.StringVar(&o.Preview.RepoServerAddr, "preview-repo-server", "argocd-repo-server:8081", "host:port of Argo CD's repo-server, which PromotionPreviews render with (Argo CD's gRPC client); \"\" disables previews.")
 	flag.BoolVar(&o.Preview.RepoServerPlaintext, "preview-repo-server-plaintext", false, "Talk to the repo-server without TLS (as Argo CD's --repo-server-plaintext).")
 	flag.BoolVar(&o.Preview.RepoServerStrictTLS, "preview-repo-server-strict-tls", false, "Verify the repo-server's TLS certificate (as Argo CD's --repo-server-strict-tls).")
@@ -86,6 +87,7 @@ func main() {
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	sidecar.SetMemoryLimit(ctrl.Log.WithName("memory"), *memoryLimit, *memoryPercent)
+	sidecar.SetGCPercent(ctrl.Log.WithName("memory"), *gcPercent)
 	o.NeverTenants = []string{}
 	for _, ns := range strings.Split(*neverTenants, ",") {
 		if ns = strings.TrimSpace(ns); ns != "" {

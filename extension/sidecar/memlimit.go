@@ -11,6 +11,39 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
+// DefaultGCPercent is the sidecar's garbage collection target (GOGC) unless
+// GOGC is set. Its live heap is mostly its caches (~70-100 MiB at 10,000
+// GitOpsDeployments), and Go's default of 100 lets the heap grow to twice
+// that before collecting: a restarted sidecar's resync, which lists and
+// reconciles everything at once, peaked at 303-315 MiB RSS with a live heap
+// of ~100 MiB (make bench, issue 27). At 50 the heap grows by half instead,
+// for more frequent collections of that small live heap.
+const DefaultGCPercent = 50
+
+// SetGCPercent sets the garbage collection target to percent, unless GOGC
+// is set (the runtime applied it) or percent is not positive. It returns
+// the target set (0: none).
+func SetGCPercent(log logr.Logger, percent int) int {
+	p, ok := gcPercent(os.Getenv("GOGC"), percent)
+	if !ok {
+		if v := os.Getenv("GOGC"); v != "" {
+			log.Info("GOGC is set: the Go runtime's garbage collection target is left as it is", "GOGC", v)
+		}
+		return 0
+	}
+	debug.SetGCPercent(p)
+	log.Info("Go runtime garbage collection target set", "percent", p)
+	return p
+}
+
+// gcPercent is the target to set: none when GOGC is set or percent is not positive.
+func gcPercent(env string, percent int) (int, bool) {
+	if env != "" || percent <= 0 {
+		return 0, false
+	}
+	return percent, true
+}
+
 // EnvMemoryLimit is the container's memory limit in bytes, which the install's
 // Deployment passes from limits.memory (a resourceFieldRef).
 const EnvMemoryLimit = "GITOPS_SERVICE_MEMORY_LIMIT"

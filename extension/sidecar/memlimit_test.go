@@ -9,6 +9,28 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+func TestGCPercent(t *testing.T) {
+	for name, tc := range map[string]struct {
+		env     string
+		percent int
+		want    int
+		ok      bool
+	}{
+		"the default":          {"", DefaultGCPercent, DefaultGCPercent, true},
+		"the flag":             {"", 80, 80, true},
+		"GOGC wins":            {"100", 50, 0, false},
+		"GOGC=off wins":        {"off", 50, 0, false},
+		"0 sets none":          {"", 0, 0, false},
+		"a negative sets none": {"", -1, 0, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, ok := gcPercent(tc.env, tc.percent)
+			assert.Equal(t, tc.want, got)
+			assert.Equal(t, tc.ok, ok)
+		})
+	}
+}
+
 func TestContainerLimit(t *testing.T) {
 	for name, tc := range map[string]struct {
 		explicit, env, cgroup string

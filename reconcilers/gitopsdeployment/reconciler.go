@@ -254,7 +254,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, gd *v1.GitOpsDeploymen
 // owner UID satisfies match.
 func (r *Reconciler) applications(ctx context.Context, key types.NamespacedName, match func(uid types.UID) bool) ([]argov1alpha1.Application, error) {
 	var apps argov1alpha1.ApplicationList
-	if err := r.Client.List(ctx, &apps, client.InNamespace(r.ArgoNamespace), client.MatchingFields{ownerIndex: key.String()}); err != nil {
+	// Not deep-copied (every reconcile lists, mostly to find nothing to
+	// delete): only the Applications returned are copied.
+	if err := r.Client.List(ctx, &apps, client.InNamespace(r.ArgoNamespace), client.MatchingFields{ownerIndex: key.String()}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing Applications of %s: %w", key, err)
 	}
 	if len(apps.Items) == 0 {
@@ -265,7 +267,8 @@ func (r *Reconciler) applications(ctx context.Context, key types.NamespacedName,
 		return nil, err
 	}
 	var out []argov1alpha1.Application
-	for _, app := range apps.Items {
+	for i := range apps.Items {
+		app := &apps.Items[i]
 		uid := types.UID(app.Labels[ownership.LabelOwnerUID])
 		if !ownership.IsOwnedBy(app.Labels, ownership.KindGitOpsDeployment, string(uid)) || !match(uid) {
 			continue
@@ -273,9 +276,9 @@ func (r *Reconciler) applications(ctx context.Context, key types.NamespacedName,
 		// Only in the tenant's project (a look-alike elsewhere is never
 		// deleted); once the namespace is gone, in a tenant project at all
 		// (only that tenant or the admin may create one there).
-		if _, _, ok := tenantproject.MadeFor(&app, key.Namespace, string(tenant.UID)); ok ||
+		if _, _, ok := tenantproject.MadeFor(app, key.Namespace, string(tenant.UID)); ok ||
 			(tenant.UID == "" && strings.HasPrefix(app.Spec.Project, argocd.ProjectName(""))) {
-			out = append(out, app)
+			out = append(out, *app.DeepCopy())
 		}
 	}
 	return out, nil

@@ -7,8 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -129,12 +132,11 @@ func applyConfig(scheme *runtime.Scheme, obj client.Object) (*unstructured.Unstr
 	if err != nil {
 		return nil, err
 	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	m, err := withoutStatus(obj)
 	if err != nil {
 		return nil, fmt.Errorf("converting %s %s: %w", gvk.Kind, obj.GetName(), err)
 	}
 	u := &unstructured.Unstructured{Object: m}
-	delete(u.Object, "status")
 	for _, f := range []string{"creationTimestamp", "resourceVersion", "uid", "generation", "managedFields", "deletionTimestamp", "deletionGracePeriodSeconds"} {
 		unstructured.RemoveNestedField(u.Object, "metadata", f)
 	}
@@ -171,4 +173,59 @@ func contains(have, want any) bool {
 		return true
 	}
 	return reflect.DeepEqual(have, want)
+}
+
+// withoutStatus is obj as unstructured without its status. The status is
+// never converted: an idle resync compares every cached Application with its
+// desired one, and an Application's status (resources, operation state,
+// conditions) is most of its size and of the garbage converting it made
+// (issue 27, heap profile of the resync). An object whose top-level fields
+// are not all structs or pointers to them (a Secret's data) is converted
+// whole, then its status dropped.
+func withoutStatus(obj client.Object) (map[string]any, error) {
+	v := reflect.ValueOf(obj).Elem()
+	t := v.Type()
+	out := map[string]any{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		fv := v.Field(i)
+		switch {
+		case f.Anonymous && f.Type == reflect.TypeOf(metav1.TypeMeta{}):
+			// Set from the GVK by the caller.
+		case name == "status" || name == "-":
+		case name == "" || !f.IsExported():
+			return wholeWithoutStatus(obj)
+		case fv.Kind() == reflect.Struct:
+			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(fv.Addr().Interface())
+			if err != nil {
+				return nil, err
+			}
+			out[name] = m
+		case fv.Kind() == reflect.Pointer && fv.Type().Elem().Kind() == reflect.Struct:
+			if fv.IsNil() {
+				if !slices.Contains(strings.Split(opts, ","), "omitempty") {
+					out[name] = nil
+				}
+				continue
+			}
+			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(fv.Interface())
+			if err != nil {
+				return nil, err
+			}
+			out[name] = m
+		default:
+			return wholeWithoutStatus(obj)
+		}
+	}
+	return out, nil
+}
+
+func wholeWithoutStatus(obj client.Object) (map[string]any, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	delete(m, "status")
+	return m, nil
 }

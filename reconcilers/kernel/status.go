@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -61,15 +62,19 @@ func (p *StatusPatcher) patch(ctx context.Context, obj client.Object) error {
 		readFresh = base != p.before
 		p.before = base
 	}
-	data, err := client.MergeFrom(p.before).Data(obj)
-	if err != nil {
-		return fmt.Errorf("computing the status patch: %w", err)
+	var status json.RawMessage
+	changed := !sameStatus(p.before, obj)
+	if changed {
+		data, err := client.MergeFrom(p.before).Data(obj)
+		if err != nil {
+			return fmt.Errorf("computing the status patch: %w", err)
+		}
+		var diff map[string]json.RawMessage
+		if err := json.Unmarshal(data, &diff); err != nil {
+			return fmt.Errorf("computing the status patch: %w", err)
+		}
+		status, changed = diff["status"]
 	}
-	var diff map[string]json.RawMessage
-	if err := json.Unmarshal(data, &diff); err != nil {
-		return fmt.Errorf("computing the status patch: %w", err)
-	}
-	status, changed := diff["status"]
 	if !changed {
 		if readFresh {
 			p.written.saw(p.before)
@@ -188,4 +193,18 @@ func (w *StatusWrites) saw(obj client.Object) {
 	if e := w.get(obj.GetUID()); e != nil {
 		e.seen = obj.GetResourceVersion()
 	}
+}
+
+// sameStatus says whether a and b (of one type) have identical Status fields:
+// then no patch is computed (an idle resync reconciles every object and
+// changes none; marshalling both whole objects and diffing them was a large
+// part of its garbage, issue 27). Only identical values count: anything else
+// (a time read back from the cache against one just set) goes by the patch.
+func sameStatus(a, b client.Object) bool {
+	av, bv := reflect.ValueOf(a), reflect.ValueOf(b)
+	if av.Type() != bv.Type() || av.Kind() != reflect.Pointer || av.IsNil() || bv.IsNil() || av.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	as, bs := av.Elem().FieldByName("Status"), bv.Elem().FieldByName("Status")
+	return as.IsValid() && bs.IsValid() && reflect.DeepEqual(as.Interface(), bs.Interface())
 }

@@ -285,7 +285,8 @@ func (p *Projects) ApplicationSets(ctx context.Context, tenantNS string) ([]argo
 	return sets.Items, nil
 }
 
-// Applications lists the Applications we made for the tenant's CRs.
+// Applications lists the Applications we made for the tenant's CRs. They
+// share their maps and slices with the cache: read them, never change them.
 func (p *Projects) Applications(ctx context.Context, tenantNS string) ([]argov1alpha1.Application, error) {
 	ns := &corev1.Namespace{}
 	if err := p.Client.Get(ctx, types.NamespacedName{Name: tenantNS}, ns); apierrors.IsNotFound(err) {
@@ -296,7 +297,10 @@ func (p *Projects) Applications(ctx context.Context, tenantNS string) ([]argov1a
 	}
 	var apps argov1alpha1.ApplicationList
 	// An index, not a label selector: the cache would scan every Application.
-	if err := p.Client.List(ctx, &apps, client.InNamespace(p.ArgoNamespace), client.MatchingFields{tenantIndex: tenantNS}); err != nil {
+	// Not deep-copied: each GitOpsDeployment's first reconcile and every
+	// tenant reconcile lists all of the tenant's (issue 27: a large part of
+	// a restarted sidecar's garbage), and the callers only read them.
+	if err := p.Client.List(ctx, &apps, client.InNamespace(p.ArgoNamespace), client.MatchingFields{tenantIndex: tenantNS}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing Applications of tenant %s: %w", tenantNS, err)
 	}
 	return Made(apps.Items, tenantNS, string(ns.UID)), nil

@@ -302,10 +302,22 @@ func runOnce(b *testing.B) *results {
 	}
 	r.reconcilesPerCR = (reconciles(after) - reconciles(before)) / float64(n)
 	r.rssConverged, r.hwmConverged = rss(side.Pid())
+	dir := profileDir()
+	if dir != "" {
+		// The live heap after convergence (collected first).
+		if err := heapProfile(http.DefaultClient, pprofURL+"/debug/pprof/heap?gc=1", dir, "sidecar-converged.heap.pprof"); err != nil {
+			fmt.Printf("bench: heap profile: %v\n", err)
+		}
+	}
 
 	// Idle resync: a restarted sidecar lists and reconciles everything again.
 	fmt.Println("bench: restarting the sidecar to measure an idle resync")
 	side.Stop()
+	var heaps *heapSampler
+	if dir != "" {
+		// The restarted process's heap every second through its resync.
+		heaps = sampleHeap(pprofURL, dir, "sidecar-resync", time.Second)
+	}
 	restart := time.Now()
 	if err := side.Start(ctx); err != nil {
 		b.Fatal(err)
@@ -325,6 +337,12 @@ func runOnce(b *testing.B) *results {
 	r.resyncWrites = sumMethods(final, writeMethodsRE)
 	r.resyncReads = sumMethods(final, "GET LIST")
 	r.rssResync, r.hwmResync = rss(side.Pid())
+	if heaps != nil {
+		heaps.Stop()
+		if err := heapProfile(http.DefaultClient, pprofURL+"/debug/pprof/heap?gc=1", dir, "sidecar-resynced.heap.pprof"); err != nil {
+			fmt.Printf("bench: heap profile: %v\n", err)
+		}
+	}
 	r.load = machineLine(load)
 	r.args = args
 	return r

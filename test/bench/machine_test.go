@@ -109,7 +109,8 @@ func stackPids(kube *stack.Kube, sidecarPid int) map[string]int {
 }
 
 // profileDir is BENCH_PPROF: where CPU profiles of the sidecar and the API
-// server are written during the throughput phase ("" = none).
+// server are written during the throughput phase, and the sidecar's heap
+// profiles after it and through the restarted sidecar's resync ("" = none).
 func profileDir() string { return os.Getenv("BENCH_PPROF") }
 
 // profile fetches a CPU profile of d from url into dir/name.
@@ -164,4 +165,53 @@ func (p *profiler) wait() error {
 		}
 	}
 	return first
+}
+
+// heapSampler fetches the sidecar's heap profile every interval into
+// dir/<prefix>-NNN.heap.pprof while it runs (connection errors, e.g. while
+// the process restarts, are skipped): the in-use figures of each are as of
+// the last collection, so the largest shows what a peak held.
+type heapSampler struct {
+	stop chan struct{}
+	done chan struct{}
+}
+
+func sampleHeap(sidecarPprof, dir, prefix string, interval time.Duration) *heapSampler {
+	s := &heapSampler{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		hc := &http.Client{Timeout: 30 * time.Second}
+		for i := 0; ; {
+			if err := heapProfile(hc, sidecarPprof+"/debug/pprof/heap", dir, fmt.Sprintf("%s-%03d.heap.pprof", prefix, i)); err == nil {
+				i++
+			}
+			select {
+			case <-s.stop:
+				return
+			case <-time.After(interval):
+			}
+		}
+	}()
+	return s
+}
+
+func (s *heapSampler) Stop() { close(s.stop); <-s.done }
+
+// heapProfile writes one heap profile from url into dir/name.
+func heapProfile(hc *http.Client, url, dir, name string) error {
+	resp, err := hc.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	return err
 }
