@@ -46,18 +46,20 @@ func (c *cli) preview(ctx context.Context, snap *as.Snapshot) error {
 		return refused != nil || (pp.Status.CompletedAt != nil && pp.Status.ObservedGeneration == pp.Generation), nil
 	})
 	p.end()
-	if err != nil {
-		return err
+	return c.previewResult(err, pp, refused)
+}
+
+// previewResult ends following preview pp: the error of following, the
+// GitOps Service's refusal (exit 3), or the completed preview shown (or
+// printed with -o) with exit 0 when the promotion would apply cleanly, 1
+// when not.
+func (c *cli) previewResult(followErr error, pp *as.PromotionPreview, refused *metav1.Condition) error {
+	if followErr != nil {
+		return followErr
 	}
 	if refused != nil {
 		return &exitError{code: exitRefused, msg: fmt.Sprintf("the GitOps Service refused the preview %s: %s", pp.Name, refused.Message)}
 	}
-	return c.previewResult(pp)
-}
-
-// previewResult shows a completed preview (or prints it with -o) and says
-// the exit: 0 when the promotion would apply cleanly, 1 when not.
-func (c *cli) previewResult(pp *as.PromotionPreview) error {
 	if done, err := c.printObjects(false, pp); done {
 		if err != nil {
 			return err
@@ -102,13 +104,7 @@ func (c *cli) argoPreview(ctx context.Context, snapshot string) error {
 		return refused != nil || v.Completed, nil
 	})
 	p.end()
-	if err != nil {
-		return err
-	}
-	if refused != nil {
-		return &exitError{code: exitRefused, msg: fmt.Sprintf("the GitOps Service refused the preview %s: %s", pp.Name, refused.Message)}
-	}
-	return c.previewResult(pp)
+	return c.previewResult(err, pp, refused)
 }
 
 // preview is the panel's view of PromotionPreview name of app's application.
