@@ -96,13 +96,21 @@ func (c *cli) argoRollback(ctx context.Context, env string) error {
 	return c.argoFollowPromotion(ctx, b.app, run, fmt.Sprintf("PromotionRun %s created: rollback of %s out of %s (application %s)", run.Name, b.d.Snapshot, env, b.d.Application))
 }
 
-// argoRelease releases the hold through any binding of the application.
-func (c *cli) argoRelease(ctx context.Context, env string) error {
+// argoHistories are the histories of env (of --application) in the
+// namespace of a binding of the application that Argo CD shows the user, and
+// that binding.
+func (c *cli) argoHistories(ctx context.Context, env string) (*panelObject, *uiproxy.Histories, error) {
 	b, err := c.argoBinding(ctx, c.opts.application)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	hs, err := c.argo.histories(ctx, b.app, env, c.opts.application)
+	return b, hs, err
+}
+
+// argoRelease releases the hold through any binding of the application.
+func (c *cli) argoRelease(ctx context.Context, env string) error {
+	b, hs, err := c.argoHistories(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -130,11 +138,7 @@ func (c *cli) argoRelease(ctx context.Context, env string) error {
 }
 
 func (c *cli) argoHistory(ctx context.Context, env string) error {
-	b, err := c.argoBinding(ctx, c.opts.application)
-	if err != nil {
-		return err
-	}
-	hs, err := c.argo.histories(ctx, b.app, env, c.opts.application)
+	_, hs, err := c.argoHistories(ctx, env)
 	if err != nil {
 		return err
 	}
