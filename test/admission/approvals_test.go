@@ -4,8 +4,6 @@ package admission
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,9 +14,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,30 +34,11 @@ func installApprovalPolicy(t *testing.T) {
 }
 
 // installPolicy creates the ValidatingAdmissionPolicy and its binding of
-// manifests/install/<file>.
+// manifests/install/<file>, with their parameter (the sidecar's ServiceAccount).
 func installPolicy(t *testing.T, file string) {
 	t.Helper()
-	root, err := stack.RepoRoot()
+	n, err := stack.InstallPolicy(context.Background(), k8s, file)
 	require.NoError(t, err)
-	f, err := os.Open(filepath.Join(root, "manifests", "install", file))
-	require.NoError(t, err)
-	defer f.Close()
-	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
-	n := 0
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			break
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		err := k8s.Create(context.Background(), u)
-		if !apierrors.IsAlreadyExists(err) {
-			require.NoError(t, err, "%s %s", u.GetKind(), u.GetName())
-		}
-		n++
-	}
 	require.Equal(t, 2, n, "the policy and its binding")
 }
 

@@ -52,7 +52,7 @@ func TestOverlayForAnotherArgoCDNamespace(t *testing.T) {
 	r, err := stack.RenderKustomization(context.Background(), filepath.Join("testdata", "other-namespace"))
 	require.NoError(t, err)
 	const ns = "argo-prod"
-	namespaced := 0
+	namespaced, bindings := 0, 0
 	for _, u := range r.Objects {
 		if u.GetNamespace() != "" {
 			namespaced++
@@ -80,11 +80,18 @@ func TestOverlayForAnotherArgoCDNamespace(t *testing.T) {
 			continue
 		}
 		text := fmt.Sprint(u.Object)
-		for _, hard := range []string{".argocd.svc", ".argocd:", "namespace:argocd"} {
+		if u.GetKind() == "ValidatingAdmissionPolicyBinding" {
+			// The admission policies' parameter: the sidecar's ServiceAccount of this namespace.
+			ref, _, _ := unstructured.NestedStringMap(u.Object, "spec", "paramRef")
+			assert.Equal(t, map[string]string{"name": "gitops-service", "namespace": ns, "parameterNotFoundAction": "Deny"}, ref, "%s %s", u.GetKind(), u.GetName())
+			bindings++
+		}
+		for _, hard := range []string{".argocd.svc", ".argocd:", "namespace:argocd", "serviceaccount:argocd:"} {
 			assert.NotContains(t, text, hard, "%s %s names the argocd namespace", u.GetKind(), u.GetName())
 		}
 	}
 	assert.Greater(t, namespaced, 10)
+	assert.Equal(t, 2, bindings, "the approval and requester policies' bindings")
 	d, err := r.Deployment("gitops-service")
 	require.NoError(t, err)
 	env := map[string]corev1.EnvVar{}

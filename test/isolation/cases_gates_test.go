@@ -2,9 +2,6 @@ package isolation
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,10 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
@@ -31,26 +26,12 @@ func installApprovalPolicy(t *testing.T) {
 	installPolicy(t, "promotion-approvals.yaml")
 }
 
-// installPolicy installs the admission policy of manifests/install/<file>.
+// installPolicy installs the admission policy of manifests/install/<file>
+// with its parameter (the sidecar's ServiceAccount).
 func installPolicy(t *testing.T, file string) {
 	t.Helper()
-	root, err := stack.RepoRoot()
+	_, err := stack.InstallPolicy(context.Background(), k8s, file)
 	require.NoError(t, err)
-	data, err := os.ReadFile(filepath.Join(root, "manifests", "install", file))
-	require.NoError(t, err)
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(string(data)), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			break
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		if err := k8s.Create(context.Background(), u); err != nil && !apierrors.IsAlreadyExists(err) {
-			require.NoError(t, err)
-		}
-	}
 }
 
 // gateTenant is a tenant namespace whose user may create approvals and

@@ -2,8 +2,19 @@ package stack
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // AdmissionCheckReason marks the CRDs' CEL rules that repeat a reconciler's
@@ -75,4 +86,46 @@ func stripRules(s *apiextensionsv1.JSONSchemaProps) int {
 // directories, as InstallCRDs reads them.
 func ReadCRDs(paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return readCRDs(paths...)
+}
+
+// InstallPolicy creates the objects of manifests/install/<file> (an admission
+// policy and its binding) as shipped, and the GitOps Service's ServiceAccount
+// (argocd/gitops-service, with its namespace) the install makes: the
+// policies' parameter, without which they deny. Objects that exist are kept.
+// It returns how many objects the file holds.
+func InstallPolicy(ctx context.Context, c client.Client, file string) (int, error) {
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "argocd"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "argocd", Name: "gitops-service"}},
+	} {
+		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return 0, err
+		}
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return 0, err
+	}
+	f, err := os.Open(filepath.Join(root, "manifests", "install", file))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	n := 0
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+			return n, nil
+		} else if err != nil {
+			return n, fmt.Errorf("%s: %w", file, err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if err := c.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
+			return n, fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+		n++
+	}
 }
