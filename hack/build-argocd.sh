@@ -50,8 +50,15 @@ helpers_present() {
   for h in "${HELPERS[@]}"; do [ -x "$OUT/$h" ] || return 1; done
 }
 
+# The test stack also reads Argo CD's CRDs from the module's source in the Go
+# module cache, which can be gone while this cache is not (a new $HOME, `go
+# clean -modcache`): then the path below downloads it again (seconds).
+module_source_present() {
+  command -v go >/dev/null 2>&1 && [ -f "$(go env GOMODCACHE)/github.com/argoproj/argo-cd/v$MAJOR@v$VERSION/go.mod" ]
+}
+
 UI_MARK="$OUT/.ui-embedded"
-if [ -x "$OUT/argocd" ] && [ -f "$UI_MARK" ] && helpers_present; then
+if [ -x "$OUT/argocd" ] && [ -f "$UI_MARK" ] && helpers_present && module_source_present; then
   log "argocd v$VERSION: cached ($OUT/argocd)"
   make_links
   exit 0
