@@ -182,8 +182,19 @@ func comparedSince(app *argov1alpha1.Application, st *argov1alpha1.OperationStat
 	if !otherRevision && st.SyncResult != nil && app.Status.Sync.Status == argov1alpha1.SyncStatusCodeSynced && app.Status.Sync.Revision == st.SyncResult.Revision {
 		return true
 	}
+	if now.Sub(finished.Time) > compareWait {
+		return true
+	}
 	at := app.Status.ReconciledAt
-	return (at != nil && at.After(finished.Time)) || now.Sub(finished.Time) > compareWait
+	if at == nil || !at.After(finished.Time) {
+		return false
+	}
+	// A sync to another revision still reported Synced at it after a later
+	// reconciliation may be Argo CD's record of the operation, not the
+	// comparison with the target (seen with Argo CD 3.5.1): it waits for a
+	// comparison that says otherwise, or for compareWait (the target may be
+	// that very revision).
+	return !otherRevision || st.SyncResult == nil || app.Status.Sync.Status != argov1alpha1.SyncStatusCodeSynced || app.Status.Sync.Revision != st.SyncResult.Revision
 }
 
 // startedBy says whether the Application's requested or last operation is this run's.
