@@ -119,13 +119,18 @@ func profile(ctx context.Context, hc *http.Client, url, dir, name string, d time
 	if err != nil {
 		return err
 	}
+	return saveProfile(hc, req, dir, name)
+}
+
+// saveProfile writes the profile req answers into dir/name.
+func saveProfile(hc *http.Client, req *http.Request, dir, name string) error {
 	resp, err := hc.Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", url, resp.Status)
+		return fmt.Errorf("%s: %s", req.URL, resp.Status)
 	}
 	f, err := os.Create(filepath.Join(dir, name))
 	if err != nil {
@@ -199,19 +204,9 @@ func (s *heapSampler) Stop() { close(s.stop); <-s.done }
 
 // heapProfile writes one heap profile from url into dir/name.
 func heapProfile(hc *http.Client, url, dir, name string) error {
-	resp, err := hc.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	f, err := os.Create(filepath.Join(dir, name))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = io.Copy(f, resp.Body)
-	return err
+	return saveProfile(hc, req, dir, name)
 }
