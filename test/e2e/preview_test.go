@@ -239,18 +239,8 @@ func TestPromotionPreviewAgainstTheLiveCluster(t *testing.T) {
 	require.NoError(t, remoteK8s.Status().Update(ctx, quota))
 	// The remote's controllers settle the Deployment (its ReplicaSet, its
 	// status) first: then only a write of the preview would change anything.
-	var before map[string]string
-	require.Eventually(t, func() bool {
-		first := resourceVersions(t, targetNS)
-		time.Sleep(2 * time.Second)
-		before = resourceVersions(t, targetNS)
-		return assert.ObjectsAreEqual(first, before)
-	}, time.Minute, 100*time.Millisecond, "the remote namespace never settled")
-
-	pp := &as.PromotionPreview{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "snap-2-to-staging"},
-		Spec: as.PromotionPreviewSpec{Snapshot: "snap-2", Application: "appa", TargetEnvironment: "staging"}}
-	require.NoError(t, k8s.Create(ctx, pp))
-	got := waitPreview(t, pp, "completed", func(p *as.PromotionPreview) bool { return p.Status.CompletedAt != nil })
+	before := settled(t, "the remote namespace", func() map[string]string { return resourceVersions(t, targetNS) })
+	got := completedPreview(t, ns, "snap-2-to-staging", "staging")
 
 	require.Len(t, got.Status.Components, 1, "status: %+v", got.Status)
 	web := got.Status.Components[0]
@@ -393,18 +383,8 @@ func TestPromotionPreviewOnArgoCDsOwnCluster(t *testing.T) {
 	live.Namespace = ns
 	tracked(t, live, "apps/v1:Deployment", app)
 	require.NoError(t, k8s.Create(ctx, live))
-	var before map[string]string
-	require.Eventually(t, func() bool {
-		first := versionsOf(t, k8s, false, ns, victim)
-		time.Sleep(2 * time.Second)
-		before = versionsOf(t, k8s, false, ns, victim)
-		return assert.ObjectsAreEqual(first, before)
-	}, time.Minute, 100*time.Millisecond, "the namespaces never settled")
-
-	pp := &as.PromotionPreview{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "snap-2-to-dev"},
-		Spec: as.PromotionPreviewSpec{Snapshot: "snap-2", Application: "appa", TargetEnvironment: "dev"}}
-	require.NoError(t, k8s.Create(ctx, pp))
-	got := waitPreview(t, pp, "completed", func(p *as.PromotionPreview) bool { return p.Status.CompletedAt != nil })
+	before := settled(t, "the namespaces", func() map[string]string { return versionsOf(t, k8s, false, ns, victim) })
+	got := completedPreview(t, ns, "snap-2-to-dev", "dev")
 
 	require.Len(t, got.Status.Components, 1, "status: %+v", got.Status)
 	web := got.Status.Components[0]
@@ -447,4 +427,29 @@ func TestPromotionPreviewOnArgoCDsOwnCluster(t *testing.T) {
 	var sebs as.SnapshotEnvironmentBindingList
 	require.NoError(t, k8s.List(ctx, &sebs, client.InNamespace(ns)))
 	assert.Empty(t, sebs.Items, "a preview creates no binding")
+}
+
+// settled waits until versions (resourceVersions) stay the same for 2 s, the
+// controllers done with what they own, and returns them: then only a write
+// of the preview would change anything.
+func settled(t *testing.T, what string, versions func() map[string]string) map[string]string {
+	t.Helper()
+	var before map[string]string
+	require.Eventually(t, func() bool {
+		first := versions()
+		time.Sleep(2 * time.Second)
+		before = versions()
+		return assert.ObjectsAreEqual(first, before)
+	}, time.Minute, 100*time.Millisecond, what+" never settled")
+	return before
+}
+
+// completedPreview creates PromotionPreview name of snap-2 of appa to env in
+// ns and waits for it to complete.
+func completedPreview(t *testing.T, ns, name, env string) *as.PromotionPreview {
+	t.Helper()
+	pp := &as.PromotionPreview{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: as.PromotionPreviewSpec{Snapshot: "snap-2", Application: "appa", TargetEnvironment: env}}
+	require.NoError(t, k8s.Create(context.Background(), pp))
+	return waitPreview(t, pp, "completed", func(p *as.PromotionPreview) bool { return p.Status.CompletedAt != nil })
 }
