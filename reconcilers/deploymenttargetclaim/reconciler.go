@@ -287,7 +287,13 @@ func (r *Reconciler) bind(ctx context.Context, claim *as.DeploymentTargetClaim, 
 	}
 	claim.Status = status
 	r.written.Replaced(client.ObjectKeyFromObject(claim), rv)
-	r.Recorder.Eventf(claim, corev1.EventTypeNormal, "Bound", "Bound to DeploymentTarget %s", dt.Name)
+	// A claim bound at its first pass says so in its phase and Ready, as a
+	// PersistentVolumeClaim does: an Event each would be a fifth write per
+	// claim (ADR-8 needs four). One that waited, and showed why in
+	// its Ready condition, gets the Event that ends the wait.
+	if status.Phase == as.DeploymentTargetClaimPhasePending {
+		r.Recorder.Eventf(claim, corev1.EventTypeNormal, "Bound", "Bound to DeploymentTarget %s", dt.Name)
+	}
 	return nil
 }
 
