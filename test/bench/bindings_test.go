@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -34,7 +35,9 @@ import (
 var (
 	bindPromotions = flag.Int("promotions", 100, "PromotionRuns created at once in the bindings benchmark's last phase")
 	bindSides      = flag.String("bindings-sides", "bindings,gitopsdeployments", "the bindings benchmark's sides, in the order they run")
-	bindParams     = flag.String("bindings-argocd-params", "install",
+	bindResync     = flag.String("bindings-argocd-resync", "",
+		"Argo CD's timeout.reconciliation for the bindings benchmark (empty: the test stack's 10s; Argo CD's own default is 180s)")
+	bindParams = flag.String("bindings-argocd-params", "install",
 		"applicationset controller settings for the bindings benchmark: install (those of manifests/install/components/argocd-settings) or default (Argo CD's)")
 )
 
@@ -138,8 +141,13 @@ type bindTracker struct {
 	ids    map[string]string // owner UID/component -> id
 	want   map[string]string // id -> tag
 	specAt map[string]time.Time
-	doneAt map[string]time.Time
-	last   map[string]appState
+	// comparedAt: Argo CD first compared the Application at the tag.
+	comparedAt map[string]time.Time
+	doneAt     map[string]time.Time
+	// updates counts the watch's modifications of each wanted Application
+	// in the phase, whoever wrote them.
+	updates map[string]int
+	last    map[string]appState
 	// pending is the last event of Applications seen before their owner's
 	// create returned.
 	pending map[string]*argov1alpha1.Application
@@ -157,7 +165,7 @@ func (t *bindTracker) expect(ids []string, tag string) {
 	for _, id := range ids {
 		t.want[id] = tag
 	}
-	t.specAt, t.doneAt = map[string]time.Time{}, map[string]time.Time{}
+	t.specAt, t.comparedAt, t.doneAt, t.updates = map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}, map[string]int{}
 	// An Application already there and right (not expected) counts as it is.
 	for id := range t.want {
 		t.check(id, time.Now())
@@ -176,6 +184,9 @@ func (t *bindTracker) observe(ev watch.Event) {
 	if id == "" {
 		t.pending[key] = app
 		return
+	}
+	if _, ok := t.want[id]; ok && ev.Type == watch.Modified {
+		t.updates[id]++
 	}
 	t.update(id, app)
 }
@@ -208,6 +219,9 @@ func (t *bindTracker) check(id string, now time.Time) {
 	}
 	if _, ok := t.specAt[id]; !ok && s.spec == tag {
 		t.specAt[id] = now
+	}
+	if _, ok := t.comparedAt[id]; !ok && s.spec == tag && s.compared == tag {
+		t.comparedAt[id] = now
 	}
 	image := "quay.io/bench/" + id + ":" + tag
 	if _, ok := t.doneAt[id]; !ok && s.spec == tag && s.compared == tag && s.sync == string(argov1alpha1.SyncStatusCodeSynced) && s.health == "Healthy" &&
@@ -285,8 +299,12 @@ type bindPhase struct {
 	// generated: first write -> last Application generated for the tag
 	// (its spec carries the new image), before Argo CD syncs it.
 	generated time.Duration
-	lat   []time.Duration
-	gen   []time.Duration // write -> Application generated for the tag
+	lat       []time.Duration
+	gen       []time.Duration // write -> Application generated for the tag
+	// compare: generated -> Argo CD's first comparison at the tag; sync:
+	// that comparison -> done (synced, healthy, running the image).
+	compare, sync []time.Duration
+	updates       float64 // Application updates per Application
 	// runs is, for PromotionRuns, create -> Completed.
 	runs []time.Duration
 	cpu  string
@@ -323,7 +341,11 @@ func runBindings(b *testing.B) {
 	if err := kube.RunPods(podsCtx, stack.PodRunLabel+"=true"); err != nil {
 		b.Fatal(err)
 	}
-	argo, err := stack.StartArgoCD(ctx, kube, stack.ArgoOptions{ExtraCmdParams: params})
+	var argoCM map[string]string
+	if *bindResync != "" {
+		argoCM = map[string]string{"timeout.reconciliation": *bindResync}
+	}
+	argo, err := stack.StartArgoCD(ctx, kube, stack.ArgoOptions{ExtraCmdParams: params, ExtraConfig: argoCM})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -447,6 +469,9 @@ func runBindings(b *testing.B) {
 			}
 			p.lat = append(p.lat, tr.doneAt[id].Sub(sent[id]))
 			p.gen = append(p.gen, tr.specAt[id].Sub(sent[id]))
+			p.compare = append(p.compare, tr.comparedAt[id].Sub(tr.specAt[id]))
+			p.sync = append(p.sync, tr.doneAt[id].Sub(tr.comparedAt[id]))
+			p.updates += float64(tr.updates[id])
 			if tr.doneAt[id].After(last) {
 				last = tr.doneAt[id]
 			}
@@ -456,7 +481,8 @@ func runBindings(b *testing.B) {
 		}
 		tr.mu.Unlock()
 		p.total, p.generated = last.Sub(start), lastGen.Sub(start)
-		for _, l := range [][]time.Duration{p.lat, p.gen, p.runs} {
+		p.updates /= float64(max(len(p.lat), 1))
+		for _, l := range [][]time.Duration{p.lat, p.gen, p.compare, p.sync, p.runs} {
 			slices.Sort(l)
 		}
 		p.load = loadAvg()
@@ -694,8 +720,8 @@ func runBindings(b *testing.B) {
 		sort.Strings(kv)
 		settings = "the install's (" + strings.Join(kv, ", ") + ")"
 	}
-	fmt.Fprintf(&sb, "%s Real Argo CD %s controllers, applicationset controller settings: %s; the sidecar serving the plugin generator. Each Application deploys one Deployment (1 replica, its Pod reported running by the stack in place of a kubelet) whose image the binding's Snapshot (kustomize image override) or the GitOpsDeployment's path (a kustomization setting the tag) chooses; done = Synced and Healthy at the spec with the new image, and Argo CD reporting only the new image running. Sides in the order %s, each with its own copy of the repository; each side's objects deleted, and its Applications gone, before the next. Per phase: first write -> last Application done (total), and each Application's write of its binding, PromotionRun or GitOpsDeployment -> done (p50 / p99 / max).\n\n",
-		machineLine(load), stack.ArgoCDVersion, settings, *bindSides)
+	fmt.Fprintf(&sb, "%s Real Argo CD %s controllers, applicationset controller settings: %s; Argo CD's timeout.reconciliation %s; the sidecar serving the plugin generator. Each Application deploys one Deployment (1 replica, its Pod reported running by the stack in place of a kubelet) whose image the binding's Snapshot (kustomize image override) or the GitOpsDeployment's path (a kustomization setting the tag) chooses; done = Synced and Healthy at the spec with the new image, and Argo CD reporting only the new image running. Sides in the order %s, each with its own copy of the repository; each side's objects deleted, and its Applications gone, before the next. Per phase: first write -> last Application done (total), and each Application's write of its binding, PromotionRun or GitOpsDeployment -> done (p50 / p99 / max).\n\n",
+		machineLine(load), stack.ArgoCDVersion, settings, cmp.Or(*bindResync, "10s (the test stack's)"), *bindSides)
 	sb.WriteString("| phase | Applications | bindings: total | each (p50 / p99 / max) | of which generated | GitOpsDeployments: total | each (p50 / p99 / max) | of which Application updated | bindings / GitOpsDeployments |\n|---|---|---|---|---|---|---|---|---|\n")
 	var sumOurs, sumPeer time.Duration
 	for i := 0; i < max(len(ours), len(peer)); i++ {
@@ -741,7 +767,8 @@ func runBindings(b *testing.B) {
 		}
 	}
 	for _, p := range append(append([]bindPhase(nil), ours...), peer...) {
-		fmt.Fprintf(&sb, "- %s: load after %s; CPU: %s\n", p.name, p.load, p.cpu)
+		fmt.Fprintf(&sb, "- %s: generated -> Argo CD's first comparison at it %s, -> done %s (p50 / p99 / max); %.2f Application updates each; load after %s; CPU: %s\n",
+			p.name, stats(p.compare), stats(p.sync), p.updates, p.load, p.cpu)
 	}
 	fmt.Println()
 	fmt.Print(sb.String())
@@ -749,7 +776,11 @@ func runBindings(b *testing.B) {
 		b.ReportMetric(sumOurs.Seconds()/sumPeer.Seconds(), "bindings/gitopsdeployments")
 	}
 	if os.Getenv("BENCH_WRITE_RESULTS") == "1" {
-		path := resultsPath(fmt.Sprintf("bindings-N%d-%s", n, *bindParams))
+		name := fmt.Sprintf("bindings-N%d-%s", n, *bindParams)
+		if *bindResync != "" {
+			name += "-resync" + *bindResync
+		}
+		path := resultsPath(name)
 		if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
 			b.Fatal(err)
 		}
