@@ -62,7 +62,20 @@ func runClaims(b *testing.B) {
 	ctx := context.Background()
 	n, m := *claims, *spaces
 	load := loadAvg()
-	kube, c, namespaces := apiServer(ctx, b, stack.KubeOptions{Name: "bench-claims"}, m)
+	kopts := stack.KubeOptions{Name: "bench-claims"}
+	args := strings.Fields(*sidecarArgs)
+	pprofURL := ""
+	if profileDir() != "" {
+		// Only serves /debug/pprof; the API server's limits stay as they are.
+		kopts.ExtraAPIServerArgs = []string{"--profiling=true"}
+		port, err := stack.FreePort()
+		if err != nil {
+			b.Fatal(err)
+		}
+		pprofURL = fmt.Sprintf("http://127.0.0.1:%d", port)
+		args = append(args, "--pprof-bind-address="+strings.TrimPrefix(pprofURL, "http://"))
+	}
+	kube, c, namespaces := apiServer(ctx, b, kopts, m)
 	defer kube.Stop()
 	modes := []string{"burst"}
 	if *claimsRate > 0 {
@@ -93,7 +106,7 @@ func runClaims(b *testing.B) {
 	}); err != nil {
 		b.Fatal(err)
 	}
-	side, err := stack.StartSidecar(ctx, kube, stack.SidecarOptions{Args: strings.Fields(*sidecarArgs)})
+	side, err := stack.StartSidecar(ctx, kube, stack.SidecarOptions{Args: args})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -130,7 +143,18 @@ func runClaims(b *testing.B) {
 
 	var results []claimsMode
 	for _, mode := range modes {
+		var prof *profiler
+		if dir := profileDir(); dir != "" && mode == "burst" {
+			// The creates and the binding after them (~10 s on 2 cores).
+			prof = startProfiles(ctx, kube, pprofURL, dir, 10*time.Second)
+			fmt.Printf("bench: profiling the sidecar and kube-apiserver through the burst into %s\n", dir)
+		}
 		results = append(results, claimsRun(ctx, b, kube, c, side, apiHC, namespaces, mode, fail))
+		if prof != nil {
+			if err := prof.wait(); err != nil {
+				fmt.Printf("bench: profiles: %v\n", err)
+			}
+		}
 	}
 	checkClaims(ctx, b, c, fail)
 
