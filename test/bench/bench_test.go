@@ -88,22 +88,9 @@ func runOnce(b *testing.B) *results {
 	}
 	load := loadAvg()
 	kopts := stack.KubeOptions{Name: "bench"}
-	if profileDir() != "" {
-		// Only serves /debug/pprof; the API server's limits stay as they are.
-		kopts.ExtraAPIServerArgs = []string{"--profiling=true"}
-	}
+	args, pprofURL := profiling(b, &kopts)
 	kube, c, namespaces := apiServer(ctx, b, kopts, m)
 	defer kube.Stop()
-	args := strings.Fields(*sidecarArgs)
-	pprofURL := ""
-	if profileDir() != "" {
-		port, err := stack.FreePort()
-		if err != nil {
-			b.Fatal(err)
-		}
-		pprofURL = fmt.Sprintf("http://127.0.0.1:%d", port)
-		args = append(args, "--pprof-bind-address="+strings.TrimPrefix(pprofURL, "http://"))
-	}
 	side, err := stack.StartSidecar(ctx, kube, stack.SidecarOptions{Args: args})
 	if err != nil {
 		b.Fatal(err)

@@ -63,18 +63,7 @@ func runClaims(b *testing.B) {
 	n, m := *claims, *spaces
 	load := loadAvg()
 	kopts := stack.KubeOptions{Name: "bench-claims"}
-	args := strings.Fields(*sidecarArgs)
-	pprofURL := ""
-	if profileDir() != "" {
-		// Only serves /debug/pprof; the API server's limits stay as they are.
-		kopts.ExtraAPIServerArgs = []string{"--profiling=true"}
-		port, err := stack.FreePort()
-		if err != nil {
-			b.Fatal(err)
-		}
-		pprofURL = fmt.Sprintf("http://127.0.0.1:%d", port)
-		args = append(args, "--pprof-bind-address="+strings.TrimPrefix(pprofURL, "http://"))
-	}
+	args, pprofURL := profiling(b, &kopts)
 	kube, c, namespaces := apiServer(ctx, b, kopts, m)
 	defer kube.Stop()
 	modes := []string{"burst"}

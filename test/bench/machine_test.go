@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -112,6 +113,24 @@ func stackPids(kube *stack.Kube, sidecarPid int) map[string]int {
 // server are written during the throughput phase, and the sidecar's heap
 // profiles after it and through the restarted sidecar's resync ("" = none).
 func profileDir() string { return os.Getenv("BENCH_PPROF") }
+
+// profiling sets up BENCH_PPROF for one benchmark: the API server serves
+// /debug/pprof (--profiling; its limits stay as they are) and the sidecar's
+// flags (-sidecar-args) gain a pprof address, returned as pprofURL ("" when
+// BENCH_PPROF is unset).
+func profiling(b *testing.B, kopts *stack.KubeOptions) (args []string, pprofURL string) {
+	args = strings.Fields(*sidecarArgs)
+	if profileDir() == "" {
+		return args, ""
+	}
+	kopts.ExtraAPIServerArgs = append(kopts.ExtraAPIServerArgs, "--profiling=true")
+	port, err := stack.FreePort()
+	if err != nil {
+		b.Fatal(err)
+	}
+	pprofURL = fmt.Sprintf("http://127.0.0.1:%d", port)
+	return append(args, "--pprof-bind-address="+strings.TrimPrefix(pprofURL, "http://")), pprofURL
+}
 
 // profile fetches a CPU profile of d from url into dir/name.
 func profile(ctx context.Context, hc *http.Client, url, dir, name string, d time.Duration) error {

@@ -93,18 +93,7 @@ func runPeer(b *testing.B) {
 	n, m := *peerN, *peerM
 	load := loadAvg()
 	kopts := stack.KubeOptions{Name: "bench-peer", ControllerManager: true}
-	args := strings.Fields(*sidecarArgs)
-	pprofURL := ""
-	if profileDir() != "" {
-		// Only serves /debug/pprof; the API server's limits stay as they are.
-		kopts.ExtraAPIServerArgs = []string{"--profiling=true"}
-		port, err := stack.FreePort()
-		if err != nil {
-			b.Fatal(err)
-		}
-		pprofURL = fmt.Sprintf("http://127.0.0.1:%d", port)
-		args = append(args, "--pprof-bind-address="+strings.TrimPrefix(pprofURL, "http://"))
-	}
+	args, pprofURL := profiling(b, &kopts)
 	kube, err := stack.StartKube(ctx, kopts)
 	if err != nil {
 		b.Fatal(err)
