@@ -107,7 +107,7 @@ unit: ## Pure unit tests (no servers): every package's tests but the files tagge
 
 # The end-to-end tests that also run on Argo CD 2.14.21 (all of them run on 3.5.1): the core of
 # every API within CI's time budget; `make test E2E_RUN_2_14=.` runs all of them on 2.14 too.
-E2E_RUN_2_14 ?= TestAutomatedDeploysAndFollowsPushes|TestBindingsOfTwoTenantsWithTheSameNames|TestManualStaysOutOfSync|TestDeleteWithFinalizerRemovesResourcesFirst|TestSyncRunDeploysHeadThenAnOlderRevision|TestSyncRunDeletedWhileRunningTerminatesTheSync|TestBindingDeploysSnapshotWithConfiguration|TestPromotionRuns|TestTenantsInArgoCD|TestUIPanelThroughArgoCDServer|TestUIPanelInTheBrowser|TestResourceHealthWithDefaultArgoCDSettings|TestManagedEnvironmentDeploysToRemoteCluster|TestGatedPromotion|TestPromotionPreviewAgainstTheLiveCluster
+E2E_RUN_2_14 ?= TestAutomatedDeploysAndFollowsPushes|TestBindingsOfTwoTenantsWithTheSameNames|TestManualStaysOutOfSync|TestDeleteWithFinalizerRemovesResourcesFirst|TestSyncRunDeploysHeadThenAnOlderRevision|TestSyncRunDeletedWhileRunningTerminatesTheSync|TestBindingDeploysSnapshotWithConfiguration|TestPromotionRuns|TestTenantsInArgoCD|TestUIPanelThroughArgoCDServer|TestUIPanelInTheBrowser|TestResourceHealthWithDefaultArgoCDSettings|TestManagedEnvironmentDeploysToRemoteCluster|TestGatedPromotion|TestPromotionPreviewAgainstTheLiveCluster|TestPrivateRepositoryStaysPrivateOnceArgoCDHasCheckedItOut
 
 .PHONY: test
 test: test-stack verify ## Everything: unit, real API server, real Argo CD (3.5.1, then 2.14.21) end to end; e2e beside the other packages (hack/test.sh).

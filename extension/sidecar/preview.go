@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/gitops-service/gitops-service/reconcilers/promotionpreview"
+	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
 )
 
 // previewDiffs are the full diffs of the previews this sidecar ran, for the
@@ -21,7 +22,7 @@ var previewDiffs = &promotionpreview.Diffs{}
 // setupPreviews registers the PromotionPreview reconciler with Argo CD's own
 // clients: the repo-server's gRPC client, and the settings manager and
 // database the application controller reads argocd-cm and repositories with.
-func setupPreviews(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o Options) error {
+func setupPreviews(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o Options, access *tenantproject.Access) error {
 	p := o.Preview
 	if p.RepoServerAddr == "" {
 		return nil
@@ -52,6 +53,7 @@ func setupPreviews(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o Op
 		DefaultTracking:       p.DefaultTracking,
 		AllowFileRepositories: o.AllowFileRepositories,
 		Local:                 local,
+		Access:                access,
 	}
 	if err := (&promotionpreview.Reconciler{
 		Client:   mgr.GetClient(),

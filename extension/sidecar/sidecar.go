@@ -216,7 +216,10 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 			return nil, fmt.Errorf("setting up the shard reconciler: %w", err)
 		}
 	}
-	projects := &tenantproject.Projects{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace, Grace: o.ProjectGrace}
+	// One Access for every writer of a tenant's project and for previews:
+	// they share its answers about which repositories are public.
+	access := &tenantproject.Access{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace, AllowFileRepositories: o.AllowFileRepositories}
+	projects := &tenantproject.Projects{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace, Grace: o.ProjectGrace, Access: access}
 	var trees argocd.ResourceTrees
 	if o.ArgoRedis.Addr != "" {
 		rt, err := argocd.NewRedisTrees(o.ArgoRedis)
@@ -308,7 +311,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
 		return nil, fmt.Errorf("setting up the SnapshotEnvironmentBinding reconciler: %w", err)
 	}
-	if err := setupPreviews(ctx, mgr, cfg, o); err != nil {
+	if err := setupPreviews(ctx, mgr, cfg, o, access); err != nil {
 		return nil, err
 	}
 	var servers []*httpRunnable

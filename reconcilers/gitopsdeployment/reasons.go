@@ -19,6 +19,9 @@ const (
 	ReasonManagedEnvironmentNotConnected = "ManagedEnvironmentNotConnected"
 	// ReasonAppProjectNotOurs: the tenant's AppProject name is taken by one we did not make.
 	ReasonAppProjectNotOurs = "AppProjectNotOurs"
+	// ReasonRepositoryNotReadable: the tenant can read spec.source.repoURL
+	// neither anonymously nor with its own valid RepositoryCredentials.
+	ReasonRepositoryNotReadable = "RepositoryNotReadable"
 	// ReasonApplicationNameCollision: the Application's name is taken by one not made for this deployment.
 	ReasonApplicationNameCollision = "ApplicationNameCollision"
 )

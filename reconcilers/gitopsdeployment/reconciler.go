@@ -31,6 +31,7 @@ import (
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeployments/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeployments/finalizers,verbs=update
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentmanagedenvironments,verbs=get;list;watch
+// +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentrepositorycredentials,verbs=get;list;watch
 // Argo CD objects are only ever written in the Argo CD namespace (a Role there;
 // kustomize renames the namespace).
 // +kubebuilder:rbac:groups=argoproj.io,resources=applications;appprojects,verbs=get;list;watch;create;update;patch;delete,namespace=argocd
@@ -127,6 +128,12 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, gd *v1.GitOpsDeploymen
 			// for the admin's removal of it.
 			return current, env, refuse(ReasonAppProjectNotOurs, "%s", err.Error()).Retry(kernel.UnwatchedRecheck)
 		}
+		var unreadable *tenantproject.NotReadableError
+		if errors.As(err, &unreadable) {
+			// The namespace's RepositoryCredentials are watched; a repository
+			// made public, or reachable again, is not.
+			return current, env, refuse(ReasonRepositoryNotReadable, "%s", err.Error()).Retry(kernel.UnwatchedRecheck)
+		}
 		return current, env, err
 	}
 	app := argocd.Application(r.ArgoNamespace, gd, target)
@@ -194,6 +201,7 @@ func (r *Reconciler) setStatus(ctx context.Context, gd *v1.GitOpsDeployment, app
 	now := r.Now.Now()
 	kernel.SetError(r.Recorder, gd, &gd.Status.Conditions, refusal, now)
 	if app == nil {
+		notReadable(gd, refusal, now)
 		return
 	}
 	mirrored := argocd.MirrorStatus(app, serverNames(gd, env), r.resourceTree(ctx, app))
@@ -203,6 +211,18 @@ func (r *Reconciler) setStatus(ctx context.Context, gd *v1.GitOpsDeployment, app
 	gd.Status.ReconciledState = mirrored.ReconciledState
 	gd.Status.OperationState = mirrored.OperationState
 	gd.Status.Conditions = mirrorAppConditions(gd.Status.Conditions, mirrored.Conditions, now)
+	notReadable(gd, refusal, now)
+}
+
+// notReadable also reports a repository the tenant cannot read as the
+// ComparisonError Argo CD reports for one it cannot fetch: Argo CD is not
+// asked (the repository is kept out of the tenant's project), and users and
+// tools wait for the condition Argo CD would have set.
+func notReadable(gd *v1.GitOpsDeployment, refusal *kernel.Refusal, now metav1.Time) {
+	if refusal != nil && refusal.Reason == ReasonRepositoryNotReadable {
+		gd.Status.Conditions = v1.SetCondition(gd.Status.Conditions, v1.GitOpsDeploymentConditionComparisonError,
+			v1.GitOpsConditionStatusTrue, v1.GitOpsConditionReason(v1.GitOpsDeploymentConditionComparisonError), refusal.Message, now)
+	}
 }
 
 // resourceTree returns the Application's resource tree when Argo CD keeps the

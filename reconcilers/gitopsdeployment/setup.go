@@ -2,6 +2,7 @@ package gitopsdeployment
 
 import (
 	"context"
+	"slices"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
@@ -63,6 +65,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 			return nil
 		})).
 		Watches(&v1.GitOpsDeploymentManagedEnvironment{}, handler.EnqueueRequestsFromMapFunc(r.deploymentsUsing)).
+		Watches(&v1.GitOpsDeploymentRepositoryCredentials{}, handler.EnqueueRequestsFromMapFunc(r.deploymentsWaitingFor)).
 		WithOptions(kernel.Sharded(ctx, &v1.GitOpsDeployment{}, controller.Options{MaxConcurrentReconciles: concurrency})).
 		Complete(r)
 }
@@ -79,4 +82,17 @@ func ownerOf(o client.Object) *types.NamespacedName {
 func (r *Reconciler) deploymentsUsing(ctx context.Context, o client.Object) []reconcile.Request {
 	return kernel.Listed(ctx, r.Client, &v1.GitOpsDeploymentList{}, func(*v1.GitOpsDeployment) bool { return true },
 		client.InNamespace(o.GetNamespace()), client.MatchingFields{environmentIndex: o.GetName()})
+}
+
+// deploymentsWaitingFor maps RepositoryCredentials to the deployments of
+// their namespace refused because they could not read its repository: once
+// the credentials are checked, the repository may go into the project.
+func (r *Reconciler) deploymentsWaitingFor(ctx context.Context, o client.Object) []reconcile.Request {
+	repo := o.(*v1.GitOpsDeploymentRepositoryCredentials).Spec.Repository
+	return kernel.Listed(ctx, r.Client, &v1.GitOpsDeploymentList{}, func(gd *v1.GitOpsDeployment) bool {
+		waiting := slices.ContainsFunc(gd.Status.Conditions, func(c v1.GitOpsDeploymentCondition) bool {
+			return c.Type == kernel.ConditionReady && c.Reason == ReasonRepositoryNotReadable
+		})
+		return waiting && argocd.SameRepository(gd.Spec.Source.RepoURL, repo)
+	}, client.InNamespace(o.GetNamespace()))
 }

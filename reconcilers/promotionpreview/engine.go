@@ -84,6 +84,10 @@ type Engine struct {
 	// Environments deploying to Argo CD's own cluster read and dry-run with
 	// it. nil: they are refused.
 	Local *rest.Config
+	// Access renders a repository not yet in the tenant's project only when
+	// the tenant can read it (the repo-server would render another tenant's
+	// checkout without asking for credentials). nil: none is rendered.
+	Access *tenantproject.Access
 }
 
 // Preview is one preview's result, for the status.
@@ -210,9 +214,20 @@ func (e *Engine) project(ctx context.Context, ns string, params []argocd.Generat
 		return nil, err
 	}
 	for _, p := range params {
-		if !slices.ContainsFunc(repos, func(r string) bool { return argocd.SameRepository(r, p.RepoURL) }) {
-			repos = append(repos, p.RepoURL)
+		if slices.Contains(repos, p.RepoURL) {
+			continue
 		}
+		// What Projects.Ensure admits for the binding, checked the same way.
+		if e.Access == nil {
+			return nil, kernel.Refuse(as.PromotionPreviewReasonInvalid, "repository %s is not in the tenant's AppProject yet", p.RepoURL)
+		}
+		var unreadable *tenantproject.NotReadableError
+		if err := e.Access.Check(ctx, ns, p.RepoURL); errors.As(err, &unreadable) {
+			return nil, kernel.Refuse(as.PromotionPreviewReasonInvalid, "%s", err.Error())
+		} else if err != nil {
+			return nil, err
+		}
+		repos = append(repos, p.RepoURL)
 	}
 	return (&tenantproject.Projects{Client: e.Client, ArgoNamespace: e.ArgoNamespace}).Build(ctx, tenant, repos)
 }

@@ -7,16 +7,12 @@ package repositorycredentials
 
 import (
 	"context"
-	"crypto/x509"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +20,7 @@ import (
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/argosecret"
+	"github.com/gitops-service/gitops-service/reconcilers/gitprobe"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantsecret"
 )
@@ -50,9 +47,6 @@ const (
 	// DefaultRetryInterval: a refused CR is looked at again this often (the
 	// repository may come back; a Secret of the wrong type is not watched).
 	DefaultRetryInterval = kernel.UnwatchedRecheck
-
-	// tlsCertsConfigMap holds the CAs Argo CD trusts for https repositories, by host.
-	tlsCertsConfigMap = "argocd-tls-certs-cm"
 )
 
 // Reconciler reconciles GitOpsDeploymentRepositoryCredentials.
@@ -135,7 +129,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, rc *v1.GitOpsDeploymen
 	if refusal != nil {
 		return Verdict{}, refusal
 	}
-	roots, err := r.trustedCAs(ctx, rc.Spec.Repository)
+	roots, err := gitprobe.TrustedCAs(ctx, r.APIReader, r.ArgoNamespace, rc.Spec.Repository)
 	if err != nil {
 		return Verdict{}, err
 	}
@@ -185,30 +179,6 @@ func (r *Reconciler) olderDuplicate(ctx context.Context, rc *v1.GitOpsDeployment
 		}
 	}
 	return "", nil
-}
-
-// trustedCAs are the system's roots plus the CA Argo CD trusts for the
-// repository's host (argocd-tls-certs-cm), so the check trusts what Argo CD does.
-func (r *Reconciler) trustedCAs(ctx context.Context, repoURL string) (*x509.CertPool, error) {
-	pool, err := x509.SystemCertPool()
-	if err != nil {
-		pool = x509.NewCertPool()
-	}
-	u, err := url.Parse(strings.TrimSpace(repoURL))
-	if err != nil || u.Scheme != "https" {
-		return pool, nil
-	}
-	cm := &corev1.ConfigMap{}
-	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: r.ArgoNamespace, Name: tlsCertsConfigMap}, cm); err != nil {
-		if apierrors.IsNotFound(err) {
-			return pool, nil
-		}
-		return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", r.ArgoNamespace, tlsCertsConfigMap, err)
-	}
-	if pem, ok := cm.Data[u.Hostname()]; ok {
-		pool.AppendCertsFromPEM([]byte(pem))
-	}
-	return pool, nil
 }
 
 func collision(name string) *kernel.Refusal {

@@ -59,6 +59,9 @@ const (
 	ReasonAppProjectNotOurs     = "AppProjectNotOurs"
 	ReasonApplicationSetNotOurs = "ApplicationSetNotOurs"
 	ReasonDuplicateBinding      = "DuplicateBinding"
+	// ReasonRepositoryNotReadable: a component's repository can be read
+	// neither anonymously nor with the namespace's valid RepositoryCredentials.
+	ReasonRepositoryNotReadable = "RepositoryNotReadable"
 )
 
 // Reconciler reconciles SnapshotEnvironmentBindings.
@@ -129,6 +132,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, seb *as.SnapshotEnviro
 	if _, err := r.Projects.Ensure(ctx, seb.Namespace, repos...); err != nil {
 		if errors.Is(err, tenantproject.ErrNotOurs) {
 			return 0, binding.Refuse(ReasonAppProjectNotOurs, "%s", err.Error())
+		}
+		var unreadable *tenantproject.NotReadableError
+		if errors.As(err, &unreadable) {
+			return 0, binding.Refuse(ReasonRepositoryNotReadable, "%s", err.Error())
 		}
 		return 0, err
 	}

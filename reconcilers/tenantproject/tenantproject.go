@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -47,6 +48,9 @@ type Projects struct {
 	// added for a caller though the cache shows no Application using it;
 	// DefaultGrace when 0.
 	Grace time.Duration
+	// Access admits a repository into a tenant's project only when the
+	// tenant can read it (nil admits any: tests of the project alone).
+	Access *Access
 
 	// writers holds a *writer per project name.
 	writers sync.Map
@@ -84,6 +88,10 @@ func (p *Projects) Ensure(ctx context.Context, namespace string, repos ...string
 		return "", fmt.Errorf("reading tenant namespace %s: %w", namespace, err)
 	}
 	name := argocd.ProjectName(string(ns.UID))
+	// Before the lock: a probe of a repository may take seconds.
+	if err := p.admit(ctx, namespace, name, repos); err != nil {
+		return "", err
+	}
 	w := p.writer(name)
 	w.Lock()
 	defer w.Unlock()
@@ -101,6 +109,31 @@ func (p *Projects) Ensure(ctx context.Context, namespace string, repos ...string
 		w.ensured = time.Now()
 	}
 	return name, nil
+}
+
+// admit returns a *NotReadableError when one of repos is new to the
+// project and the tenant cannot read it. A repository already in the project
+// was admitted for this tenant before.
+func (p *Projects) admit(ctx context.Context, namespace, name string, repos []string) error {
+	if p.Access == nil || len(repos) == 0 {
+		return nil
+	}
+	var have []string
+	current := &argov1alpha1.AppProject{}
+	if err := p.Client.Get(ctx, types.NamespacedName{Namespace: p.ArgoNamespace, Name: name}, current); err == nil {
+		have = current.Spec.SourceRepos
+	} else if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading AppProject %s: %w", name, err)
+	}
+	for _, repo := range repos {
+		if slices.Contains(have, repo) {
+			continue
+		}
+		if err := p.Access.Check(ctx, namespace, repo); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Delete deletes the tenant's project as the caller listed it (UID and

@@ -29,6 +29,7 @@ import (
 	"github.com/gitops-service/gitops-service/extension/sidecar"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/promotionpreview"
+	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
 
@@ -192,7 +193,8 @@ spec:
 	settingsMgr := settings.NewSettingsManager(ctx, cs, argo.Namespace)
 	repoClient := &timedRepo{Clientset: apiclient.NewRepoServerClientset(argo.RepoServerAddr, 60, apiclient.TLSConfiguration{DisableTLS: true})}
 	engine := &promotionpreview.Engine{Client: c, APIReader: api, ArgoNamespace: argo.Namespace, Repo: repoClient, Settings: settingsMgr,
-		DB: db.NewDB(argo.Namespace, settingsMgr, cs), DefaultTracking: tracking, AllowFileRepositories: true}
+		DB: db.NewDB(argo.Namespace, settingsMgr, cs), DefaultTracking: tracking, AllowFileRepositories: true,
+		Access: &tenantproject.Access{Client: c, APIReader: api, ArgoNamespace: argo.Namespace, AllowFileRepositories: true}}
 	pp := &as.PromotionPreview{ObjectMeta: meta("bench"), Spec: as.PromotionPreviewSpec{Snapshot: "snap", Application: "app", TargetEnvironment: "prod"}}
 
 	// The Environment's cluster connects (its ManagedEnvironment and Argo CD

@@ -208,3 +208,35 @@ func repositoryCredentialsIsolationCases() []isolationCase {
 			object: rc(strings.Repeat("r", 253), url, strings.Repeat("s", 253)), condition: errorReason(v1.RepositoryCredentialReasonSecretNotFound)},
 	}
 }
+
+// Argo CD's repo-server keeps one checkout per repository URL and skips the
+// fetch (hence the credentials) when the revision is already there, and it
+// resolves a branch from a refs cache keyed by URL alone. A tenant naming
+// another tenant's private repository at a commit it learned, or at HEAD
+// while the refs are cached, must still get nothing.
+func TestPrivateRepositoryStaysPrivateOnceArgoCDHasCheckedItOut(t *testing.T) {
+	url, sha := privateRepo(t, map[string]string{"app/cm.yaml": configMap("private", "from a private repository")})
+	owner, other := tenantNamespace(t), tenantNamespace(t)
+
+	rc := repositoryCredentials(t, owner, "private-repo", url, privateGitUser, privateGitPassword)
+	waitObject(t, rc, "verified", repositoryCondition(v1.RepositoryCredentialConditionValidCredential, metav1.ConditionTrue, v1.RepositoryCredentialReasonRepositoryCredentialUpToDate))
+	gd := deploy(t, owner, "private", url, "app", v1.GitOpsDeploymentSpecTypeAutomated, nil)
+	waitStatus(t, gd, "Synced/Healthy at "+sha, syncedHealthyAt(sha))
+
+	atCommit := deploy(t, other, "at-commit", url, "app", v1.GitOpsDeploymentSpecTypeAutomated, func(gd *v1.GitOpsDeployment) {
+		gd.Spec.Source.TargetRevision = sha
+	})
+	atHead := deploy(t, other, "at-head", url, "app", v1.GitOpsDeploymentSpecTypeAutomated, nil)
+	waitStatus(t, atCommit, "ComparisonError (no credentials)", hasCondition(v1.GitOpsDeploymentConditionComparisonError))
+	waitStatus(t, atHead, "ComparisonError (no credentials)", hasCondition(v1.GitOpsDeploymentConditionComparisonError))
+	require.Never(t, func() bool {
+		_, err := getConfigMap(other, "private")
+		return err == nil
+	}, 40*time.Second, poll, "the second tenant deployed the private repository Argo CD had checked out for the first")
+	for _, gd := range []*v1.GitOpsDeployment{atCommit, atHead} {
+		got := &v1.GitOpsDeployment{}
+		require.NoError(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(gd), got))
+		require.NotEqual(t, v1.SyncStatusCodeSynced, got.Status.Sync.Status, gd.Name)
+		require.Empty(t, got.Status.Resources, gd.Name)
+	}
+}

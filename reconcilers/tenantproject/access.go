@@ -1,0 +1,256 @@
+package tenantproject
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/argoproj/argo-cd/v2/util/git"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/gitprobe"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+)
+
+// Access decides whether a tenant may have a repository in its AppProject,
+// that is whether Argo CD may render it for the tenant: only when the tenant
+// could fetch it itself, anonymously or with its own valid credentials.
+// Argo CD's repo-server keeps one checkout per repository URL and skips the
+// fetch (hence the credentials) when the revision asked for is already there,
+// and it resolves a branch from a refs cache keyed by the URL alone: without
+// this check a tenant naming another tenant's private repository, at a commit
+// or at a branch while the refs are cached, got its manifests rendered from
+// the other tenant's checkout. A repository not in the project is refused by
+// Argo CD before any of that.
+type Access struct {
+	// Client reads the tenant's RepositoryCredentials (cached).
+	Client client.Client
+	// APIReader reads Argo CD's argocd-tls-certs-cm.
+	APIReader     client.Reader
+	ArgoNamespace string
+	// AllowFileRepositories: file:// repositories (demos and tests only).
+	AllowFileRepositories bool
+	// Probe asks a repository for its refs without credentials
+	// (gitprobe.Refs when nil).
+	Probe func(ctx context.Context, repoURL string, roots *x509.CertPool) gitprobe.Result
+	// Now is the clock of the anonymous answers kept; tests may set it.
+	Now kernel.Clock
+
+	// public holds when a repository URL last answered an anonymous probe.
+	public sync.Map
+}
+
+// publicFor is how long a repository that answered an anonymous probe is
+// taken to be public without asking again.
+const publicFor = 5 * time.Minute
+
+// NotReadableError says why a tenant may not use a repository. Its message
+// is the same whether the repository is private or does not exist.
+type NotReadableError struct {
+	Repository, Why string
+}
+
+func (e *NotReadableError) Error() string {
+	return fmt.Sprintf("repository %s cannot be read by this namespace: %s", e.Repository, e.Why)
+}
+
+// Check returns nil when namespace may use repoURL, a *NotReadableError when
+// it may not, or another error when that could not be found out.
+func (a *Access) Check(ctx context.Context, namespace, repoURL string) error {
+	repo := strings.TrimSpace(repoURL)
+	creds, err := a.credentials(ctx, namespace, repo)
+	if err != nil {
+		return err
+	}
+	probe, why := decide(repo, creds, a.AllowFileRepositories)
+	if why == "" && !probe {
+		return nil
+	}
+	if probe {
+		if why, err = a.anonymously(ctx, namespace, repo); err != nil || why == "" {
+			return err
+		}
+	}
+	if creds == nil {
+		// Credentials Argo CD gives every project (a repository or
+		// credential template Secret without a project): the platform
+		// lets every tenant read the repository with them.
+		if ok, err := a.platformWide(ctx, repo); err != nil || ok {
+			return err
+		}
+	}
+	return &NotReadableError{Repository: repo, Why: why}
+}
+
+// anonymously says why repo is not public, "" when it is (or, unanswered,
+// may be taken to be).
+func (a *Access) anonymously(ctx context.Context, namespace, repo string) (string, error) {
+	if at, ok := a.public.Load(repo); ok && a.Now.Now().Sub(at.(metav1.Time).Time) < publicFor {
+		return "", nil
+	}
+	roots, err := gitprobe.TrustedCAs(ctx, a.APIReader, a.ArgoNamespace, repo)
+	if err != nil {
+		return "", err
+	}
+	probe := a.Probe
+	if probe == nil {
+		probe = func(ctx context.Context, repoURL string, roots *x509.CertPool) gitprobe.Result {
+			return gitprobe.Refs(ctx, repoURL, "", "", roots)
+		}
+	}
+	res := probe(ctx, repo, roots)
+	why := anonymous(res)
+	if res.Answer == gitprobe.Failed {
+		// No answer: the repo-server, on the same network, most likely gets
+		// none either, and Argo CD reports that. Unless another tenant holds
+		// credentials for it, so its checkout may be on the repo-server.
+		if held, err := a.heldElsewhere(ctx, namespace, repo); err != nil || !held {
+			return "", err
+		}
+		return why + ", and another namespace has credentials for it", nil
+	}
+	if why == "" {
+		a.public.Store(repo, a.Now.Now())
+	}
+	return why, nil
+}
+
+// platformWide says whether Argo CD has credentials for repo that it gives
+// every project: a repository Secret, or a credential template whose URL
+// prefixes repo, without a project (matched as Argo CD matches them).
+func (a *Access) platformWide(ctx context.Context, repo string) (bool, error) {
+	var list corev1.SecretList
+	sel := client.MatchingLabelsSelector{Selector: platformSecrets}
+	if err := a.APIReader.List(ctx, &list, client.InNamespace(a.ArgoNamespace), sel); err != nil {
+		return false, fmt.Errorf("listing Argo CD's repository Secrets: %w", err)
+	}
+	return slices.ContainsFunc(list.Items, func(s corev1.Secret) bool {
+		url := string(s.Data["url"])
+		if len(s.Data["project"]) > 0 || url == "" {
+			return false
+		}
+		if s.Labels[argoSecretType] == "repo-creds" {
+			return strings.HasPrefix(strings.ToLower(repo), strings.ToLower(url))
+		}
+		return git.SameURL(url, repo)
+	}), nil
+}
+
+// argoSecretType is the label that makes a Secret one of Argo CD's repositories.
+const argoSecretType = "argocd.argoproj.io/secret-type"
+
+var platformSecrets = func() labels.Selector {
+	req, err := labels.NewRequirement(argoSecretType, selection.In, []string{"repository", "repo-creds"})
+	if err != nil {
+		panic(err)
+	}
+	return labels.NewSelector().Add(*req)
+}()
+
+// heldElsewhere says whether another namespace has working credentials for repo.
+func (a *Access) heldElsewhere(ctx context.Context, namespace, repo string) (bool, error) {
+	var list v1.GitOpsDeploymentRepositoryCredentialsList
+	if err := a.Client.List(ctx, &list); err != nil {
+		return false, fmt.Errorf("listing GitOpsDeploymentRepositoryCredentials: %w", err)
+	}
+	return slices.ContainsFunc(list.Items, func(rc v1.GitOpsDeploymentRepositoryCredentials) bool {
+		return rc.Namespace != namespace && argocd.SameRepository(rc.Spec.Repository, repo) && credentialsWhy(schemeOf(rc.Spec.Repository), &rc) == ""
+	}), nil
+}
+
+// credentials is the namespace's RepositoryCredentials for repo Argo CD uses
+// (the oldest: the others are refused as duplicates), nil when none.
+func (a *Access) credentials(ctx context.Context, namespace, repo string) (*v1.GitOpsDeploymentRepositoryCredentials, error) {
+	var list v1.GitOpsDeploymentRepositoryCredentialsList
+	if err := a.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing GitOpsDeploymentRepositoryCredentials of %s: %w", namespace, err)
+	}
+	var oldest *v1.GitOpsDeploymentRepositoryCredentials
+	for i := range list.Items {
+		rc := &list.Items[i]
+		if rc.DeletionTimestamp.IsZero() && argocd.SameRepository(rc.Spec.Repository, repo) && (oldest == nil || kernel.Older(rc, oldest)) {
+			oldest = rc
+		}
+	}
+	return oldest, nil
+}
+
+// decide says, from the URL and the tenant's credentials for it, why the
+// tenant may not use repo, or "" with probe true when only an anonymous
+// probe can tell, or "" and false when it may.
+func decide(repo string, creds *v1.GitOpsDeploymentRepositoryCredentials, allowFile bool) (probe bool, why string) {
+	scheme := schemeOf(repo)
+	switch {
+	case scheme == "file":
+		if allowFile {
+			return false, ""
+		}
+		return false, "file:// repositories are not allowed"
+	case scheme == "git":
+		// git daemon serves anyone who can reach it: Argo CD reads it for any tenant.
+		return false, ""
+	case creds != nil:
+		return false, credentialsWhy(scheme, creds)
+	case scheme == "ssh":
+		return false, "ssh repositories are read with the namespace's own credentials: create a GitOpsDeploymentRepositoryCredentials for it"
+	default:
+		return true, ""
+	}
+}
+
+// schemeOf is repo's scheme in lower case, ssh for git's user@host:path.
+func schemeOf(repo string) string {
+	if u, err := url.Parse(repo); err == nil && u.Scheme != "" && strings.Contains(repo, "://") {
+		return strings.ToLower(u.Scheme)
+	}
+	return "ssh"
+}
+
+// credentialsWhy says why the tenant's credentials for repo do not (yet) let
+// it use repo, "" when they do: https credentials the repository accepted at
+// the CR's current generation; ssh keys Argo CD can use (not contacted: see
+// the RepositoryCredentials reconciler).
+func credentialsWhy(scheme string, rc *v1.GitOpsDeploymentRepositoryCredentials) string {
+	valid := meta.FindStatusCondition(rc.Status.Conditions, v1.RepositoryCredentialConditionValidCredential)
+	failed := meta.FindStatusCondition(rc.Status.Conditions, v1.RepositoryCredentialConditionErrorOccurred)
+	current := valid != nil && valid.ObservedGeneration == rc.Generation && rc.Status.ObservedGeneration == rc.Generation
+	switch {
+	case current && valid.Status == metav1.ConditionTrue:
+		return ""
+	case current && scheme == "ssh" && valid.Status == metav1.ConditionUnknown && valid.Reason == v1.RepositoryCredentialReasonNotChecked &&
+		(failed == nil || failed.Status != metav1.ConditionTrue):
+		return ""
+	case !current:
+		return fmt.Sprintf("its GitOpsDeploymentRepositoryCredentials '%s' are not checked yet", rc.Name)
+	default:
+		return fmt.Sprintf("its GitOpsDeploymentRepositoryCredentials '%s' are not valid (%s): see their conditions", rc.Name, valid.Reason)
+	}
+}
+
+// anonymous says why a repository's answer to an anonymous probe does not
+// make it public, "" when it does. A private repository and a missing one
+// get the same words: the probe must not tell another tenant which exists.
+func anonymous(res gitprobe.Result) string {
+	switch res.Answer {
+	case gitprobe.Readable:
+		return ""
+	case gitprobe.Refused, gitprobe.NotFound:
+		return "it does not exist or needs credentials: create a GitOpsDeploymentRepositoryCredentials in this namespace with credentials for it"
+	case gitprobe.NotGit:
+		return fmt.Sprintf("the server answered HTTP %d, not a git repository", res.Status)
+	default:
+		return "it could not be reached (" + res.Detail + ")"
+	}
+}
