@@ -122,6 +122,22 @@ func TrustedCAs(ctx context.Context, reader client.Reader, argoNamespace, repoUR
 	return pool, nil
 }
 
+// SSHKnownHostsConfigMap is Argo CD's ConfigMap of ssh host keys.
+const SSHKnownHostsConfigMap = "argocd-ssh-known-hosts-cm"
+
+// KnownHosts are the ssh host keys Argo CD trusts (known_hosts format), ""
+// when it has none.
+func KnownHosts(ctx context.Context, reader client.Reader, argoNamespace string) (string, error) {
+	cm := &corev1.ConfigMap{}
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: argoNamespace, Name: SSHKnownHostsConfigMap}, cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("reading ConfigMap %s/%s: %w", argoNamespace, SSHKnownHostsConfigMap, err)
+	}
+	return cm.Data["ssh_known_hosts"], nil
+}
+
 // sameOrigin follows a redirect only to the same scheme, host and port. Go
 // sends the Basic-auth header again to a redirect on the same host name
 // whatever its scheme and port, so https://h redirecting to http://h or to

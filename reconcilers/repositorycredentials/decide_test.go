@@ -27,7 +27,6 @@ func TestFirstRefusal(t *testing.T) {
 		wantKeep bool
 	}{
 		{name: "verified"},
-		{name: "ssh not contacted", verdict: Verdict{Unverified: "ssh"}},
 		{name: "refused before the write", refusal: before, want: before},
 		{name: "refusal wins over a verdict", refusal: before, verdict: Verdict{URL: badURL}, want: before},
 		{name: "repository missing: kept", verdict: Verdict{URL: badURL}, want: badURL, wantKeep: true},

@@ -56,7 +56,7 @@ type Reconciler struct {
 	APIReader     client.Reader
 	ArgoNamespace string
 	Recorder      record.EventRecorder
-	// Verifier checks a repository with its credentials (default HTTPVerifier).
+	// Verifier checks a repository with its credentials (default GitVerifier).
 	Verifier Verifier
 	// RecheckInterval and RetryInterval: see the defaults.
 	RecheckInterval, RetryInterval time.Duration
@@ -133,7 +133,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, rc *v1.GitOpsDeploymen
 	if err != nil {
 		return Verdict{}, err
 	}
-	return r.Verifier.Verify(ctx, strings.TrimSpace(rc.Spec.Repository), creds, roots), nil
+	knownHosts, err := gitprobe.KnownHosts(ctx, r.APIReader, r.ArgoNamespace)
+	if err != nil {
+		return Verdict{}, err
+	}
+	return r.Verifier.Verify(ctx, strings.TrimSpace(rc.Spec.Repository), creds, Trust{Roots: roots, KnownHosts: knownHosts}), nil
 }
 
 // credentials runs the checks that decide whether Argo CD gets the credentials.

@@ -25,7 +25,7 @@ import (
 // extension/sidecar); the tenants' Secrets are read uncached.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
 	if r.Verifier == nil {
-		r.Verifier = HTTPVerifier{}
+		r.Verifier = GitVerifier{}
 	}
 	r.RecheckInterval = cmp.Or(r.RecheckInterval, DefaultRecheckInterval)
 	r.RetryInterval = cmp.Or(r.RetryInterval, DefaultRetryInterval)

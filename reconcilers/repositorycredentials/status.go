@@ -64,9 +64,6 @@ func conditions(refusal *kernel.Refusal, v Verdict) []metav1.Condition {
 		return []metav1.Condition{cond(errType, metav1.ConditionTrue, v.Credential.Reason, v.Credential.Message),
 			cond(urlType, metav1.ConditionTrue, v1.RepositoryCredentialReasonValidRepositoryURL, "the repository answered"),
 			cond(credType, metav1.ConditionFalse, v.Credential.Reason, v.Credential.Message)}
-	case v.Unverified != "":
-		return []metav1.Condition{cond(errType, metav1.ConditionFalse, v1.RepositoryCredentialReasonRepositoryCredentialUpToDate, "Argo CD has the credentials of this repository"),
-			notChecked(urlType, v.Unverified), notChecked(credType, v.Unverified)}
 	}
 	return []metav1.Condition{cond(errType, metav1.ConditionFalse, v1.RepositoryCredentialReasonRepositoryCredentialUpToDate, "Argo CD has the credentials of this repository"),
 		cond(urlType, metav1.ConditionTrue, v1.RepositoryCredentialReasonValidRepositoryURL, "the repository answered"),

@@ -136,8 +136,6 @@ func TestConditions(t *testing.T) {
 			want: map[string]string{e: "True/InvalidRepositoryUrl", u: "False/InvalidRepositoryUrl", c: "Unknown/NotChecked"}},
 		"credentials refused": {out: outcome{verdict: Verdict{Credential: kernel.Refuse(v1.RepositoryCredentialReasonInvalidCredentials, "x")}},
 			want: map[string]string{e: "True/InvalidCredentials", u: "True/ValidRepositoryUrl", c: "False/InvalidCredentials"}},
-		"ssh not contacted": {out: outcome{verdict: Verdict{Unverified: "ssh"}},
-			want: map[string]string{e: "False/RepositoryCredentialUpToDate", u: "Unknown/NotChecked", c: "Unknown/NotChecked"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

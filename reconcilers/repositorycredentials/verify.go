@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"net/url"
 
 	"golang.org/x/crypto/ssh"
@@ -18,35 +19,45 @@ import (
 // part is nil when it passed.
 type Verdict struct {
 	URL, Credential *kernel.Refusal
-	// Unverified says why nothing was checked (the conditions are Unknown).
-	Unverified string
 }
 
 // Verifier checks that a repository exists and accepts the credentials, as
 // `git ls-remote` would.
 type Verifier interface {
-	Verify(ctx context.Context, repoURL string, creds argocd.RepositoryCredentials, roots *x509.CertPool) Verdict
+	Verify(ctx context.Context, repoURL string, creds argocd.RepositoryCredentials, trust Trust) Verdict
 }
 
-// HTTPVerifier asks an https repository for its refs (the first request of
-// every git fetch over smart HTTP) with the credentials.
-type HTTPVerifier struct{}
+// Trust is what Argo CD trusts when it connects to a repository.
+type Trust struct {
+	// Roots: the system's and argocd-tls-certs-cm's CAs (https).
+	Roots *x509.CertPool
+	// KnownHosts: argocd-ssh-known-hosts-cm's host keys (ssh).
+	KnownHosts string
+}
 
-// Verify implements Verifier. ssh repositories are not contacted: their host
-// keys live in Argo CD's known-hosts configuration, and Argo CD reports a
-// failing connection on the GitOpsDeployments that use the repository.
-func (HTTPVerifier) Verify(ctx context.Context, repoURL string, creds argocd.RepositoryCredentials, roots *x509.CertPool) Verdict {
-	u, err := url.Parse(repoURL)
-	if err != nil || u.Scheme != "https" {
-		return Verdict{Unverified: "ssh repositories are not contacted by the GitOps Service; Argo CD reports connection errors on the GitOpsDeployments that use this repository"}
+// GitVerifier asks the repository for its refs with the credentials, as the
+// first step of every git fetch does: over smart HTTP for https, by running
+// git-upload-pack with the key for ssh. The tenant's project gets the
+// repository only once it answered (tenantproject.Access).
+type GitVerifier struct{}
+
+// Verify implements Verifier.
+func (GitVerifier) Verify(ctx context.Context, repoURL string, creds argocd.RepositoryCredentials, trust Trust) Verdict {
+	if u, err := url.Parse(repoURL); err == nil && u.Scheme == "https" {
+		res := gitprobe.Refs(ctx, repoURL, creds.Username, creds.Password, trust.Roots)
+		return verdict(repoURL, res, fmt.Sprintf("the repository %s refused the credentials (HTTP %d): check username and password in the Secret", repoURL, res.Status))
 	}
-	res := gitprobe.Refs(ctx, repoURL, creds.Username, creds.Password, roots)
+	return verdict(repoURL, gitprobe.SSHRefs(ctx, repoURL, creds.SSHPrivateKey, trust.KnownHosts),
+		fmt.Sprintf("the repository %s refused the ssh key: check sshPrivateKey in the Secret", repoURL))
+}
+
+// verdict reads a probe's result; refused says the credentials were refused.
+func verdict(repoURL string, res gitprobe.Result, refused string) Verdict {
 	switch res.Answer {
 	case gitprobe.Readable:
 		return Verdict{}
 	case gitprobe.Refused:
-		return Verdict{Credential: kernel.Refuse(v1.RepositoryCredentialReasonInvalidCredentials,
-			"the repository %s refused the credentials (HTTP %d): check username and password in the Secret", repoURL, res.Status)}
+		return Verdict{Credential: kernel.Refuse(v1.RepositoryCredentialReasonInvalidCredentials, "%s", refused)}
 	case gitprobe.NotFound:
 		return Verdict{URL: kernel.Refuse(v1.RepositoryCredentialReasonInvalidRepositoryURL, "Repository does not exist: %s", repoURL)}
 	case gitprobe.NotGit:

@@ -20,10 +20,10 @@ func TestVerifyRevealsNothingAndKeepsCredentialsOnHTTPS(t *testing.T) {
 	creds := argocd.RepositoryCredentials{Username: "jane", Password: "s3cret-" + t.Name()}
 	for _, path := range []string{"/5xx/org/repo", "/status/org/repo", "/to-http/org/repo", "/to-port/org/repo", "/to-tls/org/repo"} {
 		t.Run(path, func(t *testing.T) {
-			v := HTTPVerifier{}.Verify(context.Background(), h.URL+path, creds, h.Roots)
+			v := GitVerifier{}.Verify(context.Background(), h.URL+path, creds, Trust{Roots: h.Roots})
 			require.NotNil(t, v.URL, "a server that is not a git repository passed: %+v", v)
 			assert.Nil(t, v.Credential)
-			for _, text := range []string{v.URL.Message, v.Unverified} {
+			for _, text := range []string{v.URL.Message} {
 				assert.NotContains(t, text, h.Canary)
 				assert.NotContains(t, text, "10.0.0.7")
 				assert.NotContains(t, text, creds.Password)

@@ -166,7 +166,7 @@ func (a *Access) heldElsewhere(ctx context.Context, namespace, repo string) (boo
 		return false, fmt.Errorf("listing GitOpsDeploymentRepositoryCredentials: %w", err)
 	}
 	return slices.ContainsFunc(list.Items, func(rc v1.GitOpsDeploymentRepositoryCredentials) bool {
-		return rc.Namespace != namespace && argocd.SameRepository(rc.Spec.Repository, repo) && credentialsWhy(schemeOf(rc.Spec.Repository), &rc) == ""
+		return rc.Namespace != namespace && argocd.SameRepository(rc.Spec.Repository, repo) && credentialsWhy(&rc) == ""
 	}), nil
 }
 
@@ -202,7 +202,7 @@ func decide(repo string, creds *v1.GitOpsDeploymentRepositoryCredentials, allowF
 		// git daemon serves anyone who can reach it: Argo CD reads it for any tenant.
 		return false, ""
 	case creds != nil:
-		return false, credentialsWhy(scheme, creds)
+		return false, credentialsWhy(creds)
 	case scheme == "ssh":
 		return false, "ssh repositories are read with the namespace's own credentials: create a GitOpsDeploymentRepositoryCredentials for it"
 	default:
@@ -218,19 +218,15 @@ func schemeOf(repo string) string {
 	return "ssh"
 }
 
-// credentialsWhy says why the tenant's credentials for repo do not (yet) let
-// it use repo, "" when they do: https credentials the repository accepted at
-// the CR's current generation; ssh keys Argo CD can use (not contacted: see
-// the RepositoryCredentials reconciler).
-func credentialsWhy(scheme string, rc *v1.GitOpsDeploymentRepositoryCredentials) string {
+// credentialsWhy says why the tenant's credentials do not (yet) let it use
+// their repository, "" when they do: the repository accepted them (password
+// or ssh key) at the CR's current generation.
+func credentialsWhy(rc *v1.GitOpsDeploymentRepositoryCredentials) string {
 	valid := meta.FindStatusCondition(rc.Status.Conditions, v1.RepositoryCredentialConditionValidCredential)
 	failed := meta.FindStatusCondition(rc.Status.Conditions, v1.RepositoryCredentialConditionErrorOccurred)
 	current := valid != nil && valid.ObservedGeneration == rc.Generation && rc.Status.ObservedGeneration == rc.Generation
 	switch {
-	case current && valid.Status == metav1.ConditionTrue:
-		return ""
-	case current && scheme == "ssh" && valid.Status == metav1.ConditionUnknown && valid.Reason == v1.RepositoryCredentialReasonNotChecked &&
-		(failed == nil || failed.Status != metav1.ConditionTrue):
+	case current && valid.Status == metav1.ConditionTrue && (failed == nil || failed.Status != metav1.ConditionTrue):
 		return ""
 	case !current:
 		return fmt.Sprintf("its GitOpsDeploymentRepositoryCredentials '%s' are not checked yet", rc.Name)

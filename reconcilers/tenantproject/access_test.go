@@ -24,8 +24,7 @@ func TestDecideWhoMayUseARepository(t *testing.T) {
 	accepted := repoCreds(2, 2, metav1.ConditionTrue, v1.RepositoryCredentialReasonRepositoryCredentialUpToDate, false)
 	refused := repoCreds(2, 2, metav1.ConditionFalse, v1.RepositoryCredentialReasonInvalidCredentials, true)
 	stale := repoCreds(3, 2, metav1.ConditionTrue, v1.RepositoryCredentialReasonRepositoryCredentialUpToDate, false)
-	sshKey := repoCreds(1, 1, metav1.ConditionUnknown, v1.RepositoryCredentialReasonNotChecked, false)
-	sshBroken := repoCreds(1, 1, metav1.ConditionUnknown, v1.RepositoryCredentialReasonNotChecked, true)
+	notChecked := repoCreds(1, 1, metav1.ConditionUnknown, v1.RepositoryCredentialReasonNotChecked, true)
 	for _, tc := range []struct {
 		name      string
 		repo      string
@@ -39,10 +38,10 @@ func TestDecideWhoMayUseARepository(t *testing.T) {
 		{name: "own accepted credentials", repo: "https://git.example.com/org/app.git", creds: accepted},
 		{name: "own refused credentials", repo: "https://git.example.com/org/app.git", creds: refused, refused: "not valid (InvalidCredentials)"},
 		{name: "credentials changed since checked", repo: "https://git.example.com/org/app.git", creds: stale, refused: "not checked yet"},
-		{name: "ssh key parsed (ssh is not contacted)", repo: "ssh://git@git.example.com/org/app.git", creds: sshKey},
-		{name: "scp-like with a parsed key", repo: "git@git.example.com:org/app.git", creds: sshKey},
-		{name: "ssh key refused", repo: "ssh://git@git.example.com/org/app.git", creds: sshBroken, refused: "not valid (NotChecked)"},
-		{name: "https credentials not checked", repo: "https://git.example.com/org/app.git", creds: sshKey, refused: "not valid (NotChecked)"},
+		{name: "ssh key the repository accepted", repo: "ssh://git@git.example.com/org/app.git", creds: accepted},
+		{name: "scp-like with an accepted key", repo: "git@git.example.com:org/app.git", creds: accepted},
+		{name: "ssh key refused", repo: "ssh://git@git.example.com/org/app.git", creds: refused, refused: "not valid (InvalidCredentials)"},
+		{name: "credentials not checked (an earlier problem)", repo: "ssh://git@git.example.com/org/app.git", creds: notChecked, refused: "not valid (NotChecked)"},
 		{name: "ssh without credentials", repo: "ssh://git@git.example.com/org/app.git", refused: "own credentials"},
 		{name: "scp-like without credentials", repo: "git@git.example.com:org/app.git", refused: "own credentials"},
 		{name: "git daemon serves anyone", repo: "git://git.example.com/org/app.git"},

@@ -64,8 +64,8 @@ const (
 	RepositoryCredentialReasonInvalidCredentials           = "InvalidCredentials"
 	RepositoryCredentialReasonValidRepositoryURL           = "ValidRepositoryUrl"
 	RepositoryCredentialReasonRepositoryCredentialUpToDate = "RepositoryCredentialUpToDate"
-	// RepositoryCredentialReasonNotChecked: an earlier problem (or an ssh://
-	// URL, which is not contacted) left this condition unchecked.
+	// RepositoryCredentialReasonNotChecked: an earlier problem left this
+	// condition unchecked.
 	RepositoryCredentialReasonNotChecked = "NotChecked"
 	// RepositoryCredentialReasonDuplicate: an older GitOpsDeploymentRepositoryCredentials
 	// of the namespace already gives credentials for the same repository.
