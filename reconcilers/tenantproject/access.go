@@ -48,13 +48,15 @@ type Access struct {
 	// Now is the clock of the anonymous answers kept; tests may set it.
 	Now kernel.Clock
 
-	// public holds when a repository URL last answered an anonymous probe.
-	public sync.Map
+	// answers holds each repository URL's last answer to an anonymous probe.
+	answers sync.Map
 }
 
-// publicFor is how long a repository that answered an anonymous probe is
-// taken to be public without asking again.
-const publicFor = 5 * time.Minute
+// How long an anonymous probe's answer stands: a public repository's, and any other.
+const (
+	publicFor = 5 * time.Minute
+	otherFor  = 30 * time.Second
+)
 
 // NotReadableError says why a tenant may not use a repository. Its message
 // is the same whether the repository is private or does not exist.
@@ -74,12 +76,16 @@ func (a *Access) Check(ctx context.Context, namespace, repoURL string) error {
 	if err != nil {
 		return err
 	}
-	probe, why := decide(repo, creds, a.AllowFileRepositories)
-	if why == "" && !probe {
+	w, why := decide(repo, creds, a.AllowFileRepositories)
+	switch w {
+	case admit:
 		return nil
-	}
-	if probe {
+	case ask:
 		if why, err = a.anonymously(ctx, namespace, repo); err != nil || why == "" {
+			return err
+		}
+	case unlessHeld:
+		if held, err := a.heldElsewhere(ctx, namespace, repo); err != nil || !held {
 			return err
 		}
 	}
@@ -97,20 +103,10 @@ func (a *Access) Check(ctx context.Context, namespace, repoURL string) error {
 // anonymously says why repo is not public, "" when it is (or, unanswered,
 // may be taken to be).
 func (a *Access) anonymously(ctx context.Context, namespace, repo string) (string, error) {
-	if at, ok := a.public.Load(repo); ok && a.Now.Now().Sub(at.(metav1.Time).Time) < publicFor {
-		return "", nil
-	}
-	roots, err := gitprobe.TrustedCAs(ctx, a.APIReader, a.ArgoNamespace, repo)
+	res, err := a.answer(ctx, repo)
 	if err != nil {
 		return "", err
 	}
-	probe := a.Probe
-	if probe == nil {
-		probe = func(ctx context.Context, repoURL string, roots *x509.CertPool) gitprobe.Result {
-			return gitprobe.Refs(ctx, repoURL, "", "", roots)
-		}
-	}
-	res := probe(ctx, repo, roots)
 	why := anonymous(res)
 	if res.Answer == gitprobe.Failed {
 		// No answer: the repo-server, on the same network, most likely gets
@@ -121,10 +117,39 @@ func (a *Access) anonymously(ctx context.Context, namespace, repo string) (strin
 		}
 		return why + ", and another namespace has credentials for it", nil
 	}
-	if why == "" {
-		a.public.Store(repo, a.Now.Now())
-	}
 	return why, nil
+}
+
+// answer is repo's answer to an anonymous probe, asked again only once the
+// last answer is older than publicFor (readable) or otherFor: however many
+// CRs name a repository, and however often they are reconciled, the sidecar
+// asks it at most that often.
+func (a *Access) answer(ctx context.Context, repo string) (gitprobe.Result, error) {
+	now := a.Now.Now().Time
+	if v, ok := a.answers.Load(repo); ok {
+		last := v.(answered)
+		if age := now.Sub(last.at); age < otherFor || (last.Answer == gitprobe.Readable && age < publicFor) {
+			return last.Result, nil
+		}
+	}
+	roots, err := gitprobe.TrustedCAs(ctx, a.APIReader, a.ArgoNamespace, repo)
+	if err != nil {
+		return gitprobe.Result{}, err
+	}
+	probe := a.Probe
+	if probe == nil {
+		probe = func(ctx context.Context, repoURL string, roots *x509.CertPool) gitprobe.Result {
+			return gitprobe.Refs(ctx, repoURL, "", "", roots)
+		}
+	}
+	res := probe(ctx, repo, roots)
+	a.answers.Store(repo, answered{Result: res, at: now})
+	return res, nil
+}
+
+type answered struct {
+	gitprobe.Result
+	at time.Time
 }
 
 // platformWide says whether Argo CD has credentials for repo that it gives
@@ -187,26 +212,42 @@ func (a *Access) credentials(ctx context.Context, namespace, repo string) (*v1.G
 	return oldest, nil
 }
 
-// decide says, from the URL and the tenant's credentials for it, why the
-// tenant may not use repo, or "" with probe true when only an anonymous
-// probe can tell, or "" and false when it may.
-func decide(repo string, creds *v1.GitOpsDeploymentRepositoryCredentials, allowFile bool) (probe bool, why string) {
+// way is how a tenant's use of a repository is decided.
+type way int
+
+const (
+	admit way = iota
+	refuse
+	// ask: an anonymous probe tells.
+	ask
+	// unlessHeld: nothing can be asked (ssh needs a key); admitted unless
+	// another namespace holds credentials for it, so Argo CD may have it.
+	unlessHeld
+)
+
+// decide says, from the URL and the tenant's credentials for it, how the
+// tenant's use of repo is decided, and why it may not use it (refuse,
+// unlessHeld).
+func decide(repo string, creds *v1.GitOpsDeploymentRepositoryCredentials, allowFile bool) (way, string) {
 	scheme := schemeOf(repo)
 	switch {
 	case scheme == "file":
 		if allowFile {
-			return false, ""
+			return admit, ""
 		}
-		return false, "file:// repositories are not allowed"
+		return refuse, "file:// repositories are not allowed"
 	case scheme == "git":
 		// git daemon serves anyone who can reach it: Argo CD reads it for any tenant.
-		return false, ""
+		return admit, ""
 	case creds != nil:
-		return false, credentialsWhy(creds)
+		if why := credentialsWhy(creds); why != "" {
+			return refuse, why
+		}
+		return admit, ""
 	case scheme == "ssh":
-		return false, "ssh repositories are read with the namespace's own credentials: create a GitOpsDeploymentRepositoryCredentials for it"
+		return unlessHeld, "another namespace has credentials for it: create a GitOpsDeploymentRepositoryCredentials in this namespace with a key that may read it"
 	default:
-		return true, ""
+		return ask, ""
 	}
 }
 

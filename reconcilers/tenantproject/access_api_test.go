@@ -118,6 +118,18 @@ func TestProjectsAdmitOnlyRepositoriesTheTenantCanRead(t *testing.T) {
 	require.Eventually(t, func() bool { return access.Check(ctx, other.Name, unreachable) != nil }, wait, tick, "credentials held by another tenant refuse the unanswered repository")
 	assert.Contains(t, notReadable(t, access.Check(ctx, other.Name, unreachable)).Why, "another namespace has credentials")
 
+	// ssh (nothing to ask without a key): the same.
+	sshRepo := "ssh://git@" + closed.Addr().String() + "/held.git"
+	require.NoError(t, access.Check(ctx, other.Name, sshRepo))
+	sshHeld := &v1.GitOpsDeploymentRepositoryCredentials{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tenant.Name, Name: "ssh-held"},
+		Spec:       v1.GitOpsDeploymentRepositoryCredentialsSpec{Repository: sshRepo, Secret: "ssh-held"},
+	}
+	require.NoError(t, c.Create(ctx, sshHeld))
+	accept(ctx, t, c, sshHeld)
+	require.Eventually(t, func() bool { return access.Check(ctx, other.Name, sshRepo) != nil }, wait, tick, "ssh credentials held by another tenant refuse the repository")
+	require.NoError(t, access.Check(ctx, tenant.Name, sshRepo), "the holder itself")
+
 	// Credentials Argo CD gives every project (no project in the Secret).
 	require.NoError(t, c.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: stack.SuiteArgoNamespace, Name: "platform-wide",

@@ -30,31 +30,31 @@ func TestDecideWhoMayUseARepository(t *testing.T) {
 		repo      string
 		creds     *v1.GitOpsDeploymentRepositoryCredentials
 		allowFile bool
-		probe     bool
-		refused   string
+		way       way
+		why       string
 	}{
-		{name: "https without credentials: ask the repository", repo: "https://git.example.com/org/app.git", probe: true},
-		{name: "http without credentials: ask the repository", repo: "http://git.example.com/org/app", probe: true},
-		{name: "own accepted credentials", repo: "https://git.example.com/org/app.git", creds: accepted},
-		{name: "own refused credentials", repo: "https://git.example.com/org/app.git", creds: refused, refused: "not valid (InvalidCredentials)"},
-		{name: "credentials changed since checked", repo: "https://git.example.com/org/app.git", creds: stale, refused: "not checked yet"},
-		{name: "ssh key the repository accepted", repo: "ssh://git@git.example.com/org/app.git", creds: accepted},
-		{name: "scp-like with an accepted key", repo: "git@git.example.com:org/app.git", creds: accepted},
-		{name: "ssh key refused", repo: "ssh://git@git.example.com/org/app.git", creds: refused, refused: "not valid (InvalidCredentials)"},
-		{name: "credentials not checked (an earlier problem)", repo: "ssh://git@git.example.com/org/app.git", creds: notChecked, refused: "not valid (NotChecked)"},
-		{name: "ssh without credentials", repo: "ssh://git@git.example.com/org/app.git", refused: "own credentials"},
-		{name: "scp-like without credentials", repo: "git@git.example.com:org/app.git", refused: "own credentials"},
-		{name: "git daemon serves anyone", repo: "git://git.example.com/org/app.git"},
-		{name: "file when allowed", repo: "file:///srv/git/app", allowFile: true},
-		{name: "file when not allowed", repo: "file:///srv/git/app", refused: "not allowed"},
+		{name: "https without credentials: ask the repository", repo: "https://git.example.com/org/app.git", way: ask},
+		{name: "http without credentials: ask the repository", repo: "http://git.example.com/org/app", way: ask},
+		{name: "own accepted credentials", repo: "https://git.example.com/org/app.git", creds: accepted, way: admit},
+		{name: "own refused credentials", repo: "https://git.example.com/org/app.git", creds: refused, way: refuse, why: "not valid (InvalidCredentials)"},
+		{name: "credentials changed since checked", repo: "https://git.example.com/org/app.git", creds: stale, way: refuse, why: "not checked yet"},
+		{name: "ssh key the repository accepted", repo: "ssh://git@git.example.com/org/app.git", creds: accepted, way: admit},
+		{name: "scp-like with an accepted key", repo: "git@git.example.com:org/app.git", creds: accepted, way: admit},
+		{name: "ssh key refused", repo: "ssh://git@git.example.com/org/app.git", creds: refused, way: refuse, why: "not valid (InvalidCredentials)"},
+		{name: "credentials not checked (an earlier problem)", repo: "ssh://git@git.example.com/org/app.git", creds: notChecked, way: refuse, why: "not valid (NotChecked)"},
+		{name: "ssh without credentials: nothing to ask", repo: "ssh://git@git.example.com/org/app.git", way: unlessHeld, why: "another namespace has credentials"},
+		{name: "scp-like without credentials", repo: "git@git.example.com:org/app.git", way: unlessHeld, why: "another namespace has credentials"},
+		{name: "git daemon serves anyone", repo: "git://git.example.com/org/app.git", way: admit},
+		{name: "file when allowed", repo: "file:///srv/git/app", allowFile: true, way: admit},
+		{name: "file when not allowed", repo: "file:///srv/git/app", way: refuse, why: "not allowed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			probe, why := decide(tc.repo, tc.creds, tc.allowFile)
-			assert.Equal(t, tc.probe, probe)
-			if tc.refused == "" {
+			w, why := decide(tc.repo, tc.creds, tc.allowFile)
+			assert.Equal(t, tc.way, w)
+			if tc.why == "" {
 				assert.Empty(t, why)
 			} else {
-				assert.Contains(t, why, tc.refused)
+				assert.Contains(t, why, tc.why)
 			}
 		})
 	}
