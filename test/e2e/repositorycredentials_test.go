@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
@@ -227,8 +228,19 @@ func TestPrivateRepositoryStaysPrivateOnceArgoCDHasCheckedItOut(t *testing.T) {
 		gd.Spec.Source.TargetRevision = sha
 	})
 	atHead := deploy(t, other, "at-head", url, "app", v1.GitOpsDeploymentSpecTypeAutomated, nil)
+	seb := bindingOfRepository(t, other, url, "app")
 	waitStatus(t, atCommit, "ComparisonError (no credentials)", hasCondition(v1.GitOpsDeploymentConditionComparisonError))
 	waitStatus(t, atHead, "ComparisonError (no credentials)", hasCondition(v1.GitOpsDeploymentConditionComparisonError))
+	for _, gd := range []*v1.GitOpsDeployment{atCommit, atHead} {
+		got := waitStatus(t, gd, "refused: RepositoryNotReadable", readyReason("RepositoryNotReadable"))
+		assertNothingWrittenFor(t, got, other)
+	}
+	got := waitBinding(t, seb, "an error condition", func(b *as.SnapshotEnvironmentBinding) bool {
+		c := meta.FindStatusCondition(b.Status.BindingConditions, as.BindingConditionErrorOccurred)
+		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "cannot be read by this namespace")
+	})
+	assertNothingWrittenFor(t, got, other)
+	assertWarningEvent(t, got)
 	require.Never(t, func() bool {
 		_, err := getConfigMap(other, "private")
 		return err == nil
@@ -239,4 +251,36 @@ func TestPrivateRepositoryStaysPrivateOnceArgoCDHasCheckedItOut(t *testing.T) {
 		require.NotEqual(t, v1.SyncStatusCodeSynced, got.Status.Sync.Status, gd.Name)
 		require.Empty(t, got.Status.Resources, gd.Name)
 	}
+}
+
+// readyReason matches a GitOpsDeployment whose Ready condition is False with reason.
+func readyReason(reason string) func(*v1.GitOpsDeployment) bool {
+	return func(gd *v1.GitOpsDeployment) bool {
+		for _, c := range gd.Status.Conditions {
+			if c.Type == "Ready" {
+				return c.Status == v1.GitOpsConditionStatusFalse && string(c.Reason) == reason
+			}
+		}
+		return false
+	}
+}
+
+// bindingOfRepository binds, in ns, a Snapshot of an application whose one
+// component's GitOps repository is url at path (no credentials of ns's).
+func bindingOfRepository(t *testing.T, ns, url, path string) *as.SnapshotEnvironmentBinding {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, k8s.Create(ctx, &as.Application{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "borrowed"}, Spec: as.ApplicationSpec{DisplayName: "Borrowed"}}))
+	comp := &as.Component{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "private"},
+		Spec: as.ComponentSpec{ComponentName: "private", Application: "borrowed", ContainerImage: "quay.io/example/private:1"}}
+	require.NoError(t, k8s.Create(ctx, comp))
+	comp.Status.GitOps = as.GitOpsStatus{RepositoryURL: url, Branch: "main", Context: path}
+	require.NoError(t, k8s.Status().Update(ctx, comp))
+	require.NoError(t, k8s.Create(ctx, &as.Environment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "borrowed-env"}}))
+	require.NoError(t, k8s.Create(ctx, &as.Snapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "borrowed-1"},
+		Spec: as.SnapshotSpec{Application: "borrowed", Components: []as.SnapshotComponent{{Name: "private", ContainerImage: "quay.io/example/private:1"}}}}))
+	seb := &as.SnapshotEnvironmentBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "borrowed"},
+		Spec: as.SnapshotEnvironmentBindingSpec{Application: "borrowed", Environment: "borrowed-env", Snapshot: "borrowed-1"}}
+	require.NoError(t, k8s.Create(ctx, seb))
+	return seb
 }
