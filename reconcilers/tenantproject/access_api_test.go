@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -106,29 +107,21 @@ func TestProjectsAdmitOnlyRepositoriesTheTenantCanRead(t *testing.T) {
 	// ... for that tenant only.
 	notReadable(t, access.Check(ctx, other.Name, private))
 
-	// Unanswered: admitted (Argo CD gets no answer either) unless another
-	// tenant holds credentials for it.
-	require.NoError(t, access.Check(ctx, other.Name, unreachable))
-	held := &v1.GitOpsDeploymentRepositoryCredentials{
-		ObjectMeta: metav1.ObjectMeta{Namespace: tenant.Name, Name: "held"},
-		Spec:       v1.GitOpsDeploymentRepositoryCredentialsSpec{Repository: unreachable, Secret: "held"},
-	}
-	require.NoError(t, c.Create(ctx, held))
-	accept(ctx, t, c, held)
-	require.Eventually(t, func() bool { return access.Check(ctx, other.Name, unreachable) != nil }, wait, tick, "credentials held by another tenant refuse the unanswered repository")
-	assert.Contains(t, notReadable(t, access.Check(ctx, other.Name, unreachable)).Why, "another namespace has credentials")
-
-	// ssh (nothing to ask without a key): the same.
+	// Unanswered, and ssh without a key (nothing to ask): admitted (Argo CD
+	// gets no answer either) unless another tenant holds credentials for it.
 	sshRepo := "ssh://git@" + closed.Addr().String() + "/held.git"
-	require.NoError(t, access.Check(ctx, other.Name, sshRepo))
-	sshHeld := &v1.GitOpsDeploymentRepositoryCredentials{
-		ObjectMeta: metav1.ObjectMeta{Namespace: tenant.Name, Name: "ssh-held"},
-		Spec:       v1.GitOpsDeploymentRepositoryCredentialsSpec{Repository: sshRepo, Secret: "ssh-held"},
+	for i, repo := range []string{unreachable, sshRepo} {
+		require.NoError(t, access.Check(ctx, other.Name, repo))
+		held := &v1.GitOpsDeploymentRepositoryCredentials{
+			ObjectMeta: metav1.ObjectMeta{Namespace: tenant.Name, Name: fmt.Sprintf("held-%d", i)},
+			Spec:       v1.GitOpsDeploymentRepositoryCredentialsSpec{Repository: repo, Secret: "held"},
+		}
+		require.NoError(t, c.Create(ctx, held))
+		accept(ctx, t, c, held)
+		require.Eventually(t, func() bool { return access.Check(ctx, other.Name, repo) != nil }, wait, tick, "credentials held by another tenant refuse %s", repo)
+		assert.Contains(t, notReadable(t, access.Check(ctx, other.Name, repo)).Why, "another namespace has credentials")
+		require.NoError(t, access.Check(ctx, tenant.Name, repo), "the holder itself")
 	}
-	require.NoError(t, c.Create(ctx, sshHeld))
-	accept(ctx, t, c, sshHeld)
-	require.Eventually(t, func() bool { return access.Check(ctx, other.Name, sshRepo) != nil }, wait, tick, "ssh credentials held by another tenant refuse the repository")
-	require.NoError(t, access.Check(ctx, tenant.Name, sshRepo), "the holder itself")
 
 	// Credentials Argo CD gives every project (no project in the Secret).
 	require.NoError(t, c.Create(ctx, &corev1.Secret{
