@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -108,7 +109,7 @@ func (a *Access) anonymously(ctx context.Context, namespace, repo string) (strin
 		return "", err
 	}
 	why := anonymous(res)
-	if res.Answer == gitprobe.Failed {
+	if unanswered(res) {
 		// No answer: the repo-server, on the same network, most likely gets
 		// none either, and Argo CD reports that. Unless another tenant holds
 		// credentials for it, so its checkout may be on the repo-server.
@@ -274,6 +275,13 @@ func credentialsWhy(rc *v1.GitOpsDeploymentRepositoryCredentials) string {
 	default:
 		return fmt.Sprintf("its GitOpsDeploymentRepositoryCredentials '%s' are not valid (%s): see their conditions", rc.Name, valid.Reason)
 	}
+}
+
+// unanswered: no answer, or one that says nothing about the repository (a
+// server error, rate limiting): a git host's bad minute does not hold up a
+// deployment of a public repository.
+func unanswered(res gitprobe.Result) bool {
+	return res.Answer == gitprobe.Failed || (res.Answer == gitprobe.NotGit && (res.Status >= 500 || res.Status == http.StatusTooManyRequests))
 }
 
 // anonymous says why a repository's answer to an anonymous probe does not

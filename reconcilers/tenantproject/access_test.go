@@ -70,4 +70,10 @@ func TestAnonymousAnswers(t *testing.T) {
 	assert.Contains(t, private, "GitOpsDeploymentRepositoryCredentials")
 	assert.Contains(t, anonymous(gitprobe.Result{Answer: gitprobe.NotGit, Status: 302}), "HTTP 302")
 	assert.Contains(t, anonymous(gitprobe.Result{Answer: gitprobe.Failed, Detail: "unknown host"}), "unknown host")
+	for _, res := range []gitprobe.Result{{Answer: gitprobe.Failed}, {Answer: gitprobe.NotGit, Status: 503}, {Answer: gitprobe.NotGit, Status: 429}} {
+		assert.True(t, unanswered(res), "%+v says nothing about the repository", res)
+	}
+	for _, res := range []gitprobe.Result{{Answer: gitprobe.Readable}, {Answer: gitprobe.Refused, Status: 401}, {Answer: gitprobe.NotFound}, {Answer: gitprobe.NotGit, Status: 302}, {Answer: gitprobe.NotGit, Status: 400}} {
+		assert.False(t, unanswered(res), "%+v", res)
+	}
 }
