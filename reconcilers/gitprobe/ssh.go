@@ -125,7 +125,7 @@ func hostKeyCallback(knownHosts string) (ssh.HostKeyCallback, error) {
 	return knownhosts.New(f.Name())
 }
 
-// shellQuote quotes s for a POSIX shell as git does ('...', with ' as '\'').
+// shellQuote quotes s for a POSIX shell as git does ('...', with ' as '\”).
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
