@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/argoproj/argo-cd/v2/util/git"
+	"golang.org/x/sync/singleflight"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,6 +52,7 @@ type Access struct {
 
 	// answers holds each repository URL's last answer to an anonymous probe.
 	answers sync.Map
+	asking  singleflight.Group
 }
 
 // How long an anonymous probe's answer stands: a public repository's, and any other.
@@ -133,19 +135,26 @@ func (a *Access) answer(ctx context.Context, repo string) (gitprobe.Result, erro
 			return last.Result, nil
 		}
 	}
-	roots, err := gitprobe.TrustedCAs(ctx, a.APIReader, a.ArgoNamespace, repo)
+	// A burst of CRs naming one new repository asks it once.
+	v, err, _ := a.asking.Do(repo, func() (any, error) {
+		roots, err := gitprobe.TrustedCAs(ctx, a.APIReader, a.ArgoNamespace, repo)
+		if err != nil {
+			return gitprobe.Result{}, err
+		}
+		probe := a.Probe
+		if probe == nil {
+			probe = func(ctx context.Context, repoURL string, roots *x509.CertPool) gitprobe.Result {
+				return gitprobe.Refs(ctx, repoURL, "", "", roots)
+			}
+		}
+		res := probe(ctx, repo, roots)
+		a.answers.Store(repo, answered{Result: res, at: now})
+		return res, nil
+	})
 	if err != nil {
 		return gitprobe.Result{}, err
 	}
-	probe := a.Probe
-	if probe == nil {
-		probe = func(ctx context.Context, repoURL string, roots *x509.CertPool) gitprobe.Result {
-			return gitprobe.Refs(ctx, repoURL, "", "", roots)
-		}
-	}
-	res := probe(ctx, repo, roots)
-	a.answers.Store(repo, answered{Result: res, at: now})
-	return res, nil
+	return v.(gitprobe.Result), nil
 }
 
 type answered struct {
