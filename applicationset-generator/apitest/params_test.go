@@ -8,7 +8,10 @@ package apitest_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -20,13 +23,15 @@ import (
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/rand"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	generator "github.com/gitops-service/gitops-service/applicationset-generator"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
@@ -42,7 +47,7 @@ const (
 var (
 	k8s   client.Client
 	srv   *httptest.Server
-	token = "generator-token-" + rand.String(12)
+	token = "generator-token-" + utilrand.String(12)
 )
 
 func TestMain(m *testing.M) {
@@ -61,7 +66,7 @@ func TestMain(m *testing.M) {
 func binding(t *testing.T, withSnapshot bool) *as.SnapshotEnvironmentBinding {
 	t.Helper()
 	ctx := context.Background()
-	ns := "tenant-" + rand.String(6)
+	ns := "tenant-" + utilrand.String(6)
 	require.NoError(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
 	require.NoError(t, k8s.Create(ctx, &as.Application{ObjectMeta: meta("shop"), Spec: as.ApplicationSpec{DisplayName: "Shop"}}))
@@ -206,4 +211,37 @@ func TestGeneratorRefusesApplicationSetsNotOurs(t *testing.T) {
 			assert.Contains(t, msg, "is not the one of SnapshotEnvironmentBinding")
 		})
 	}
+}
+
+// TestGeneratorRefusesARepositoryTheTenantCannotRead: a binding whose
+// component moves to a repository the tenant cannot read (here its own
+// credentials, which the repository never accepted) is refused by the
+// reconciler, and the ApplicationSet written before gets no answer naming
+// it: Argo CD allows a project any repository it holds the project's
+// credentials for, accepted or not, and would render it from another
+// tenant's checkout (fails when the generator answers unchecked).
+func TestGeneratorRefusesARepositoryTheTenantCannotRead(t *testing.T) {
+	ctx := context.Background()
+	seb := binding(t, true)
+	set := applicationSet(t, seb)
+	const repo = "ssh://git@127.0.0.1:1/other-tenant/private.git"
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	block, err := ssh.MarshalPrivateKey(key, "")
+	require.NoError(t, err)
+	require.NoError(t, k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: seb.Namespace, Name: "borrowed"},
+		Type:       v1.RepositoryCredentialSecretType,
+		StringData: map[string]string{"url": repo, "sshPrivateKey": string(pem.EncodeToMemory(block))}}))
+	require.NoError(t, k8s.Create(ctx, &v1.GitOpsDeploymentRepositoryCredentials{ObjectMeta: metav1.ObjectMeta{Namespace: seb.Namespace, Name: "borrowed"},
+		Spec: v1.GitOpsDeploymentRepositoryCredentialsSpec{Repository: repo, Secret: "borrowed"}}))
+
+	cur := &as.SnapshotEnvironmentBinding{}
+	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(seb), cur))
+	cur.Status.Components = []as.BindingComponentStatus{{Name: "web", GitOpsRepository: as.BindingComponentGitOpsRepository{URL: repo, Path: "p", Branch: "main"}}}
+	require.NoError(t, k8s.Status().Update(ctx, cur))
+	refused(t, seb, "cannot be read by this namespace")
+	code, out, msg := ask(t, set.Name, seb)
+	assert.Equal(t, http.StatusBadRequest, code, "served: %+v", out.Output.Parameters)
+	assert.Contains(t, msg, "is not allowed for namespace")
+	assert.Empty(t, out.Output.Parameters)
 }

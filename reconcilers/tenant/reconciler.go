@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
@@ -170,12 +171,36 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		// from every Application of the tenant (issue 13).
 		Watches(&argov1alpha1.Application{}, byTenantLabel,
 			builder.WithPredicates(predicate.Or(specOrLabelsChanged(), deletes()))).
+		// Credentials refused by their repository, or a tenant's credentials
+		// for a repository other tenants named without theirs, take the
+		// repository out of projects (tenantproject.Access.Revoked).
+		Watches(&v1.GitOpsDeploymentRepositoryCredentials{}, handler.EnqueueRequestsFromMapFunc(r.tenantsUsing)).
 		// The platform admin changing the tenant mapping changes the project's role.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
 		}), builder.WithPredicates(mappingChanged())).
 		WithOptions(kernel.Sharded(ctx, &corev1.Namespace{}, controller.Options{})).
 		Complete(r)
+}
+
+// tenantsUsing maps RepositoryCredentials to their own namespace and the
+// tenants whose project allows their repository.
+func (r *Reconciler) tenantsUsing(ctx context.Context, o client.Object) []reconcile.Request {
+	repo := o.(*v1.GitOpsDeploymentRepositoryCredentials).Spec.Repository
+	out := []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}}}
+	var projects argov1alpha1.AppProjectList
+	if err := r.Projects.Client.List(ctx, &projects, client.InNamespace(r.Projects.ArgoNamespace),
+		client.MatchingLabels{ownership.LabelOwnerKind: ownership.KindTenant}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing AppProjects for a watch mapping")
+		return out
+	}
+	for _, p := range projects.Items {
+		ns := p.Labels[ownership.LabelTenantNS]
+		if ns != "" && ns != o.GetNamespace() && slices.ContainsFunc(p.Spec.SourceRepos, func(s string) bool { return argocd.SameRepository(s, repo) }) {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: ns}})
+		}
+	}
+	return out
 }
 
 // mappingChanged passes updates of a namespace's tenant mapping annotation.

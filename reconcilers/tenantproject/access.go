@@ -103,6 +103,30 @@ func (a *Access) Check(ctx context.Context, namespace, repoURL string) error {
 	return &NotReadableError{Repository: repo, Why: why}
 }
 
+// Revoked says whether a repository already in the tenant's project must
+// leave it, from what is known for sure without asking anyone: an ssh
+// repository named without the tenant's own key that another namespace now
+// holds credentials for (admitted before they came, Argo CD's caches would
+// render it from the other tenant's checkout). Anything less certain keeps
+// it: a git host's bad minute must not stop deployments. (A repository the
+// tenant has its own credentials for is allowed by Argo CD through their
+// project-scoped Secret whatever the project lists: not decided here.)
+func (a *Access) Revoked(ctx context.Context, namespace, repoURL string) (bool, error) {
+	repo := strings.TrimSpace(repoURL)
+	creds, err := a.credentials(ctx, namespace, repo)
+	if err != nil || creds != nil {
+		return false, err
+	}
+	if w, _ := decide(repo, nil, a.AllowFileRepositories); w != unlessHeld {
+		return false, nil
+	}
+	if held, err := a.heldElsewhere(ctx, namespace, repo); err != nil || !held {
+		return false, err
+	}
+	wide, err := a.platformWide(ctx, repo)
+	return !wide, err
+}
+
 // anonymously says why repo is not public, "" when it is (or, unanswered,
 // may be taken to be).
 func (a *Access) anonymously(ctx context.Context, namespace, repo string) (string, error) {

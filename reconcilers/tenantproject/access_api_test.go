@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -26,6 +27,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
@@ -63,11 +65,14 @@ func TestProjectsAdmitOnlyRepositoriesTheTenantCanRead(t *testing.T) {
 	access := &tenantproject.Access{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: stack.SuiteArgoNamespace}
 	projects := &tenantproject.Projects{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: stack.SuiteArgoNamespace, Access: access}
 	tenant, other := stack.Tenant(t, c), stack.Tenant(t, c)
-	sourceRepos := func() []string {
+	sourceReposOf := func(ns string) []string {
+		n := &corev1.Namespace{}
+		require.NoError(t, c.Get(ctx, types.NamespacedName{Name: ns}, n))
 		p := &argov1alpha1.AppProject{}
-		require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: stack.SuiteArgoNamespace, Name: argocd.ProjectName(string(tenant.UID))}, p))
+		require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: stack.SuiteArgoNamespace, Name: argocd.ProjectName(string(n.UID))}, p))
 		return p.Spec.SourceRepos
 	}
+	sourceRepos := func() []string { return sourceReposOf(tenant.Name) }
 	notReadable := func(t *testing.T, err error) *tenantproject.NotReadableError {
 		t.Helper()
 		var nr *tenantproject.NotReadableError
@@ -123,6 +128,31 @@ func TestProjectsAdmitOnlyRepositoriesTheTenantCanRead(t *testing.T) {
 		require.NoError(t, access.Check(ctx, tenant.Name, repo), "the holder itself")
 	}
 
+	// Revoked, on the tenant's own pass (Ensure without repositories), only
+	// for what is certain: an ssh repository admitted without a key that
+	// another tenant now holds credentials for. A public repository in use stays.
+	late := "ssh://git@" + closed.Addr().String() + "/late.git"
+	_, err = projects.Ensure(ctx, other.Name, late, public)
+	require.NoError(t, err, "nobody holds credentials for it yet")
+	useRepository(ctx, t, c, other.Name, late, public)
+	require.Eventually(t, func() bool {
+		_, err := projects.Ensure(ctx, other.Name)
+		return err == nil && slices.Contains(sourceReposOf(other.Name), late)
+	}, wait, tick, "the Application keeps it")
+	lateHeld := &v1.GitOpsDeploymentRepositoryCredentials{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tenant.Name, Name: "late"},
+		Spec:       v1.GitOpsDeploymentRepositoryCredentialsSpec{Repository: late, Secret: "late"},
+	}
+	require.NoError(t, c.Create(ctx, lateHeld))
+	accept(ctx, t, c, lateHeld)
+	require.Eventually(t, func() bool {
+		_, err := projects.Ensure(ctx, other.Name)
+		return err == nil && !slices.Contains(sourceReposOf(other.Name), late)
+	}, wait, tick, "another tenant's credentials revoke the ssh repository admitted without a key")
+	assert.Contains(t, sourceReposOf(other.Name), public)
+	_, err = projects.Ensure(ctx, other.Name, late)
+	assert.Contains(t, notReadable(t, err).Why, "another namespace has credentials", "and it is not admitted again")
+
 	// Credentials Argo CD gives every project (no project in the Secret).
 	require.NoError(t, c.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: stack.SuiteArgoNamespace, Name: "platform-wide",
@@ -143,4 +173,22 @@ func accept(ctx context.Context, t *testing.T, c client.Client, rc *v1.GitOpsDep
 	meta.SetStatusCondition(&rc.Status.Conditions, metav1.Condition{Type: v1.RepositoryCredentialConditionValidCredential,
 		Status: metav1.ConditionTrue, Reason: v1.RepositoryCredentialReasonRepositoryCredentialUpToDate, ObservedGeneration: rc.Generation})
 	require.NoError(t, c.Status().Update(ctx, rc))
+}
+
+// useRepository writes an Application of ns's tenant for each repository, as
+// the GitOpsDeployment reconciler does once Ensure admitted it.
+func useRepository(ctx context.Context, t *testing.T, c client.Client, ns string, repos ...string) {
+	t.Helper()
+	n := &corev1.Namespace{}
+	require.NoError(t, c.Get(ctx, types.NamespacedName{Name: ns}, n))
+	for i, repo := range repos {
+		gd := fmt.Sprintf("gd-%d", i)
+		labels, annotations := ownership.Meta(ownership.KindGitOpsDeployment, ns, gd, "uid-"+gd)
+		require.NoError(t, c.Create(ctx, &argov1alpha1.Application{
+			ObjectMeta: metav1.ObjectMeta{Namespace: stack.SuiteArgoNamespace, Name: gd + "-" + ns, Labels: labels, Annotations: annotations},
+			Spec: argov1alpha1.ApplicationSpec{Project: argocd.ProjectName(string(n.UID)),
+				Source:      &argov1alpha1.ApplicationSource{RepoURL: repo, Path: "."},
+				Destination: argov1alpha1.ApplicationDestination{Server: argocd.LocalServer, Namespace: ns}},
+		}))
+	}
 }

@@ -89,16 +89,16 @@ func (p *Projects) Ensure(ctx context.Context, namespace string, repos ...string
 	}
 	name := argocd.ProjectName(string(ns.UID))
 	// Before the lock: a probe of a repository may take seconds.
-	if err := p.admit(ctx, namespace, name, repos); err != nil {
+	checked, err := p.admit(ctx, namespace, name, repos)
+	if err != nil {
 		return "", err
 	}
 	w := p.writer(name)
 	w.Lock()
 	defer w.Unlock()
-	var err error
 	for i, fresh := 0, false; i < attempts; i, fresh = i+1, true {
 		// A conflict: someone else wrote since we read; read again past the cache.
-		if err = p.ensure(ctx, ns, w, fresh, repos); !apierrors.IsConflict(err) && !errors.Is(err, kernel.ErrStaleCache) {
+		if err = p.ensure(ctx, ns, w, fresh, repos, checked); !apierrors.IsConflict(err) && !errors.Is(err, kernel.ErrStaleCache) {
 			break
 		}
 	}
@@ -112,28 +112,51 @@ func (p *Projects) Ensure(ctx context.Context, namespace string, repos ...string
 }
 
 // admit returns a *NotReadableError when one of repos is new to the
-// project and the tenant cannot read it. A repository already in the project
-// was admitted for this tenant before.
-func (p *Projects) admit(ctx context.Context, namespace, name string, repos []string) error {
+// (cached) project and the tenant cannot read it, else the repositories it
+// checked. A repository already in the project was admitted for this tenant
+// before.
+func (p *Projects) admit(ctx context.Context, namespace, name string, repos []string) (checked map[string]bool, err error) {
 	if p.Access == nil || len(repos) == 0 {
-		return nil
+		return nil, nil
 	}
 	var have []string
 	current := &argov1alpha1.AppProject{}
 	if err := p.Client.Get(ctx, types.NamespacedName{Namespace: p.ArgoNamespace, Name: name}, current); err == nil {
 		have = current.Spec.SourceRepos
 	} else if !apierrors.IsNotFound(err) {
-		return fmt.Errorf("reading AppProject %s: %w", name, err)
+		return nil, fmt.Errorf("reading AppProject %s: %w", name, err)
 	}
+	checked = map[string]bool{}
 	for _, repo := range repos {
 		if slices.Contains(have, repo) {
 			continue
 		}
 		if err := p.Access.Check(ctx, namespace, repo); err != nil {
-			return err
+			return nil, err
+		}
+		checked[repo] = true
+	}
+	return checked, nil
+}
+
+// unrevoked are repos less those the tenant may no longer read
+// (Access.Revoked: nothing is asked over the network, so it runs under the
+// project's lock).
+func (p *Projects) unrevoked(ctx context.Context, namespace string, repos []string) ([]string, error) {
+	if p.Access == nil {
+		return repos, nil
+	}
+	var out []string
+	for _, repo := range repos {
+		gone, err := p.Access.Revoked(ctx, namespace, repo)
+		if err != nil {
+			return nil, err
+		}
+		if !gone {
+			out = append(out, repo)
 		}
 	}
-	return nil
+	return out, nil
 }
 
 // Delete deletes the tenant's project as the caller listed it (UID and
@@ -162,7 +185,7 @@ func (p *Projects) writer(name string) *writer {
 }
 
 // ensure is one read-decide-write pass of Ensure, under w's lock.
-func (p *Projects) ensure(ctx context.Context, ns *corev1.Namespace, w *writer, fresh bool, repos []string) error {
+func (p *Projects) ensure(ctx context.Context, ns *corev1.Namespace, w *writer, fresh bool, repos []string, checked map[string]bool) error {
 	key := types.NamespacedName{Namespace: p.ArgoNamespace, Name: argocd.ProjectName(string(ns.UID))}
 	current, err := p.read(ctx, key, w.known, fresh)
 	if err != nil {
@@ -179,6 +202,17 @@ func (p *Projects) ensure(ctx context.Context, ns *corev1.Namespace, w *writer, 
 		}
 		have, exists = current.Spec.SourceRepos, current.DeletionTimestamp.IsZero()
 	}
+	if p.Access != nil {
+		// admit skipped what the cached project allowed; the project as read
+		// here may no longer (the tenant's pass revoked it meanwhile).
+		for _, r := range added(have, repos, exists) {
+			if !checked[r] {
+				if err := p.Access.Check(ctx, ns.Name, r); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	var used []string
 	now := time.Now()
 	if recompute(exists, repos) {
@@ -187,7 +221,15 @@ func (p *Projects) ensure(ctx context.Context, ns *corev1.Namespace, w *writer, 
 		}
 		w.pending.settle(used, now, p.grace())
 	}
-	desired, err := p.build(ctx, ns, sourceRepos(have, repos, exists, used, w.pending.list()))
+	allowed := sourceRepos(have, repos, exists, used, w.pending.list())
+	if len(repos) == 0 {
+		// The tenant's own pass: what the tenant may no longer read leaves,
+		// though its Applications still name it.
+		if allowed, err = p.unrevoked(ctx, ns.Name, allowed); err != nil {
+			return err
+		}
+	}
+	desired, err := p.build(ctx, ns, allowed)
 	if err != nil {
 		return err
 	}
