@@ -171,9 +171,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		// from every Application of the tenant (issue 13).
 		Watches(&argov1alpha1.Application{}, byTenantLabel,
 			builder.WithPredicates(predicate.Or(specOrLabelsChanged(), deletes()))).
-		// Credentials refused by their repository, or a tenant's credentials
-		// for a repository other tenants named without theirs, take the
-		// repository out of projects (tenantproject.Access.Revoked).
+		// A tenant's credentials for an ssh repository other tenants named
+		// without a key (or their removal, for the tenant itself, when
+		// another holds some) take it out of those projects
+		// (tenantproject.Access.Revoked).
 		Watches(&v1.GitOpsDeploymentRepositoryCredentials{}, handler.EnqueueRequestsFromMapFunc(r.tenantsUsing)).
 		// The platform admin changing the tenant mapping changes the project's role.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
