@@ -63,9 +63,9 @@ func bindRoles(t *testing.T, ns, user string, clusterRoles ...string) {
 // Snapshot snap-1 there, the PromotionHistory of a rollback there, and a user
 // of each duty.
 type duties struct {
-	ns                                            string
-	promoter, approver, gatekeeper, editor, admin client.Client
-	promoterName, gatekeeperName, editorName      string
+	ns                                                     string
+	promoter, approver, gatekeeper, editor, admin          client.Client
+	promoterName, approverName, gatekeeperName, editorName string
 }
 
 const (
@@ -84,13 +84,14 @@ func newDuties(t *testing.T) *duties {
 	require.NoError(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: d.ns}}))
 	sfx := rand.String(4)
 	d.promoterName, d.gatekeeperName, d.editorName = "pat-"+sfx, "rita-"+sfx, "ed-"+sfx
-	approverName, adminName := "abe-"+sfx, "ada-"+sfx
+	d.approverName = "abe-" + sfx
+	adminName := "ada-" + sfx
 	bindRoles(t, d.ns, d.promoterName, rolePromoter)
-	bindRoles(t, d.ns, approverName, roleApprover)
+	bindRoles(t, d.ns, d.approverName, roleApprover)
 	bindRoles(t, d.ns, d.gatekeeperName, roleReleaseManager)
 	bindRoles(t, d.ns, d.editorName, roleEdit)
 	bindRoles(t, d.ns, adminName, roleEdit, roleGates)
-	d.promoter, d.approver, d.gatekeeper = clientAs(t, d.promoterName), clientAs(t, approverName), clientAs(t, d.gatekeeperName)
+	d.promoter, d.approver, d.gatekeeper = clientAs(t, d.promoterName), clientAs(t, d.approverName), clientAs(t, d.gatekeeperName)
 	d.editor, d.admin = clientAs(t, d.editorName), clientAs(t, adminName)
 
 	for _, obj := range []client.Object{
@@ -120,10 +121,12 @@ func newDuties(t *testing.T) *duties {
 	// The policies and RBAC take a moment to reach the API server's caches:
 	// wait until the editor's unfreeze is refused by the policy and the
 	// promoter's plain run is admitted.
+	var err error
 	require.Eventually(t, func() bool {
-		err := patchEnv(d.editor, d.ns, "prod", func(e *as.Environment) { e.Spec.Gates.Freeze.Frozen = false })
+		err = patchEnv(d.editor, d.ns, "prod", func(e *as.Environment) { e.Spec.Gates.Freeze.Frozen = false })
+		require.Error(t, err, "edit unfroze prod in %s", d.ns)
 		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy")
-	}, 30*time.Second, 200*time.Millisecond, "the policy gitops-service-environment-gates does not refuse an unfreeze by edit")
+	}, 30*time.Second, 200*time.Millisecond, "the policy gitops-service-environment-gates does not refuse an unfreeze by edit: %v", err)
 	require.Eventually(t, func() bool {
 		return d.promoter.Create(ctx, promotion(d.ns, "probe-"+rand.String(4), false)) == nil
 	}, 30*time.Second, 200*time.Millisecond, "the promoter cannot create a PromotionRun")
@@ -302,7 +305,7 @@ func TestDutiesDoTheirWork(t *testing.T) {
 
 	// The approver approves as itself (the approvals policy, when installed, checks that).
 	require.NoError(t, d.approver.Create(ctx, &as.PromotionApproval{ObjectMeta: metav1.ObjectMeta{Namespace: d.ns, Name: "ok"},
-		Spec: as.PromotionApprovalSpec{Snapshot: "snap-2", Environment: "prod", Approver: as.Approver{User: "abe"}}}), "the approver")
+		Spec: as.PromotionApprovalSpec{Snapshot: "snap-2", Environment: "prod", Approver: as.Approver{User: d.approverName}}}), "the approver")
 	err = d.approver.Create(ctx, promotion(d.ns, "approver-run", false))
 	assert.True(t, apierrors.IsForbidden(err), "the approver promotes: %v", err)
 
