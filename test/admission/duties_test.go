@@ -119,12 +119,16 @@ func newDuties(t *testing.T) *duties {
 		require.NoError(t, k8s.Create(ctx, obj), "%T %s", obj, obj.GetName())
 	}
 	// The policies and RBAC take a moment to reach the API server's caches:
-	// wait until the editor's unfreeze is refused by the policy and the
-	// promoter's plain run is admitted.
+	// until the editor's unfreeze of a probe Environment is refused by the
+	// policy (one admitted before then is frozen again), the test cannot start.
+	require.NoError(t, k8s.Create(ctx, &as.Environment{ObjectMeta: metav1.ObjectMeta{Namespace: d.ns, Name: "probe"},
+		Spec: as.EnvironmentSpec{Gates: &as.PromotionGates{Freeze: &as.FreezeSwitch{Frozen: true}}}}))
 	var err error
 	require.Eventually(t, func() bool {
-		err = patchEnv(d.editor, d.ns, "prod", func(e *as.Environment) { e.Spec.Gates.Freeze.Frozen = false })
-		require.Error(t, err, "edit unfroze prod in %s", d.ns)
+		err = patchEnv(d.editor, d.ns, "probe", func(e *as.Environment) { e.Spec.Gates.Freeze.Frozen = false })
+		if err == nil {
+			require.NoError(t, patchEnv(k8s, d.ns, "probe", func(e *as.Environment) { e.Spec.Gates.Freeze.Frozen = true }))
+		}
 		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy")
 	}, 30*time.Second, 200*time.Millisecond, "the policy gitops-service-environment-gates does not refuse an unfreeze by edit: %v", err)
 	require.Eventually(t, func() bool {

@@ -18,10 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
-	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
 )
 
@@ -30,8 +28,8 @@ import (
 const heldBy = "test.gitops-service/held"
 
 // TestReusedNamespaceGetsNothingOfTheOldTenant (issue 33, item 5): a tenant
-// namespace is deleted while its Argo CD Applications and ApplicationSet
-// still exist (held by a finalizer), a namespace of the same name is created,
+// namespace is deleted while its Argo CD Application still exists (held by a
+// finalizer), a namespace of the same name is created,
 // and for 60 s nothing the old tenant deployed appears in it, although Argo
 // CD is asked to sync the old Applications: the old tenant's AppProject
 // allows no destination from the moment its namespace is deleted, and the new
@@ -43,40 +41,26 @@ func TestReusedNamespaceGetsNothingOfTheOldTenant(t *testing.T) {
 	old := &corev1.Namespace{}
 	require.NoError(t, k8s.Get(ctx, types.NamespacedName{Name: name}, old))
 
-	// The old tenant: a GitOpsDeployment with self-heal and a binding (an ApplicationSet).
+	// The old tenant: an automated GitOpsDeployment without the resources
+	// finalizer, whose Application outlives it (a binding's ApplicationSet and
+	// a GitOpsDeployment with the finalizer hold their namespace in
+	// Terminating until their Applications are gone: no namespace of the name
+	// can be created meanwhile).
 	repo, sha := gitRepo(t, map[string]string{"app/cm.yaml": configMap("old-tenant", "old")})
 	gd := deploy(t, name, "web", repo.URL, "app", v1.GitOpsDeploymentSpecTypeAutomated, nil)
 	waitStatus(t, gd, "synced", syncedHealthyAt(sha))
-	appWithComponents(t, name, "overlays/dev")
-	require.NoError(t, k8s.Create(ctx, &as.Environment{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "dev"},
-		Spec: as.EnvironmentSpec{DeploymentStrategy: as.DeploymentStrategyAppStudioAutomated}}))
-	require.NoError(t, k8s.Create(ctx, snapshotOf(name, "snap-1", "v1")))
-	seb := &as.SnapshotEnvironmentBinding{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "appa-dev"},
-		Spec: as.SnapshotEnvironmentBindingSpec{Application: "appa", Environment: "dev", Snapshot: "snap-1"}}
-	require.NoError(t, k8s.Create(ctx, seb))
-	require.Eventually(t, func() bool { _, err := deployment(name, "frontend"); return err == nil }, deployWait, poll, "the binding deployed nothing")
+	require.NoError(t, k8s.Get(ctx, types.NamespacedName{Namespace: name, Name: "old-tenant"}, &corev1.ConfigMap{}))
 
-	// Every Argo CD object of the old tenant is held past the namespace.
+	// Its Application is held past the namespace.
 	oldProject := argocd.ProjectName(string(old.UID))
-	var apps argov1alpha1.ApplicationList
-	require.NoError(t, k8s.List(ctx, &apps, client.InNamespace(argo.Namespace), client.MatchingLabels{ownership.LabelTenantNS: name}))
-	require.Len(t, apps.Items, 3, "the GitOpsDeployment's Application and the binding's two")
-	var sets argov1alpha1.ApplicationSetList
-	require.NoError(t, k8s.List(ctx, &sets, client.InNamespace(argo.Namespace), client.MatchingLabels{ownership.LabelTenantNS: name}))
-	require.Len(t, sets.Items, 1)
-	var held []client.Object
-	for i := range apps.Items {
-		require.Equal(t, oldProject, apps.Items[i].Spec.Project)
-		held = append(held, &apps.Items[i])
-	}
-	held = append(held, &sets.Items[0])
-	for _, o := range held {
-		o := o
-		patch := client.MergeFrom(o.DeepCopyObject().(client.Object))
-		controllerutil.AddFinalizer(o, heldBy)
-		require.NoError(t, k8s.Patch(ctx, o, patch))
-		t.Cleanup(func() { release(t, o) })
-	}
+	app := &argov1alpha1.Application{}
+	require.NoError(t, k8s.Get(ctx, types.NamespacedName{Namespace: argo.Namespace, Name: argocd.ApplicationName(string(gd.UID))}, app))
+	require.Equal(t, oldProject, app.Spec.Project)
+	patch := client.MergeFrom(app.DeepCopy())
+	controllerutil.AddFinalizer(app, heldBy)
+	require.NoError(t, k8s.Patch(ctx, app, patch))
+	t.Cleanup(func() { release(t, app) })
+	apps := argov1alpha1.ApplicationList{Items: []argov1alpha1.Application{*app}}
 
 	// The namespace goes (its CRs first, as the namespace controller does);
 	// the Argo CD objects stay.
@@ -84,9 +68,8 @@ func TestReusedNamespaceGetsNothingOfTheOldTenant(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Name: name}, &corev1.Namespace{}))
 	}, deployWait, poll, "namespace %s is not deleted", name)
-	for _, o := range held {
-		require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(o), o), "%T %s went", o, o.GetName())
-	}
+	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(app), app), "the held Application went")
+	require.Equal(t, name, app.Spec.Destination.Namespace)
 
 	// A namespace of the same name: another tenant.
 	reused := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}

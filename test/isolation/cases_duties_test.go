@@ -98,15 +98,17 @@ func TestHostileTenantCannotLiftItsGates(t *testing.T) {
 	}
 	stack.WaitFor(t, k8s, run, wait, "held by the freeze", held)
 
-	patchEnv := func(n, patch string) error {
-		return asMallory.Patch(ctx, &as.Environment{ObjectMeta: metav1.ObjectMeta{Namespace: n, Name: "prod"}}, client.RawPatch(types.MergePatchType, []byte(patch)))
-	}
-	// Once the policy is in the API server's cache: her unfreeze is refused by it.
+	patchEnv := func(n, patch string) error { return patchEnvAt(asMallory, n, "prod", patch) }
+	// Once the policy is in the API server's cache (a probe Environment she
+	// unfroze before then is frozen again), her unfreeze is refused by it.
+	require.NoError(t, k8s.Create(ctx, &as.Environment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"},
+		Spec: as.EnvironmentSpec{Gates: &as.PromotionGates{Freeze: &as.FreezeSwitch{Frozen: true}}}}))
 	var err error
 	require.Eventually(t, func() bool {
-		err = patchEnv(ns, `{"spec":{"gates":{"freeze":{"frozen":false}}}}`)
-		require.False(t, err == nil, "mallory unfroze her prod")
-		return strings.Contains(err.Error(), "ValidatingAdmissionPolicy")
+		if err = patchEnvAt(asMallory, ns, "probe", `{"spec":{"gates":{"freeze":{"frozen":false}}}}`); err == nil {
+			require.NoError(t, patchEnvAt(k8s, ns, "probe", `{"spec":{"gates":{"freeze":{"frozen":true}}}}`))
+		}
+		return err != nil && strings.Contains(err.Error(), "ValidatingAdmissionPolicy")
 	}, wait, tick, "the policy never refused mallory's unfreeze: %v", err)
 
 	for n, wantPolicy := range map[string]bool{ns: true, other: false} {
@@ -148,4 +150,9 @@ func TestHostileTenantCannotLiftItsGates(t *testing.T) {
 		got := &as.PromotionRun{}
 		return k8s.Get(ctx, client.ObjectKeyFromObject(run), got) == nil && !held(got)
 	}, 3*time.Second, tick, "the run left the freeze")
+}
+
+// patchEnvAt merge-patches Environment ns/name as c.
+func patchEnvAt(c client.Client, ns, name, patch string) error {
+	return c.Patch(context.Background(), &as.Environment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, client.RawPatch(types.MergePatchType, []byte(patch)))
 }
