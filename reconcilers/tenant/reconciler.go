@@ -69,6 +69,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, tenantNS string) error
 		return client.IgnoreNotFound(err)
 	}
 	_, err = r.Projects.Ensure(ctx, tenantNS)
+	if errors.Is(err, tenantproject.ErrTenantGone) {
+		// Fenced above; its deletion waits for the old Applications (deleteUnused).
+		return nil
+	}
 	if errors.Is(err, tenantproject.ErrNotOurs) {
 		// The CRs of the tenant carry the condition and look again; the
 		// admin's removal of the squatter is not ours to wait for here.
