@@ -13,6 +13,7 @@ import (
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -47,6 +48,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func (r *Reconciler) reconcileNormal(ctx context.Context, tenantNS string) error {
+	// First of all: the old tenant's project lets nothing sync any more.
+	if err := r.fenceStale(ctx, tenantNS); err != nil {
+		return err
+	}
 	apps, err := r.Projects.Applications(ctx, tenantNS)
 	if err != nil {
 		return err
@@ -64,12 +69,43 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, tenantNS string) error
 		return client.IgnoreNotFound(err)
 	}
 	_, err = r.Projects.Ensure(ctx, tenantNS)
+	if errors.Is(err, tenantproject.ErrTenantGone) {
+		// Fenced above; its deletion waits for the old Applications (deleteUnused).
+		return nil
+	}
 	if errors.Is(err, tenantproject.ErrNotOurs) {
 		// The CRs of the tenant carry the condition and look again; the
 		// admin's removal of the squatter is not ours to wait for here.
 		return nil
 	}
 	return err
+}
+
+// fenceStale fences the projects of the tenant namespace's name whose
+// namespace is being deleted, gone or re-created (another UID): the old
+// tenant's Applications and ApplicationSets outlive the namespace while their
+// finalizers run, and their destination is the name (issue 33, item 5).
+func (r *Reconciler) fenceStale(ctx context.Context, tenantNS string) error {
+	var live *corev1.Namespace
+	ns := &corev1.Namespace{}
+	if err := r.Projects.Client.Get(ctx, types.NamespacedName{Name: tenantNS}, ns); err == nil {
+		live = ns
+	} else if !apierrors.IsNotFound(err) {
+		return err
+	}
+	var projects argov1alpha1.AppProjectList
+	if err := r.Projects.Client.List(ctx, &projects, client.InNamespace(r.Projects.ArgoNamespace),
+		client.MatchingLabels{ownership.LabelManagedBy: ownership.ManagedByValue, ownership.LabelTenantNS: tenantNS, ownership.LabelOwnerKind: ownership.KindTenant}); err != nil {
+		return err
+	}
+	for i := range projects.Items {
+		if p := &projects.Items[i]; tenantproject.Stale(p, live) {
+			if err := r.Projects.Fence(ctx, p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // expired are the tenant's projects (ours, named for the namespace UID they
@@ -179,7 +215,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		// The platform admin changing the tenant mapping changes the project's role.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
-		}), builder.WithPredicates(mappingChanged())).
+		}), builder.WithPredicates(predicate.Or(mappingChanged(), namespaceGoing()))).
 		WithOptions(kernel.Sharded(ctx, &corev1.Namespace{}, controller.Options{})).
 		Complete(r)
 }
@@ -212,6 +248,19 @@ func mappingChanged() predicate.Funcs {
 			return e.ObjectOld.GetAnnotations()[argocd.AnnotationArgoCDSubjects] != e.ObjectNew.GetAnnotations()[argocd.AnnotationArgoCDSubjects]
 		},
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// namespaceGoing passes a namespace's deletion: its start (the deletion
+// timestamp set) and its end, when the old tenant's project is fenced.
+func namespaceGoing() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+		},
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
 }

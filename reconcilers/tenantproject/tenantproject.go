@@ -87,6 +87,10 @@ func (p *Projects) Ensure(ctx context.Context, namespace string, repos ...string
 	if err := p.Client.Get(ctx, types.NamespacedName{Name: namespace}, ns); err != nil {
 		return "", fmt.Errorf("reading tenant namespace %s: %w", namespace, err)
 	}
+	if !ns.DeletionTimestamp.IsZero() {
+		// The tenant reconciler fences its project (fence.go).
+		return "", fmt.Errorf("%w: %s", ErrTenantGone, namespace)
+	}
 	name := argocd.ProjectName(string(ns.UID))
 	// Before the lock: a probe of a repository may take seconds.
 	checked, err := p.admit(ctx, namespace, name, repos)
@@ -199,6 +203,10 @@ func (p *Projects) ensure(ctx context.Context, ns *corev1.Namespace, w *writer, 
 	if current != nil {
 		if !ours(current) {
 			return p.notOurs(key.Name, ns.Name)
+		}
+		if Fenced(current) {
+			// Its namespace was seen being deleted: never open it again.
+			return fmt.Errorf("%w: %s (AppProject %s is fenced)", ErrTenantGone, ns.Name, key.Name)
 		}
 		have, exists = current.Spec.SourceRepos, current.DeletionTimestamp.IsZero()
 	}

@@ -74,8 +74,9 @@ func TestTenantKubectlRBAC(t *testing.T) {
 	applyTenantRoles(t)
 
 	ns := tenantNamespace(t)
-	editor, viewer := "editor-"+rand.String(4), "viewer-"+rand.String(4)
+	editor, viewer, admin := "editor-"+rand.String(4), "viewer-"+rand.String(4), "admin-"+rand.String(4)
 	bindClusterRole(t, ns, editor, "edit")
+	bindClusterRole(t, ns, admin, "admin")
 	bindClusterRole(t, ns, viewer, "view")
 	can := func(user, verb, resource, namespace string, extra ...string) bool {
 		t.Helper()
@@ -98,14 +99,18 @@ func TestTenantKubectlRBAC(t *testing.T) {
 		}
 		if resource == "promotionhistories.appstudio.redhat.com" {
 			// The audit trail: made by the sidecar, outliving PromotionRuns; edit
-			// reads it and releases a hold (spec), but neither creates nor deletes it.
-			require.Eventually(t, func() bool { return can(editor, "patch", resource, ns) }, deployWait, poll,
-				"edit in %s does not allow patching %s", ns, resource)
-			for _, verb := range []string{"get", "list", "watch", "update"} {
+			// reads it; releasing a hold (spec.releasedAt) lifts a gate: admin's
+			// (issue 33). Nobody creates or deletes it.
+			require.Eventually(t, func() bool { return can(admin, "patch", resource, ns) }, deployWait, poll,
+				"admin in %s does not allow patching %s", ns, resource)
+			for _, verb := range []string{"get", "list", "watch"} {
 				assert.True(t, can(editor, verb, resource, ns), "edit: %s %s", verb, resource)
 			}
+			for _, verb := range []string{"update", "patch", "create", "delete"} {
+				assert.False(t, can(editor, verb, resource, ns), "edit: %s %s (the audit trail, a gate)", verb, resource)
+			}
 			for _, verb := range []string{"create", "delete"} {
-				assert.False(t, can(editor, verb, resource, ns), "edit: %s %s (the audit trail)", verb, resource)
+				assert.False(t, can(admin, verb, resource, ns), "admin: %s %s (the audit trail)", verb, resource)
 			}
 		} else {
 			// Aggregation is done by kube-controller-manager: allow it a moment.

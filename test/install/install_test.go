@@ -82,8 +82,13 @@ func TestOverlayForAnotherArgoCDNamespace(t *testing.T) {
 		text := fmt.Sprint(u.Object)
 		if u.GetKind() == "ValidatingAdmissionPolicyBinding" {
 			// The admission policies' parameter: the sidecar's ServiceAccount of this namespace.
+			// gitops-service-promotion-force needs none (it exempts no one).
 			ref, _, _ := unstructured.NestedStringMap(u.Object, "spec", "paramRef")
-			assert.Equal(t, map[string]string{"name": "gitops-service", "namespace": ns, "parameterNotFoundAction": "Deny"}, ref, "%s %s", u.GetKind(), u.GetName())
+			if u.GetName() != "gitops-service-promotion-force" {
+				assert.Equal(t, map[string]string{"name": "gitops-service", "namespace": ns, "parameterNotFoundAction": "Deny"}, ref, "%s %s", u.GetKind(), u.GetName())
+			} else {
+				assert.Empty(t, ref, "%s %s", u.GetKind(), u.GetName())
+			}
 			bindings++
 		}
 		for _, hard := range []string{".argocd.svc", ".argocd:", "namespace:argocd", "serviceaccount:argocd:"} {
@@ -91,7 +96,7 @@ func TestOverlayForAnotherArgoCDNamespace(t *testing.T) {
 		}
 	}
 	assert.Greater(t, namespaced, 10)
-	assert.Equal(t, 2, bindings, "the approval and requester policies' bindings")
+	assert.Equal(t, 4, bindings, "the approval, requester, environment-gates and promotion-force policies' bindings")
 	d, err := r.Deployment("gitops-service")
 	require.NoError(t, err)
 	env := map[string]corev1.EnvVar{}
