@@ -26,6 +26,9 @@ const UnknownHostKey = "the server's host key is not in Argo CD's known hosts (a
 // knownHosts (Argo CD's ssh_known_hosts).
 func SSHRefs(ctx context.Context, repoURL, privateKey, knownHosts string) Result {
 	user, addr, path, err := sshTarget(repoURL)
+	if errors.Is(err, errOptionLike) {
+		return Result{Answer: Failed, Detail: err.Error()}
+	}
 	if err != nil {
 		return Result{Answer: Failed, Detail: "not an ssh repository URL"}
 	}
@@ -83,9 +86,22 @@ func SSHRefs(ctx context.Context, repoURL, privateKey, knownHosts string) Result
 	return Result{Answer: Readable}
 }
 
+// errOptionLike refuses a path git-upload-pack would read as an option
+// (quoting does not help: the remote command gets it as its first argument).
+var errOptionLike = errors.New("the repository path begins with '-', which git-upload-pack would read as an option")
+
 // sshTarget splits an ssh repository URL into user (git by default),
-// host:port and the path git-upload-pack is given.
+// host:port and the path git-upload-pack is given; a path beginning with '-'
+// is refused before anything is dialled.
 func sshTarget(repoURL string) (user, addr, path string, err error) {
+	user, addr, path, err = splitSSH(repoURL)
+	if err == nil && strings.HasPrefix(strings.TrimPrefix(path, "/"), "-") {
+		return "", "", "", errOptionLike
+	}
+	return user, addr, path, err
+}
+
+func splitSSH(repoURL string) (user, addr, path string, err error) {
 	if strings.Contains(repoURL, "://") {
 		u, err := url.Parse(repoURL)
 		if err != nil || !strings.EqualFold(u.Scheme, "ssh") || u.Hostname() == "" || u.Path == "" {

@@ -148,4 +148,16 @@ func TestSSHTarget(t *testing.T) {
 		_, _, _, err := sshTarget(bad)
 		assert.Error(t, err, bad)
 	}
+	for _, option := range []string{"git@github.com:--upload-pack=touch /tmp/x", "git@github.com:-x", "ssh://git@github.com/-oProxyCommand=x"} {
+		_, _, _, err := sshTarget(option)
+		assert.ErrorIs(t, err, errOptionLike, option)
+	}
+}
+
+// A path beginning with '-' is refused before anything is dialled: the
+// address does not exist, so any dial would fail differently.
+func TestSSHRefsRefusesOptionLikePath(t *testing.T) {
+	res := SSHRefs(context.Background(), "git@192.0.2.1:--upload-pack=touch /tmp/pwned", "not a key", "")
+	assert.Equal(t, Failed, res.Answer)
+	assert.Equal(t, errOptionLike.Error(), res.Detail)
 }
