@@ -29,6 +29,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/deploymenttarget"
 	"github.com/gitops-service/gitops-service/reconcilers/deploymenttargetclaim"
+	"github.com/gitops-service/gitops-service/reconcilers/egress"
 	"github.com/gitops-service/gitops-service/reconcilers/environment"
 	"github.com/gitops-service/gitops-service/reconcilers/gitopsdeployment"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
@@ -111,6 +112,10 @@ type Options struct {
 	// POD_UID), where Events about the sidecar itself go (a missing token
 	// Secret); nil: none, only the log.
 	Pod *corev1.ObjectReference
+	// Egress is the rule for the addresses the sidecar dials for tenants
+	// (repository probes, ManagedEnvironment API servers); the zero Policy
+	// refuses loopback, link-local and unspecified addresses.
+	Egress egress.Policy
 	// Preview configures PromotionPreviews; an empty RepoServerAddr disables them.
 	Preview PreviewOptions
 }
@@ -218,7 +223,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	}
 	// One Access for every writer of a tenant's project and for previews:
 	// they share its answers about which repositories are public.
-	access := &tenantproject.Access{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace, AllowFileRepositories: o.AllowFileRepositories}
+	access := &tenantproject.Access{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace, AllowFileRepositories: o.AllowFileRepositories, Egress: &o.Egress}
 	projects := &tenantproject.Projects{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace, Grace: o.ProjectGrace, Access: access}
 	var trees argocd.ResourceTrees
 	if o.ArgoRedis.Addr != "" {
@@ -245,6 +250,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		APIReader:     mgr.GetAPIReader(),
 		ArgoNamespace: o.ArgoNamespace,
 		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
+		Egress:        &o.Egress,
 	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
 		return nil, fmt.Errorf("setting up the GitOpsDeploymentManagedEnvironment reconciler: %w", err)
 	}
@@ -253,6 +259,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		APIReader:     mgr.GetAPIReader(),
 		ArgoNamespace: o.ArgoNamespace,
 		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
+		Verifier:      repositorycredentials.GitVerifier{Egress: &o.Egress},
 	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
 		return nil, fmt.Errorf("setting up the GitOpsDeploymentRepositoryCredentials reconciler: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	"github.com/gitops-service/gitops-service/reconcilers/egress"
 	"github.com/gitops-service/gitops-service/reconcilers/netfailure"
 )
 
@@ -23,8 +24,9 @@ const UnknownHostKey = "the server's host key is not in Argo CD's known hosts (a
 // SSHRefs asks an ssh repository (ssh://[user@]host[:port]/path or
 // user@host:path) for its refs as git fetch does, running git-upload-pack
 // for its path with privateKey, and trusting only the host keys of
-// knownHosts (Argo CD's ssh_known_hosts).
-func SSHRefs(ctx context.Context, repoURL, privateKey, knownHosts string) Result {
+// knownHosts (Argo CD's ssh_known_hosts). It connects only to addresses
+// egress allows.
+func SSHRefs(ctx context.Context, egress *egress.Policy, repoURL, privateKey, knownHosts string) Result {
 	user, addr, path, err := sshTarget(repoURL)
 	if errors.Is(err, errOptionLike) {
 		return Result{Answer: Failed, Detail: err.Error()}
@@ -42,7 +44,7 @@ func SSHRefs(ctx context.Context, repoURL, privateKey, knownHosts string) Result
 	}
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
-	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	conn, err := egress.DialContext(&net.Dialer{})(ctx, "tcp", addr)
 	if err != nil {
 		return Result{Answer: Failed, Detail: describe(err)}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"sort"
@@ -36,6 +37,7 @@ import (
 	managedgitopsv1alpha1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/binding"
+	"github.com/gitops-service/gitops-service/reconcilers/egress"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
@@ -88,6 +90,9 @@ type Engine struct {
 	// the tenant can read it (the repo-server would render another tenant's
 	// checkout without asking for credentials). nil: none is rendered.
 	Access *tenantproject.Access
+	// Egress limits the addresses of target clusters dialled, as the
+	// ManagedEnvironment reconciler's (egress.Policy.ForAPIServers).
+	Egress *egress.Policy
 }
 
 // Preview is one preview's result, for the status.
@@ -273,7 +278,8 @@ func (e *Engine) targetConfig(ctx context.Context, pp *as.PromotionPreview, para
 		if err := json.Unmarshal(secret.Data["config"], &cc); err != nil {
 			break
 		}
-		cfg := &rest.Config{Host: me.Spec.APIURL, BearerToken: cc.BearerToken, Timeout: remoteTimeout, UserAgent: "gitops-service-preview", QPS: 20, Burst: 40}
+		cfg := &rest.Config{Host: me.Spec.APIURL, BearerToken: cc.BearerToken, Timeout: remoteTimeout, UserAgent: "gitops-service-preview", QPS: 20, Burst: 40,
+			Dial: e.Egress.ForAPIServers().DialContext(&net.Dialer{Timeout: remoteTimeout})}
 		cfg.Insecure = cc.TLSClientConfig.Insecure
 		if !cfg.Insecure {
 			cfg.CAData = append([]byte(nil), cc.TLSClientConfig.CAData...)

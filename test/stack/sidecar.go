@@ -67,6 +67,11 @@ type SidecarOptions struct {
 	Installed bool
 }
 
+// StackLoopback is the one loopback address the stack's sidecar may connect
+// to for tenants (--probe-allow-cidrs): its git and API servers listen there.
+// Other loopback addresses (127.0.0.2) stay refused, for tests of the rule.
+const StackLoopback = "127.0.0.1/32"
+
 // The Secrets the README has the platform admin create and the Deployment mounts.
 const (
 	GeneratorSecret = "gitops-service-generator"
@@ -209,6 +214,7 @@ func newSidecar(k *Kube, o SidecarOptions, bin, dir, tokenFile, token, proxyToke
 	if !o.RefuseFileRepositories {
 		s.args = append(s.args, "--allow-file-repositories")
 	}
+	s.args = append(s.args, "--probe-allow-cidrs="+StackLoopback)
 	s.args = append(s.args, previewArgs(o)...)
 	return s, nil
 }
@@ -249,6 +255,7 @@ func newInstalledSidecar(o SidecarOptions, bin, dir string, in *installed) (*Sid
 	if !o.RefuseFileRepositories {
 		s.args = append(s.args, "--allow-file-repositories")
 	}
+	s.args = append(s.args, "--probe-allow-cidrs="+StackLoopback)
 	s.args = append(s.args, previewArgs(o)...)
 	return s, nil
 }
