@@ -31,6 +31,8 @@ func main() {
 	var o sidecar.Options
 	flag.StringVar(&o.ArgoNamespace, "argocd-namespace", envOr("ARGOCD_NAMESPACE", "argocd"), "Namespace of the Argo CD instance the sidecar serves (env ARGOCD_NAMESPACE).")
 	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
+	metricsSecure := flag.Bool("metrics-secure", true, "Serve /metrics over https to callers the API server authenticates and authorizes for get on the non-resource URL /metrics (ClusterRole gitops-service-metrics-reader); false serves plain http to anyone (only behind your own authenticating proxy).")
+	flag.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "", "Directory with tls.crt and tls.key for the https metrics endpoint; \"\" makes a self-signed certificate at start.")
 	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	flag.StringVar(&o.PprofAddr, "pprof-bind-address", "0", "Address of net/http/pprof (/debug/pprof/) for profiling; \"0\" disables it (the default: it shows the process's internals).")
 	flag.BoolVar(&o.LeaderElect, "leader-elect", true, "Elect a leader (Lease) so only one replica reconciles.")
@@ -92,6 +94,7 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	sidecar.SetMemoryLimit(ctrl.Log.WithName("memory"), *memoryLimit, *memoryPercent)
 	sidecar.SetGCPercent(ctrl.Log.WithName("memory"), *gcPercent)
+	o.MetricsInsecure = !*metricsSecure
 	if err := parseEgress(&o.Egress, *probeAllowHosts, *probeAllowCIDRs, *probeClusterCIDRs); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)

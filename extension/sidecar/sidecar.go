@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	appstudiov1alpha1 "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
@@ -50,6 +51,10 @@ import (
 )
 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=argocd
+// The metrics endpoint asks the API server who a caller is and whether it may
+// get /metrics (controller-runtime's metrics filter).
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // Options configure the sidecar.
 type Options struct {
@@ -58,6 +63,14 @@ type Options struct {
 	// MetricsAddr and ProbeAddr are listen addresses; "0" disables.
 	MetricsAddr string
 	ProbeAddr   string
+	// MetricsInsecure serves /metrics over plain http to anyone who reaches
+	// it; by default it is https, and only callers the API server
+	// authenticates and authorizes for the non-resource URL /metrics (get)
+	// are answered: the metrics name every tenant's namespaces and figures.
+	MetricsInsecure bool
+	// MetricsCertDir holds the metrics server's tls.crt and tls.key; empty:
+	// a self-signed certificate made at start.
+	MetricsCertDir string
 	// PprofAddr serves net/http/pprof (CPU and heap profiles); "" or "0" disables.
 	PprofAddr string
 	// LeaderElect runs a Lease so only one replica reconciles.
@@ -143,6 +156,21 @@ type PreviewOptions struct {
 	LocalIdentity string
 }
 
+// metricsOptions serve /metrics over https to callers the API server
+// authenticates (TokenReview) and authorizes (SubjectAccessReview) for
+// get /metrics, unless MetricsInsecure.
+func metricsOptions(o Options) metricsserver.Options {
+	if o.MetricsInsecure {
+		return metricsserver.Options{BindAddress: o.MetricsAddr}
+	}
+	return metricsserver.Options{
+		BindAddress:    o.MetricsAddr,
+		SecureServing:  true,
+		CertDir:        o.MetricsCertDir,
+		FilterProvider: filters.WithAuthenticationAndAuthorization,
+	}
+}
+
 // NewScheme has every type the sidecar reads or writes.
 func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
@@ -187,7 +215,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        NewScheme(),
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                       metricsOptions(o),
 		HealthProbeBindAddress:        o.ProbeAddr,
 		PprofBindAddress:              o.PprofAddr,
 		LeaderElection:                o.LeaderElect,

@@ -17,7 +17,10 @@ import (
 // Sidecar is the gitops-service binary running as its own process against a Kube,
 // exactly as it runs beside Argo CD in a cluster (KUBECONFIG instead of in-cluster).
 type Sidecar struct {
-	MetricsURL string // http://127.0.0.1:PORT/metrics
+	// MetricsURL is https://127.0.0.1:PORT/metrics, answered only to callers
+	// the API server authorizes (ScrapeMetrics scrapes as the platform's
+	// Prometheus).
+	MetricsURL string
 	ProbeAddr  string
 	// GeneratorURL and GeneratorToken are the ApplicationSet plugin generator's
 	// base URL and bearer token (see ArgoCD.RegisterGenerator).
@@ -37,6 +40,7 @@ type Sidecar struct {
 	kube       *Kube
 	kubeconfig string
 	proc       *Process
+	metrics    *http.Client
 }
 
 // SidecarOptions configures StartSidecar.
@@ -149,6 +153,7 @@ func StartSidecar(ctx context.Context, k *Kube, o SidecarOptions) (*Sidecar, err
 			if err != nil {
 				return nil, err
 			}
+			s.kube = k
 			if err = s.Start(ctx); err == nil || !portInUse(err) || attempt == 3 {
 				return s, err
 			}
@@ -185,7 +190,7 @@ func newSidecar(k *Kube, o SidecarOptions, bin, dir, tokenFile, token, proxyToke
 		return nil, err
 	}
 	s := &Sidecar{
-		MetricsURL:     fmt.Sprintf("http://%s/metrics", loopback(ports[0])),
+		MetricsURL:     fmt.Sprintf("https://%s/metrics", loopback(ports[0])),
 		ProbeAddr:      loopback(ports[1]),
 		GeneratorURL:   "http://" + loopback(ports[2]),
 		GeneratorToken: token,
@@ -232,7 +237,7 @@ func newInstalledSidecar(o SidecarOptions, bin, dir string, in *installed) (*Sid
 		return nil, fmt.Errorf("the Deployment mounts neither Secret %s nor %s", GeneratorSecret, UIProxySecret)
 	}
 	s := &Sidecar{
-		MetricsURL:     fmt.Sprintf("http://%s/metrics", loopback(ports[0])),
+		MetricsURL:     fmt.Sprintf("https://%s/metrics", loopback(ports[0])),
 		ProbeAddr:      loopback(ports[1]),
 		GeneratorURL:   "http://" + loopback(ports[2]),
 		GeneratorToken: string(token.Data["token"]),
