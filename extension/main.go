@@ -74,7 +74,7 @@ func main() {
 	flag.BoolVar(&o.Preview.RepoServerPlaintext, "preview-repo-server-plaintext", false, "Talk to the repo-server without TLS (as Argo CD's --repo-server-plaintext).")
 	flag.BoolVar(&o.Preview.RepoServerStrictTLS, "preview-repo-server-strict-tls", false, "Verify the repo-server's TLS certificate (as Argo CD's --repo-server-strict-tls).")
 	flag.DurationVar(&o.Preview.RepoServerTimeout, "preview-repo-server-timeout", 60*time.Second, "How long one manifest request to the repo-server may take (as Argo CD's --repo-server-timeout-seconds).")
-	flag.IntVar(&o.Preview.PerTenant, "preview-max-per-tenant", 2, "PromotionPreviews running at once per tenant namespace; more wait.")
+	flag.IntVar(&o.Preview.PerTenant, "preview-max-per-tenant", 2, "PromotionPreviews running at once per tenant namespace; more wait. Free places go first to the waiting namespace with the fewest running.")
 	flag.IntVar(&o.Preview.Total, "preview-max-total", 8, "PromotionPreviews running at once in all; more wait.")
 	localIdentity := flag.String("preview-local-identity", "system:serviceaccount:"+argoNamespacePlaceholder+":argocd-application-controller",
 		"The identity Argo CD's application controller applies with on its own cluster, which previews of Environments deploying there impersonate (the sidecar may impersonate only that ServiceAccount: manifests/rbac); the default's namespace is --argocd-namespace. \"\" refuses those previews.")
