@@ -20,6 +20,7 @@ import (
 	"github.com/gitops-service/gitops-service/extension/buildinfo"
 	"github.com/gitops-service/gitops-service/extension/sidecar"
 	"github.com/gitops-service/gitops-service/reconcilers/deploymenttarget"
+	"github.com/gitops-service/gitops-service/reconcilers/egress"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	gsmetrics "github.com/gitops-service/gitops-service/reconcilers/metrics"
 	"github.com/gitops-service/gitops-service/reconcilers/nontenant"
@@ -30,6 +31,8 @@ func main() {
 	var o sidecar.Options
 	flag.StringVar(&o.ArgoNamespace, "argocd-namespace", envOr("ARGOCD_NAMESPACE", "argocd"), "Namespace of the Argo CD instance the sidecar serves (env ARGOCD_NAMESPACE).")
 	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
+	metricsSecure := flag.Bool("metrics-secure", true, "Serve /metrics over https to callers the API server authenticates and authorizes for get on the non-resource URL /metrics (ClusterRole gitops-service-metrics-reader); false serves plain http to anyone (only behind your own authenticating proxy).")
+	flag.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "", "Directory with tls.crt and tls.key for the https metrics endpoint; \"\" makes a self-signed certificate at start.")
 	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	flag.StringVar(&o.PprofAddr, "pprof-bind-address", "0", "Address of net/http/pprof (/debug/pprof/) for profiling; \"0\" disables it (the default: it shows the process's internals).")
 	flag.BoolVar(&o.LeaderElect, "leader-elect", true, "Elect a leader (Lease) so only one replica reconciles.")
@@ -71,11 +74,14 @@ func main() {
 	flag.BoolVar(&o.Preview.RepoServerPlaintext, "preview-repo-server-plaintext", false, "Talk to the repo-server without TLS (as Argo CD's --repo-server-plaintext).")
 	flag.BoolVar(&o.Preview.RepoServerStrictTLS, "preview-repo-server-strict-tls", false, "Verify the repo-server's TLS certificate (as Argo CD's --repo-server-strict-tls).")
 	flag.DurationVar(&o.Preview.RepoServerTimeout, "preview-repo-server-timeout", 60*time.Second, "How long one manifest request to the repo-server may take (as Argo CD's --repo-server-timeout-seconds).")
-	flag.IntVar(&o.Preview.PerTenant, "preview-max-per-tenant", 2, "PromotionPreviews running at once per tenant namespace; more wait.")
+	flag.IntVar(&o.Preview.PerTenant, "preview-max-per-tenant", 2, "PromotionPreviews running at once per tenant namespace; more wait. Free places go first to the waiting namespace with the fewest running.")
 	flag.IntVar(&o.Preview.Total, "preview-max-total", 8, "PromotionPreviews running at once in all; more wait.")
 	localIdentity := flag.String("preview-local-identity", "system:serviceaccount:"+argoNamespacePlaceholder+":argocd-application-controller",
 		"The identity Argo CD's application controller applies with on its own cluster, which previews of Environments deploying there impersonate (the sidecar may impersonate only that ServiceAccount: manifests/rbac); the default's namespace is --argocd-namespace. \"\" refuses those previews.")
 	flag.StringVar(&o.Preview.DefaultTracking, "preview-default-tracking", "annotation", "Argo CD's resource tracking method when argocd-cm sets no application.resourceTrackingMethod: \"annotation\" for Argo CD 3, \"label\" for Argo CD 2.")
+	probeAllowHosts := flag.String("probe-allow-hosts", "", "Comma-separated host names (or addresses) the sidecar may connect to for tenants (repository probes, ManagedEnvironment API servers) even when they resolve to a loopback, link-local, unspecified or cluster-internal address; e.g. an in-cluster git server's Service name.")
+	probeAllowCIDRs := flag.String("probe-allow-cidrs", "", "Comma-separated CIDRs (or addresses) the sidecar may connect to for tenants even though they are loopback, link-local, unspecified or in --probe-cluster-cidrs.")
+	probeClusterCIDRs := flag.String("probe-cluster-cidrs", strings.Join(egress.DefaultClusterRanges, ","), "Comma-separated service and pod CIDRs of the cluster, which repository probes of tenant URLs do not reach (ManagedEnvironment API servers may be there); set them to your cluster's.")
 	version := flag.Bool("version", false, "Print the version and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -88,6 +94,11 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	sidecar.SetMemoryLimit(ctrl.Log.WithName("memory"), *memoryLimit, *memoryPercent)
 	sidecar.SetGCPercent(ctrl.Log.WithName("memory"), *gcPercent)
+	o.MetricsInsecure = !*metricsSecure
+	if err := parseEgress(&o.Egress, *probeAllowHosts, *probeAllowCIDRs, *probeClusterCIDRs); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	o.NeverTenants = []string{}
 	for _, ns := range strings.Split(*neverTenants, ",") {
 		if ns = strings.TrimSpace(ns); ns != "" {
@@ -107,6 +118,23 @@ func main() {
 // to reg, so dashboards can tell which build each replica runs.
 func registerBuildInfo(reg prometheus.Registerer) {
 	reg.MustRegister(gsmetrics.NewBuildInfo(buildinfo.Version, buildinfo.GoVersion(), buildinfo.Revision))
+}
+
+// parseEgress reads the --probe-* flags.
+func parseEgress(p *egress.Policy, hosts, allowCIDRs, clusterCIDRs string) error {
+	var err error
+	if p.AllowRanges, err = egress.ParsePrefixes(strings.Split(allowCIDRs, ",")); err != nil {
+		return fmt.Errorf("--probe-allow-cidrs: %w", err)
+	}
+	if p.ClusterRanges, err = egress.ParsePrefixes(strings.Split(clusterCIDRs, ",")); err != nil {
+		return fmt.Errorf("--probe-cluster-cidrs: %w", err)
+	}
+	for _, h := range strings.Split(hosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			p.AllowHosts = append(p.AllowHosts, h)
+		}
+	}
+	return nil
 }
 
 // argoNamespacePlaceholder in a flag's value stands for --argocd-namespace.

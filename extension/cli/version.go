@@ -90,7 +90,7 @@ func serviceVersion(ctx context.Context, o *options) (*buildVersion, error) {
 	if err != nil {
 		return nil, err
 	}
-	body, err := cs.CoreV1().Services(o.argocdNamespace).ProxyGet("http", metricsService, metricsPort, "/metrics", nil).DoRaw(ctx)
+	body, err := cs.CoreV1().Services(o.argocdNamespace).ProxyGet("https", metricsService, metricsPort, "/metrics", nil).DoRaw(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("its metrics (service %s/%s) are not reachable for you: %s", o.argocdNamespace, metricsService, firstLine(err.Error()))
 	}

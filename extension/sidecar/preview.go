@@ -54,6 +54,7 @@ func setupPreviews(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o Op
 		AllowFileRepositories: o.AllowFileRepositories,
 		Local:                 local,
 		Access:                access,
+		Egress:                &o.Egress,
 	}
 	if err := (&promotionpreview.Reconciler{
 		Client:   mgr.GetClient(),

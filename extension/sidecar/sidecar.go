@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	appstudiov1alpha1 "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
@@ -29,6 +30,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/deploymenttarget"
 	"github.com/gitops-service/gitops-service/reconcilers/deploymenttargetclaim"
+	"github.com/gitops-service/gitops-service/reconcilers/egress"
 	"github.com/gitops-service/gitops-service/reconcilers/environment"
 	"github.com/gitops-service/gitops-service/reconcilers/gitopsdeployment"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
@@ -49,6 +51,10 @@ import (
 )
 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=argocd
+// The metrics endpoint asks the API server who a caller is and whether it may
+// get /metrics (controller-runtime's metrics filter).
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // Options configure the sidecar.
 type Options struct {
@@ -57,6 +63,14 @@ type Options struct {
 	// MetricsAddr and ProbeAddr are listen addresses; "0" disables.
 	MetricsAddr string
 	ProbeAddr   string
+	// MetricsInsecure serves /metrics over plain http to anyone who reaches
+	// it; by default it is https, and only callers the API server
+	// authenticates and authorizes for the non-resource URL /metrics (get)
+	// are answered: the metrics name every tenant's namespaces and figures.
+	MetricsInsecure bool
+	// MetricsCertDir holds the metrics server's tls.crt and tls.key; empty:
+	// a self-signed certificate made at start.
+	MetricsCertDir string
 	// PprofAddr serves net/http/pprof (CPU and heap profiles); "" or "0" disables.
 	PprofAddr string
 	// LeaderElect runs a Lease so only one replica reconciles.
@@ -111,6 +125,10 @@ type Options struct {
 	// POD_UID), where Events about the sidecar itself go (a missing token
 	// Secret); nil: none, only the log.
 	Pod *corev1.ObjectReference
+	// Egress is the rule for the addresses the sidecar dials for tenants
+	// (repository probes, ManagedEnvironment API servers); the zero Policy
+	// refuses loopback, link-local and unspecified addresses.
+	Egress egress.Policy
 	// Preview configures PromotionPreviews; an empty RepoServerAddr disables them.
 	Preview PreviewOptions
 }
@@ -136,6 +154,21 @@ type PreviewOptions struct {
 	// with on its own cluster (a ServiceAccount's user name), which previews of
 	// Environments there impersonate; empty: those previews are refused.
 	LocalIdentity string
+}
+
+// metricsOptions serve /metrics over https to callers the API server
+// authenticates (TokenReview) and authorizes (SubjectAccessReview) for
+// get /metrics, unless MetricsInsecure.
+func metricsOptions(o Options) metricsserver.Options {
+	if o.MetricsInsecure {
+		return metricsserver.Options{BindAddress: o.MetricsAddr}
+	}
+	return metricsserver.Options{
+		BindAddress:    o.MetricsAddr,
+		SecureServing:  true,
+		CertDir:        o.MetricsCertDir,
+		FilterProvider: filters.WithAuthenticationAndAuthorization,
+	}
 }
 
 // NewScheme has every type the sidecar reads or writes.
@@ -182,7 +215,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        NewScheme(),
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                       metricsOptions(o),
 		HealthProbeBindAddress:        o.ProbeAddr,
 		PprofBindAddress:              o.PprofAddr,
 		LeaderElection:                o.LeaderElect,
@@ -218,7 +251,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	}
 	// One Access for every writer of a tenant's project and for previews:
 	// they share its answers about which repositories are public.
-	access := &tenantproject.Access{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace, AllowFileRepositories: o.AllowFileRepositories}
+	access := &tenantproject.Access{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace, AllowFileRepositories: o.AllowFileRepositories, Egress: &o.Egress}
 	projects := &tenantproject.Projects{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace, Grace: o.ProjectGrace, Access: access}
 	var trees argocd.ResourceTrees
 	if o.ArgoRedis.Addr != "" {
@@ -245,6 +278,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		APIReader:     mgr.GetAPIReader(),
 		ArgoNamespace: o.ArgoNamespace,
 		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
+		Egress:        &o.Egress,
 	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
 		return nil, fmt.Errorf("setting up the GitOpsDeploymentManagedEnvironment reconciler: %w", err)
 	}
@@ -253,6 +287,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		APIReader:     mgr.GetAPIReader(),
 		ArgoNamespace: o.ArgoNamespace,
 		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
+		Verifier:      repositorycredentials.GitVerifier{Egress: &o.Egress},
 	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
 		return nil, fmt.Errorf("setting up the GitOpsDeploymentRepositoryCredentials reconciler: %w", err)
 	}

@@ -42,6 +42,9 @@ func CheckRepoURL(raw string, allowFile bool) string {
 		return fmt.Sprintf("repository URL %q has control or line-break characters: %s", raw, want)
 	}
 	if scpLike.MatchString(raw) && !strings.Contains(raw, "://") {
+		if _, path, _ := strings.Cut(raw, ":"); optionLike(path) {
+			return fmt.Sprintf("repository URL %q is refused: its path begins with '-', which git-upload-pack would read as an option", raw)
+		}
 		return ""
 	}
 	u, err := url.Parse(raw)
@@ -67,7 +70,19 @@ func CheckRepoURL(raw string, allowFile bool) string {
 	if u.Hostname() == "" {
 		return fmt.Sprintf("repository URL %q has no host: %s", raw, want)
 	}
+	// ssh's and git-upload-pack's command lines: a host, user or path that
+	// begins with '-' would be read as an option (CVE-2017-1000117).
+	if scheme == "ssh" && (optionLike(u.Hostname()) || optionLike(u.User.Username()) || optionLike(u.Path)) {
+		return fmt.Sprintf("repository URL %q is refused: its host, user or path begins with '-', which ssh or git-upload-pack would read as an option", raw)
+	}
 	return ""
+}
+
+// optionLike says whether an ssh URL's part would read as a command-line
+// option: it begins with '-', also after the path's leading '/' (git strips
+// it from ssh://host/~user paths).
+func optionLike(part string) bool {
+	return strings.HasPrefix(strings.TrimPrefix(part, "/"), "-")
 }
 
 // CheckRevision says why a tenant's revision (a branch, tag or commit, given to

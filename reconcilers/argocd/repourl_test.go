@@ -50,6 +50,14 @@ func TestCheckRepoURL(t *testing.T) {
 		{url: "https://github.com/org/re\u2029po.git"},
 		{url: "https://github.com/org/re\u0085po.git"},
 		{url: "https://github.com/org/r\u00e9po.git", ok: true},
+		// ssh parts that would read as options of ssh or git-upload-pack.
+		{url: "git@github.com:-oProxyCommand=x"},
+		{url: "git@github.com:--upload-pack=touch"},
+		{url: "ssh://git@github.com/-oProxyCommand=x"},
+		{url: "ssh://-oProxyCommand=x/repo"},
+		{url: "ssh://-l@github.com/repo"},
+		{url: "git@github.com:org/-repo.git", ok: true},
+		{url: "https://github.com/-org/repo.git", ok: true},
 	} {
 		msg := CheckRepoURL(tc.url, tc.allowFile)
 		if tc.ok {

@@ -11,6 +11,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitops-service/gitops-service/reconcilers/egress"
 	"github.com/gitops-service/gitops-service/reconcilers/netfailure"
 )
 
@@ -56,8 +58,9 @@ type Result struct {
 }
 
 // Refs asks repoURL (https:// or http://) for its refs, with Basic
-// credentials when user or password is set (only ever over https).
-func Refs(ctx context.Context, repoURL, user, password string, roots *x509.CertPool) Result {
+// credentials when user or password is set (only ever over https). It
+// connects only to addresses egress allows (nil: the fixed ranges refused).
+func Refs(ctx context.Context, egress *egress.Policy, repoURL, user, password string, roots *x509.CertPool) Result {
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
 	refs := strings.TrimSuffix(repoURL, "/") + "/info/refs?service=git-upload-pack"
@@ -74,7 +77,9 @@ func Refs(ctx context.Context, repoURL, user, password string, roots *x509.CertP
 	req.Header.Set("User-Agent", "git/2.0 (gitops-service)")
 	c := &http.Client{
 		Transport: &http.Transport{
+			// A proxy the admin sets is dialled instead, and is the admin's to restrict.
 			Proxy:               http.ProxyFromEnvironment,
+			DialContext:         egress.DialContext(&net.Dialer{Timeout: Timeout}),
 			TLSClientConfig:     &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
 			TLSHandshakeTimeout: Timeout,
 		},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"strings"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-service/gitops-service/reconcilers/netfailure"
 )
 
 func TestSameOriginRedirects(t *testing.T) {
@@ -55,6 +58,26 @@ func TestDescribeIsGeneric(t *testing.T) {
 		assert.Less(t, len(got), 200)
 	}
 	assert.True(t, strings.HasPrefix(describe(&url.Error{Op: "Get", URL: "https://10.0.0.7:5432", Err: tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}}), "TLS handshake failed"))
+}
+
+// A repository on loopback is not asked by default: the probe fails with
+// fixed words before anything is sent; allowed, it is read.
+func TestRefsRefusesLoopbackByDefault(t *testing.T) {
+	asked := make(chan struct{}, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked <- struct{}{}
+		w.Header().Set("Content-Type", "application/x-git-upload-pack-advertisement")
+		_, _ = w.Write([]byte("001e# service=git-upload-pack\nSECRET-BODY"))
+	}))
+	defer srv.Close()
+	for _, u := range []string{srv.URL + "/r.git", strings.Replace(srv.URL, "127.0.0.1", "localhost", 1) + "/r.git"} {
+		res := Refs(context.Background(), nil, u, "", "", nil)
+		assert.Equal(t, Result{Answer: Failed, Detail: netfailure.NotAllowed.String()}, res, u)
+		assert.NotContains(t, res.Detail, "SECRET-BODY")
+	}
+	assert.Empty(t, asked, "nothing reached the server")
+	assert.Equal(t, Readable, Refs(context.Background(), loopback, srv.URL+"/r.git", "", "", nil).Answer)
+	assert.Len(t, asked, 1)
 }
 
 func mustRequest(t *testing.T, u string) *http.Request {

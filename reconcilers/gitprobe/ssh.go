@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	"github.com/gitops-service/gitops-service/reconcilers/egress"
 	"github.com/gitops-service/gitops-service/reconcilers/netfailure"
 )
 
@@ -23,9 +24,13 @@ const UnknownHostKey = "the server's host key is not in Argo CD's known hosts (a
 // SSHRefs asks an ssh repository (ssh://[user@]host[:port]/path or
 // user@host:path) for its refs as git fetch does, running git-upload-pack
 // for its path with privateKey, and trusting only the host keys of
-// knownHosts (Argo CD's ssh_known_hosts).
-func SSHRefs(ctx context.Context, repoURL, privateKey, knownHosts string) Result {
+// knownHosts (Argo CD's ssh_known_hosts). It connects only to addresses
+// egress allows.
+func SSHRefs(ctx context.Context, egress *egress.Policy, repoURL, privateKey, knownHosts string) Result {
 	user, addr, path, err := sshTarget(repoURL)
+	if errors.Is(err, errOptionLike) {
+		return Result{Answer: Failed, Detail: err.Error()}
+	}
 	if err != nil {
 		return Result{Answer: Failed, Detail: "not an ssh repository URL"}
 	}
@@ -39,7 +44,7 @@ func SSHRefs(ctx context.Context, repoURL, privateKey, knownHosts string) Result
 	}
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
-	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	conn, err := egress.DialContext(&net.Dialer{})(ctx, "tcp", addr)
 	if err != nil {
 		return Result{Answer: Failed, Detail: describe(err)}
 	}
@@ -83,9 +88,22 @@ func SSHRefs(ctx context.Context, repoURL, privateKey, knownHosts string) Result
 	return Result{Answer: Readable}
 }
 
+// errOptionLike refuses a path git-upload-pack would read as an option
+// (quoting does not help: the remote command gets it as its first argument).
+var errOptionLike = errors.New("the repository path begins with '-', which git-upload-pack would read as an option")
+
 // sshTarget splits an ssh repository URL into user (git by default),
-// host:port and the path git-upload-pack is given.
+// host:port and the path git-upload-pack is given; a path beginning with '-'
+// is refused before anything is dialled.
 func sshTarget(repoURL string) (user, addr, path string, err error) {
+	user, addr, path, err = splitSSH(repoURL)
+	if err == nil && strings.HasPrefix(strings.TrimPrefix(path, "/"), "-") {
+		return "", "", "", errOptionLike
+	}
+	return user, addr, path, err
+}
+
+func splitSSH(repoURL string) (user, addr, path string, err error) {
 	if strings.Contains(repoURL, "://") {
 		u, err := url.Parse(repoURL)
 		if err != nil || !strings.EqualFold(u.Scheme, "ssh") || u.Hostname() == "" || u.Path == "" {

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/pem"
 	"net"
+	"net/netip"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-service/gitops-service/reconcilers/egress"
+	"github.com/gitops-service/gitops-service/reconcilers/netfailure"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 )
@@ -101,6 +105,9 @@ func (s *gitSSHServer) serve(conn net.Conn, cfg *ssh.ServerConfig, want, repoDir
 	}
 }
 
+// loopback lets the probes reach the test servers on 127.0.0.1.
+var loopback = &egress.Policy{AllowRanges: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+
 func TestSSHRefsWithTheKeyAndArgoCDsKnownHosts(t *testing.T) {
 	if _, err := exec.LookPath("git-upload-pack"); err != nil {
 		t.Skip("needs git:", err)
@@ -114,23 +121,32 @@ func TestSSHRefsWithTheKeyAndArgoCDsKnownHosts(t *testing.T) {
 	s := startGitSSHServer(t, signer.PublicKey(), "/org/app.git", repo)
 	url := "ssh://git@" + s.addr + "/org/app.git"
 
-	assert.Equal(t, Result{Answer: Readable}, SSHRefs(context.Background(), url, key, s.knownHosts))
+	assert.Equal(t, Result{Answer: Readable}, SSHRefs(context.Background(), loopback, url, key, s.knownHosts))
 	assert.Equal(t, "git-upload-pack '/org/app.git'", <-s.commands)
 
-	assert.Equal(t, Refused, SSHRefs(context.Background(), url, otherKey, s.knownHosts).Answer, "a key the server does not accept")
-	assert.Equal(t, NotFound, SSHRefs(context.Background(), "ssh://git@"+s.addr+"/org/other.git", key, s.knownHosts).Answer)
+	assert.Equal(t, Refused, SSHRefs(context.Background(), loopback, url, otherKey, s.knownHosts).Answer, "a key the server does not accept")
+	assert.Equal(t, NotFound, SSHRefs(context.Background(), loopback, "ssh://git@"+s.addr+"/org/other.git", key, s.knownHosts).Answer)
 	<-s.commands
 
-	unknown := SSHRefs(context.Background(), url, key, "")
+	unknown := SSHRefs(context.Background(), loopback, url, key, "")
 	assert.Equal(t, Result{Answer: Failed, Detail: UnknownHostKey}, unknown, "no known hosts: nothing is trusted")
 	otherSigner, _ := newKey(t)
 	wrong := knownhosts.Line([]string{knownhosts.Normalize(s.addr)}, otherSigner.PublicKey())
-	assert.Equal(t, Result{Answer: Failed, Detail: UnknownHostKey}, SSHRefs(context.Background(), url, key, wrong), "another host key")
+	assert.Equal(t, Result{Answer: Failed, Detail: UnknownHostKey}, SSHRefs(context.Background(), loopback, url, key, wrong), "another host key")
 
 	// A path that would end the quoting reaches the server as one argument.
-	SSHRefs(context.Background(), "ssh://git@"+s.addr+"/org/x';touch /tmp/pwned;'", key, s.knownHosts)
+	SSHRefs(context.Background(), loopback, "ssh://git@"+s.addr+"/org/x';touch /tmp/pwned;'", key, s.knownHosts)
 	assert.Equal(t, `git-upload-pack '/org/x'\'';touch /tmp/pwned;'\'''`, <-s.commands)
-	assert.False(t, strings.Contains(SSHRefs(context.Background(), "ssh://git@127.0.0.1:1/x", key, s.knownHosts).Detail, "127.0.0.1"))
+	assert.False(t, strings.Contains(SSHRefs(context.Background(), loopback, "ssh://git@127.0.0.1:1/x", key, s.knownHosts).Detail, "127.0.0.1"))
+
+	// By default the server on loopback is not dialled: no command reaches it.
+	refused := SSHRefs(context.Background(), nil, url, key, s.knownHosts)
+	assert.Equal(t, Result{Answer: Failed, Detail: netfailure.NotAllowed.String()}, refused)
+	select {
+	case cmd := <-s.commands:
+		t.Fatalf("the refused probe ran %q", cmd)
+	default:
+	}
 }
 
 func TestSSHTarget(t *testing.T) {
@@ -148,4 +164,16 @@ func TestSSHTarget(t *testing.T) {
 		_, _, _, err := sshTarget(bad)
 		assert.Error(t, err, bad)
 	}
+	for _, option := range []string{"git@github.com:--upload-pack=touch /tmp/x", "git@github.com:-x", "ssh://git@github.com/-oProxyCommand=x"} {
+		_, _, _, err := sshTarget(option)
+		assert.ErrorIs(t, err, errOptionLike, option)
+	}
+}
+
+// A path beginning with '-' is refused before anything is dialled: the
+// address does not exist, so any dial would fail differently.
+func TestSSHRefsRefusesOptionLikePath(t *testing.T) {
+	res := SSHRefs(context.Background(), nil, "git@192.0.2.1:--upload-pack=touch /tmp/pwned", "not a key", "")
+	assert.Equal(t, Failed, res.Answer)
+	assert.Equal(t, errOptionLike.Error(), res.Detail)
 }

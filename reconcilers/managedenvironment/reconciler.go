@@ -20,6 +20,7 @@ import (
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/argosecret"
+	"github.com/gitops-service/gitops-service/reconcilers/egress"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/kubeconfig"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantsecret"
@@ -53,6 +54,9 @@ type Reconciler struct {
 	Recorder      record.EventRecorder
 	// RemoteClient makes clients of target clusters (default NewRemoteClient).
 	RemoteClient RemoteClientFunc
+	// Egress limits the addresses of target clusters dialled (nil: loopback,
+	// link-local and unspecified refused; see egress.Policy.ForAPIServers).
+	Egress *egress.Policy
 	// RecheckInterval is how often a connected environment is verified again;
 	// RetryInterval how often a failing one is retried (a cluster that comes
 	// back changes nothing we watch; a changed credentials Secret is watched).
@@ -139,7 +143,7 @@ func (r *Reconciler) credentials(ctx context.Context, env *v1.GitOpsDeploymentMa
 		return none, refusal, nil
 	}
 	user := argocd.ClusterCredentials{BearerToken: kc.Token, CAData: kc.CAData, Insecure: env.Spec.AllowInsecureSkipTLSVerify}
-	userClient, err := r.RemoteClient(restConfig(env.Spec.APIURL, user))
+	userClient, err := r.RemoteClient(r.restConfig(env.Spec.APIURL, user))
 	if err != nil {
 		return none, kernel.Refuse(v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials,
 			"Unable to create a client of the cluster with the provided credentials: %s", describe(err)), nil
@@ -156,7 +160,7 @@ func (r *Reconciler) credentials(ctx context.Context, env *v1.GitOpsDeploymentMa
 				"Unable to install a ServiceAccount on the cluster with the credentials of Secret '%s': %s", env.Spec.ClusterCredentialsSecret, err), nil
 		}
 		creds = argocd.ClusterCredentials{BearerToken: token, CAData: kc.CAData, Insecure: user.Insecure, ServiceAccount: ServiceAccountRef(env.UID)}
-		if check, err = r.RemoteClient(restConfig(env.Spec.APIURL, creds)); err != nil {
+		if check, err = r.RemoteClient(r.restConfig(env.Spec.APIURL, creds)); err != nil {
 			return none, nil, fmt.Errorf("creating a client of the cluster: %w", err)
 		}
 	} else if current != nil && current.Annotations[argocd.AnnotationServiceAccount] != "" {
@@ -257,7 +261,7 @@ func (r *Reconciler) cleanupTarget(ctx context.Context, env *v1.GitOpsDeployment
 		return true, errors.New(refusal.Message)
 	}
 	namespaces, _ := kubeconfig.ValidateNamespaces(env.Spec.Namespaces)
-	c, err := r.RemoteClient(restConfig(env.Spec.APIURL, argocd.ClusterCredentials{BearerToken: kc.Token, CAData: kc.CAData, Insecure: env.Spec.AllowInsecureSkipTLSVerify}))
+	c, err := r.RemoteClient(r.restConfig(env.Spec.APIURL, argocd.ClusterCredentials{BearerToken: kc.Token, CAData: kc.CAData, Insecure: env.Spec.AllowInsecureSkipTLSVerify}))
 	if err != nil {
 		return true, errors.New(describe(err))
 	}

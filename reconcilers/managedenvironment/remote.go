@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -87,9 +88,11 @@ func NewRemoteClient(cfg *rest.Config) (client.Client, error) {
 }
 
 // restConfig connects to apiURL with exactly the given credentials: nothing is
-// read from files, no plugin runs.
-func restConfig(apiURL string, creds argocd.ClusterCredentials) *rest.Config {
+// read from files, no plugin runs; only addresses the egress rule for API
+// servers allows are dialled.
+func (r *Reconciler) restConfig(apiURL string, creds argocd.ClusterCredentials) *rest.Config {
 	cfg := &rest.Config{
+		Dial:        r.Egress.ForAPIServers().DialContext(&net.Dialer{Timeout: connectTimeout}),
 		Host:        apiURL,
 		BearerToken: creds.BearerToken,
 		Timeout:     connectTimeout,

@@ -14,6 +14,8 @@ import (
 	"net"
 	"strings"
 	"syscall"
+
+	"github.com/gitops-service/gitops-service/reconcilers/egress"
 )
 
 // Kind is one kind of connection failure.
@@ -33,6 +35,9 @@ const (
 	InvalidCertificate
 	// TLS: the handshake failed, or the server does not speak TLS.
 	TLS
+	// NotAllowed: the host resolved to an address the platform's egress
+	// rule refuses (reconcilers/egress); nothing was sent.
+	NotAllowed
 )
 
 var words = map[Kind]string{
@@ -45,6 +50,7 @@ var words = map[Kind]string{
 	UntrustedCertificate: "TLS handshake failed: certificate signed by unknown authority",
 	InvalidCertificate:   "TLS handshake failed: the server's certificate is not valid for it",
 	TLS:                  "TLS handshake failed",
+	NotAllowed:           "not connected: the host resolves to a loopback, link-local or cluster-internal address, which the platform does not allow for tenants (--probe-allow-hosts)",
 }
 
 // String is the kind's fixed words.
@@ -64,7 +70,10 @@ func Classify(err error) Kind {
 		authority  x509.UnknownAuthorityError
 		authorityP *x509.UnknownAuthorityError
 	)
+	var notAllowed *egress.RefusedError
 	switch {
+	case errors.As(err, &notAllowed):
+		return NotAllowed
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
 		return Timeout
 	case errors.Is(err, syscall.ECONNREFUSED):

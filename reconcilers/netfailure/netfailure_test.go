@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/gitops-service/gitops-service/reconcilers/egress"
 )
 
 func TestClassify(t *testing.T) {
@@ -40,6 +42,7 @@ func TestClassify(t *testing.T) {
 		{wrap(tls.AlertError(40)), TLS},
 		{wrap(errors.New("tls: handshake failure")), TLS},
 		{wrap(errors.New(`malformed HTTP response "SSH-2.0-OpenSSH_9.6 bastion"`)), Other},
+		{wrap(&net.OpError{Op: "dial", Net: "tcp", Err: &egress.RefusedError{Host: "postgres.internal", Kind: "loopback"}}), NotAllowed},
 	}
 	for _, c := range cases {
 		got := Classify(c.err)

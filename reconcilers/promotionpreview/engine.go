@@ -1,10 +1,12 @@
 package promotionpreview
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"sort"
@@ -23,6 +25,7 @@ import (
 	"google.golang.org/grpc/codes"
 	grpcstatus "google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -36,6 +39,7 @@ import (
 	managedgitopsv1alpha1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/binding"
+	"github.com/gitops-service/gitops-service/reconcilers/egress"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
@@ -54,6 +58,8 @@ const ssaManager = "argocd-controller"
 // application controller (--preview-local-identity): the sidecar may
 // impersonate exactly that ServiceAccount, nothing else.
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=impersonate,resourceNames=argocd-application-controller,namespace=argocd
+// The tenant's role, whose rules bound what a preview reads on Argo CD's own cluster.
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=get,resourceNames=edit
 
 // remoteTimeout bounds each request to the target cluster.
 const remoteTimeout = 20 * time.Second
@@ -88,6 +94,12 @@ type Engine struct {
 	// the tenant can read it (the repo-server would render another tenant's
 	// checkout without asking for credentials). nil: none is rendered.
 	Access *tenantproject.Access
+	// TenantRole is the ClusterRole whose rules stand for the tenant in its
+	// namespace on Argo CD's own cluster (DefaultTenantRole when empty).
+	TenantRole string
+	// Egress limits the addresses of target clusters dialled, as the
+	// ManagedEnvironment reconciler's (egress.Policy.ForAPIServers).
+	Egress *egress.Policy
 }
 
 // Preview is one preview's result, for the status.
@@ -114,6 +126,15 @@ func (e *Engine) Run(ctx context.Context, pp *as.PromotionPreview) (*Preview, er
 	// Every component deploys to the Environment's one namespace.
 	sc := scope{Project: proj, Server: params[0].DestinationServer, Namespace: params[0].DestinationNamespace, Local: local,
 		Clusters: func(project string) ([]*argov1alpha1.Cluster, error) { return e.DB.GetProjectClusters(ctx, project) }}
+	if local {
+		// Read as the application controller: only what the tenant may read.
+		sc.TenantRole = cmp.Or(e.TenantRole, DefaultTenantRole)
+		role := &rbacv1.ClusterRole{}
+		if err := e.APIReader.Get(ctx, types.NamespacedName{Name: sc.TenantRole}, role); err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("reading ClusterRole %s: %w", sc.TenantRole, err)
+		}
+		sc.TenantRules = role.Rules // none when missing: nothing is read
+	}
 	remote, disc, err := remoteClients(cfg)
 	if err != nil {
 		return nil, kernel.Refuse(as.PromotionPreviewReasonInvalid, "the cluster of Environment %q: %v", pp.Spec.TargetEnvironment, err)
@@ -273,7 +294,8 @@ func (e *Engine) targetConfig(ctx context.Context, pp *as.PromotionPreview, para
 		if err := json.Unmarshal(secret.Data["config"], &cc); err != nil {
 			break
 		}
-		cfg := &rest.Config{Host: me.Spec.APIURL, BearerToken: cc.BearerToken, Timeout: remoteTimeout, UserAgent: "gitops-service-preview", QPS: 20, Burst: 40}
+		cfg := &rest.Config{Host: me.Spec.APIURL, BearerToken: cc.BearerToken, Timeout: remoteTimeout, UserAgent: "gitops-service-preview", QPS: 20, Burst: 40,
+			Dial: e.Egress.ForAPIServers().DialContext(&net.Dialer{Timeout: remoteTimeout})}
 		cfg.Insecure = cc.TLSClientConfig.Insecure
 		if !cfg.Insecure {
 			cfg.CAData = append([]byte(nil), cc.TLSClientConfig.CAData...)
@@ -394,6 +416,12 @@ func (e *Engine) component(ctx context.Context, repo apiclient.RepoServerService
 		msg, err := sc.permission(t.GroupVersionKind().GroupKind(), objNS)
 		if err != nil {
 			return res, err
+		}
+		if msg == "" && sc.Local {
+			// A kind the cluster does not serve: its dry-run fails on the kind.
+			if m, err := remote.RESTMapper().RESTMapping(t.GroupVersionKind().GroupKind(), t.GroupVersionKind().Version); err == nil {
+				msg = sc.tenantReads(m.Resource.GroupResource())
+			}
 		}
 		if msg != "" {
 			refused[kube.GetResourceKey(t)] = msg
@@ -525,7 +553,7 @@ func (e *Engine) inventory(ctx context.Context, remote client.Client, disc disco
 			}
 			if msg, err := sc.permission(schema.GroupKind{Group: gv.Group, Kind: r.Kind}, ns); err != nil {
 				return nil, err
-			} else if msg != "" {
+			} else if msg != "" || sc.tenantReads(schema.GroupResource{Group: gv.Group, Resource: r.Name}) != "" {
 				continue
 			}
 			list := &unstructured.UnstructuredList{}

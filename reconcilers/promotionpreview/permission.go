@@ -4,7 +4,9 @@ import (
 	"fmt"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/component-helpers/auth/rbac/validation"
 )
 
 // scope is where a preview may act: the tenant's project and the
@@ -19,6 +21,36 @@ type scope struct {
 	// Clusters are the project's clusters (Argo CD's database), asked only
 	// for a project that permits only its own clusters.
 	Clusters func(project string) ([]*argov1alpha1.Cluster, error)
+	// TenantRole and TenantRules, on Argo CD's own cluster (Local), are the
+	// ClusterRole that stands for the tenant in its namespace and its rules:
+	// the preview reads there as Argo CD's application controller, which may
+	// read everything, so it reads only kinds the tenant's role may get and
+	// list itself.
+	TenantRole  string
+	TenantRules []rbacv1.PolicyRule
+}
+
+// DefaultTenantRole is the tenant's identity in its own namespace for
+// previews: the aggregated edit ClusterRole, what the namespace's developers
+// hold (the shipped tenant roles aggregate into it). A PromotionPreview
+// records no requester, so no Kubernetes user could be asked about; the
+// role's rules, as the API server aggregated them, are checked with RBAC's
+// own rule comparison.
+const DefaultTenantRole = "edit"
+
+// tenantReads says why the preview may not read resource gr of the tenant's
+// namespace on Argo CD's own cluster, or "" when the tenant's role may get
+// and list it there (or the cluster is not Argo CD's own: the Environment's
+// own credentials bound what is read there).
+func (s scope) tenantReads(gr schema.GroupResource) string {
+	if !s.Local {
+		return ""
+	}
+	want := []rbacv1.PolicyRule{{APIGroups: []string{gr.Group}, Resources: []string{gr.Resource}, Verbs: []string{"get", "list"}}}
+	if ok, _ := validation.Covers(s.TenantRules, want); ok {
+		return ""
+	}
+	return fmt.Sprintf("resource %s is not previewed: the tenant's own role (ClusterRole %s) in namespace %s may not get and list it", gr, s.TenantRole, s.Namespace)
 }
 
 // permission says why a preview may neither read nor dry-run an object of

@@ -7,6 +7,7 @@ import (
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -94,4 +95,40 @@ func TestPermission(t *testing.T) {
 		Clusters: func(string) ([]*argov1alpha1.Cluster, error) { return nil, errors.New("down") }}
 	_, err := s.permission(deployment, "jane-staging")
 	assert.Error(t, err)
+}
+
+// Issue 33: on Argo CD's own cluster a preview reads as the application
+// controller; it reads only kinds the tenant's own role may get and list.
+func TestTenantReads(t *testing.T) {
+	edit := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets", "services", "pods"}, Verbs: []string{"get", "list", "watch", "create"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets"}, Verbs: []string{"*"}},
+		{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"get"}},
+		{APIGroups: []string{"example.com"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
+	}
+	local := scope{Namespace: "jane", Local: true, TenantRole: "edit", TenantRules: edit}
+	for _, tc := range []struct {
+		gr schema.GroupResource
+		ok bool
+	}{
+		{schema.GroupResource{Resource: "configmaps"}, true},
+		{schema.GroupResource{Group: "apps", Resource: "deployments"}, true},
+		{schema.GroupResource{Group: "example.com", Resource: "widgets"}, true},
+		{schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "roles"}, false},
+		{schema.GroupResource{Group: "networking.k8s.io", Resource: "ingresses"}, false}, // get, not list
+		{schema.GroupResource{Group: "apps", Resource: "daemonsets"}, false},
+		{schema.GroupResource{Group: "other.example.com", Resource: "widgets"}, false},
+	} {
+		msg := local.tenantReads(tc.gr)
+		if tc.ok {
+			assert.Empty(t, msg, tc.gr)
+			continue
+		}
+		assert.Contains(t, msg, "ClusterRole edit", tc.gr)
+		assert.Contains(t, msg, tc.gr.String(), tc.gr)
+	}
+	none := scope{Namespace: "jane", Local: true, TenantRole: "edit"}
+	assert.NotEmpty(t, none.tenantReads(schema.GroupResource{Resource: "configmaps"}), "no role: nothing is read")
+	remote := scope{Namespace: "jane-staging"}
+	assert.Empty(t, remote.tenantReads(schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "roles"}), "a remote cluster: the Environment's own credentials bound what is read")
 }

@@ -11,6 +11,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/egress"
 	"github.com/gitops-service/gitops-service/reconcilers/gitprobe"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
@@ -39,15 +40,18 @@ type Trust struct {
 // first step of every git fetch does: over smart HTTP for https, by running
 // git-upload-pack with the key for ssh. The tenant's project gets the
 // repository only once it answered (tenantproject.Access).
-type GitVerifier struct{}
+type GitVerifier struct {
+	// Egress limits the addresses dialled (nil: the fixed ranges refused).
+	Egress *egress.Policy
+}
 
 // Verify implements Verifier.
-func (GitVerifier) Verify(ctx context.Context, repoURL string, creds argocd.RepositoryCredentials, trust Trust) Verdict {
+func (g GitVerifier) Verify(ctx context.Context, repoURL string, creds argocd.RepositoryCredentials, trust Trust) Verdict {
 	if u, err := url.Parse(repoURL); err == nil && u.Scheme == "https" {
-		res := gitprobe.Refs(ctx, repoURL, creds.Username, creds.Password, trust.Roots)
+		res := gitprobe.Refs(ctx, g.Egress, repoURL, creds.Username, creds.Password, trust.Roots)
 		return verdict(repoURL, res, fmt.Sprintf("the repository %s refused the credentials (HTTP %d): check username and password in the Secret", repoURL, res.Status))
 	}
-	return verdict(repoURL, gitprobe.SSHRefs(ctx, repoURL, creds.SSHPrivateKey, trust.KnownHosts),
+	return verdict(repoURL, gitprobe.SSHRefs(ctx, g.Egress, repoURL, creds.SSHPrivateKey, trust.KnownHosts),
 		fmt.Sprintf("the repository %s refused the ssh key: check sshPrivateKey in the Secret", repoURL))
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/egress"
 	"github.com/gitops-service/gitops-service/test/hostile"
 )
 
@@ -20,7 +21,7 @@ func TestVerifyRevealsNothingAndKeepsCredentialsOnHTTPS(t *testing.T) {
 	creds := argocd.RepositoryCredentials{Username: "jane", Password: "s3cret-" + t.Name()}
 	for _, path := range []string{"/5xx/org/repo", "/status/org/repo", "/to-http/org/repo", "/to-port/org/repo", "/to-tls/org/repo"} {
 		t.Run(path, func(t *testing.T) {
-			v := GitVerifier{}.Verify(context.Background(), h.URL+path, creds, Trust{Roots: h.Roots})
+			v := GitVerifier{Egress: &egress.Policy{AllowHosts: []string{"127.0.0.1"}}}.Verify(context.Background(), h.URL+path, creds, Trust{Roots: h.Roots})
 			require.NotNil(t, v.URL, "a server that is not a git repository passed: %+v", v)
 			assert.Nil(t, v.Credential)
 			for _, text := range []string{v.URL.Message} {

@@ -22,6 +22,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/egress"
 	"github.com/gitops-service/gitops-service/reconcilers/gitprobe"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
@@ -44,6 +45,9 @@ type Access struct {
 	ArgoNamespace string
 	// AllowFileRepositories: file:// repositories (demos and tests only).
 	AllowFileRepositories bool
+	// Egress limits the addresses the default Probe dials (nil: the fixed
+	// ranges refused).
+	Egress *egress.Policy
 	// Probe asks a repository for its refs without credentials
 	// (gitprobe.Refs when nil).
 	Probe func(ctx context.Context, repoURL string, roots *x509.CertPool) gitprobe.Result
@@ -168,7 +172,7 @@ func (a *Access) answer(ctx context.Context, repo string) (gitprobe.Result, erro
 		probe := a.Probe
 		if probe == nil {
 			probe = func(ctx context.Context, repoURL string, roots *x509.CertPool) gitprobe.Result {
-				return gitprobe.Refs(ctx, repoURL, "", "", roots)
+				return gitprobe.Refs(ctx, a.Egress, repoURL, "", "", roots)
 			}
 		}
 		res := probe(ctx, repo, roots)

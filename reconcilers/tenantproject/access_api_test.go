@@ -27,6 +27,7 @@ import (
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/egress"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
 	"github.com/gitops-service/gitops-service/test/stack"
@@ -62,7 +63,8 @@ func TestProjectsAdmitOnlyRepositoriesTheTenantCanRead(t *testing.T) {
 		Data:       map[string]string{"127.0.0.1": string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: git.Certificate().Raw}))},
 	}))
 
-	access := &tenantproject.Access{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: stack.SuiteArgoNamespace}
+	access := &tenantproject.Access{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: stack.SuiteArgoNamespace,
+		Egress: &egress.Policy{AllowHosts: []string{"127.0.0.1"}}}
 	projects := &tenantproject.Projects{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: stack.SuiteArgoNamespace, Access: access}
 	tenant, other := stack.Tenant(t, c), stack.Tenant(t, c)
 	sourceReposOf := func(ns string) []string {

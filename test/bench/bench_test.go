@@ -147,7 +147,7 @@ func runOnce(b *testing.B) *results {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	before, err := scrape(side.MetricsURL)
+	before, err := scrape(side)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func runOnce(b *testing.B) *results {
 	// BENCH_DEBUG=1: each create's latency in order, and the controller's
 	// queue and reconcile histograms (a slow start shows as queue time).
 	if os.Getenv("BENCH_DEBUG") == "1" {
-		if m, err := scrape(side.MetricsURL); err == nil {
+		if m, err := scrape(side); err == nil {
 			for k, v := range m {
 				if strings.Contains(k, `controller="gitopsdeployment"`) || strings.Contains(k, `name="gitopsdeployment"`) || strings.HasPrefix(k, "rest_client_request_duration_seconds_bucket") {
 					fmt.Printf("metric %s %v\n", k, v)
@@ -281,7 +281,7 @@ func runOnce(b *testing.B) *results {
 	}
 
 	// Let the status writes that follow each create land, then count.
-	after := settle(b, side.MetricsURL)
+	after := settle(b, side)
 	r.writesPerCR = (sumMethods(after, writeMethodsRE) - sumMethods(before, writeMethodsRE)) / float64(n)
 	r.readsPerCR = (sumMethods(after, "GET LIST WATCH") - sumMethods(before, "GET LIST WATCH")) / float64(n)
 	reconciles := func(m metrics) float64 {
@@ -310,7 +310,7 @@ func runOnce(b *testing.B) *results {
 		b.Fatal(err)
 	}
 	for {
-		s, err := scrape(side.MetricsURL)
+		s, err := scrape(side)
 		if err == nil && reconciles(s) >= float64(n) {
 			break
 		}
@@ -320,7 +320,7 @@ func runOnce(b *testing.B) *results {
 		time.Sleep(50 * time.Millisecond)
 	}
 	r.resyncTime = time.Since(restart)
-	final := settle(b, side.MetricsURL)
+	final := settle(b, side)
 	r.resyncWrites = sumMethods(final, writeMethodsRE)
 	r.resyncReads = sumMethods(final, "GET LIST")
 	r.rssResync, r.hwmResync = rss(side.Pid())
@@ -346,15 +346,27 @@ func pct(sorted []time.Duration, p int) time.Duration {
 // metrics is one scrape: "name{labels}" -> value.
 type metrics map[string]float64
 
-func scrape(url string) (metrics, error) { return scrapeWith(http.DefaultClient, url) }
+// scrape scrapes the sidecar as the platform's Prometheus (its metrics answer
+// only callers the API server authorizes).
+func scrape(side *stack.Sidecar) (metrics, error) {
+	resp, err := side.ScrapeMetrics(context.Background())
+	return parseScrape(resp, err)
+}
 
 // scrapeWith scrapes with hc (e.g. the API server's, with credentials).
 func scrapeWith(hc *http.Client, url string) (metrics, error) {
 	resp, err := hc.Get(url)
+	return parseScrape(resp, err)
+}
+
+func parseScrape(resp *http.Response, err error) (metrics, error) {
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scrape: HTTP %d", resp.StatusCode)
+	}
 	out := metrics{}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -410,11 +422,11 @@ func sumMethods(m metrics, methods string) float64 {
 }
 
 // settle waits until the sidecar's request counters stop moving for 2 s.
-func settle(b *testing.B, url string) metrics {
+func settle(b *testing.B, side *stack.Sidecar) metrics {
 	var last float64 = -1
 	stableSince := time.Now()
 	for {
-		m, err := scrape(url)
+		m, err := scrape(side)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -203,8 +203,8 @@ func runClaims(b *testing.B) {
 func claimsRun(ctx context.Context, b *testing.B, kube *stack.Kube, c client.WithWatch, side *stack.Sidecar, apiHC *http.Client,
 	namespaces []string, mode string, fail func(string, ...any)) claimsMode {
 	n, m := *claims, *spaces
-	settle(b, side.MetricsURL)
-	before, err := scrape(side.MetricsURL)
+	settle(b, side)
+	before, err := scrape(side)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -310,7 +310,7 @@ func claimsRun(ctx context.Context, b *testing.B, kube *stack.Kube, c client.Wit
 	mu.Unlock()
 	r.all, r.afterLast = lastBound.Sub(start), lastBound.Sub(lastCreate)
 	sort.Slice(r.lat, func(i, j int) bool { return r.lat[i] < r.lat[j] })
-	after := settle(b, side.MetricsURL)
+	after := settle(b, side)
 	apiAfter, err := scrapeWith(apiHC, kube.URL+"/metrics")
 	if err != nil {
 		b.Fatal(err)

@@ -272,7 +272,7 @@ func runPeer(b *testing.B) {
 			}
 		}
 		m := newCPUMeter(procs)
-		before, _ := scrape(side.MetricsURL)
+		before, _ := scrape(side)
 		apiBefore, _ := scrapeWith(apiHC, kube.URL+"/metrics")
 		s := run(round)
 		s.cpu = m.String()
@@ -296,7 +296,7 @@ func runPeer(b *testing.B) {
 			}
 			s.apiWrites = "API server writes per deployment: " + strings.Join(parts, ", ")
 		}
-		if after, err := scrape(side.MetricsURL); err == nil && before != nil {
+		if after, err := scrape(side); err == nil && before != nil {
 			per := func(name, label string) float64 {
 				return (after.sum(name, label) - before.sum(name, label)) / float64(*peerN)
 			}

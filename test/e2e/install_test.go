@@ -40,8 +40,9 @@ func TestSidecarRunsAsInstalled(t *testing.T) {
 		require.NoError(t, err)
 		return strings.TrimSpace(string(out))
 	}
-	resp, err := http.Get(side.MetricsURL)
+	resp, err := side.ScrapeMetrics(context.Background())
 	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)

@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -11,6 +13,10 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/test/stack"
@@ -20,7 +26,7 @@ import (
 // histogram gives its _count.
 func sidecarMetrics(t *testing.T) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get(side.MetricsURL)
+	resp, err := side.ScrapeMetrics(context.Background())
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -116,4 +122,57 @@ func TestMetricsAfterAScenario(t *testing.T) {
 		assert.GreaterOrEqual(t, increase("gitops_service_argocd_redis_reads_total", `result="hit"`), 1.0, "Redis reads")
 		assert.Equal(t, 0.0, increase("gitops_service_argocd_redis_reads_total", `result="error"`), "Redis read errors")
 	}
+}
+
+// Issue 33, item 6: the metrics name every tenant's namespaces and figures,
+// so the endpoint answers only callers the API server authorizes for get
+// /metrics: not an unauthenticated call, not plain http, not a tenant's own
+// ServiceAccount (admin of its namespace); the platform's Prometheus, bound
+// to the shipped gitops-service-metrics-reader ClusterRole, reads them.
+func TestMetricsOnlyForThePlatform(t *testing.T) {
+	ctx := context.Background()
+	ns := stack.Tenant(t, k8s).Name
+	cs, err := kube.Clientset()
+	require.NoError(t, err)
+	_, err = cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "scraper"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "scraper-admin"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "scraper"}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	tok, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "scraper", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	get := func(hc *http.Client, url string) (int, string) {
+		t.Helper()
+		resp, err := hc.Get(url)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	code, body := get(stack.MetricsClient(""), side.MetricsURL)
+	assert.Equal(t, http.StatusUnauthorized, code)
+	assert.NotContains(t, body, "gitops_service")
+	code, body = get(stack.MetricsClient(tok.Status.Token), side.MetricsURL)
+	assert.Equal(t, http.StatusForbidden, code, "a tenant's token")
+	assert.NotContains(t, body, "gitops_service")
+	code, body = get(stack.MetricsClient("not-a-token"), side.MetricsURL)
+	// controller-runtime's filter: 500 "Authentication failed" for a token the API server does not know.
+	assert.Contains(t, []int{http.StatusUnauthorized, http.StatusInternalServerError}, code)
+	assert.NotContains(t, body, "gitops_service")
+	// Plain http gets nothing either.
+	code, body = get(&http.Client{Timeout: 5 * time.Second}, strings.Replace(side.MetricsURL, "https://", "http://", 1))
+	assert.NotEqual(t, http.StatusOK, code)
+	assert.NotContains(t, body, "gitops_service")
+
+	resp, err := side.ScrapeMetrics(ctx)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(b), "gitops_service_build_info{")
 }

@@ -360,8 +360,10 @@ func TestPromotionPreviewOnArgoCDsOwnCluster(t *testing.T) {
 	require.NoError(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: victim, Name: "web-settings"}, Data: map[string]string{"value": secret}}))
 
 	files := previewFiles()
-	files["components/web/kustomization.yaml"] = "resources:\n- deployment.yaml\n- clusterrole.yaml\n- elsewhere.yaml\n"
+	files["components/web/kustomization.yaml"] = "resources:\n- deployment.yaml\n- clusterrole.yaml\n- elsewhere.yaml\n- role.yaml\n"
 	files["components/web/elsewhere.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-settings\n  namespace: " + victim + "\ndata:\n  value: from-git\n"
+	// A kind the project permits but the tenant's own role (edit) may not read.
+	files["components/web/role.yaml"] = "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: web-role\nrules: []\n"
 	repo, _ := gitRepo(t, files)
 	require.NoError(t, k8s.Create(ctx, &as.Application{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "appa"}, Spec: as.ApplicationSpec{DisplayName: "App A"}}))
 	comp := &as.Component{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
@@ -383,6 +385,10 @@ func TestPromotionPreviewOnArgoCDsOwnCluster(t *testing.T) {
 	live.Namespace = ns
 	tracked(t, live, "apps/v1:Deployment", app)
 	require.NoError(t, k8s.Create(ctx, live))
+	// A live Role the Application tracks: were Roles read, it would be a prune candidate.
+	oldRole := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "old-role"}}
+	tracked(t, oldRole, "rbac.authorization.k8s.io/v1:Role", app)
+	require.NoError(t, k8s.Create(ctx, oldRole))
 	before := settled(t, "the namespaces", func() map[string]string { return versionsOf(t, k8s, false, ns, victim) })
 	got := completedPreview(t, ns, "snap-2-to-dev", "dev")
 
@@ -391,9 +397,9 @@ func TestPromotionPreviewOnArgoCDsOwnCluster(t *testing.T) {
 	assert.Empty(t, web.RenderError)
 	assert.Equal(t, app, web.ArgoApplication)
 	assert.Equal(t, 1, web.Changed, "the Deployment; status: %+v", web)
-	assert.Equal(t, 2, web.Added, "the ClusterRole and the other namespace's ConfigMap, never compared with anything live; status: %+v", web)
-	assert.Equal(t, 0, web.Removed, "status: %+v", web)
-	assert.Equal(t, 2, web.Errors, "status: %+v", web)
+	assert.Equal(t, 3, web.Added, "the ClusterRole, the other namespace's ConfigMap and the Role, never compared with anything live; status: %+v", web)
+	assert.Equal(t, 0, web.Removed, "Roles are not read (the tracked old-role is no prune candidate); status: %+v", web)
+	assert.Equal(t, 3, web.Errors, "status: %+v", web)
 	assert.False(t, got.Status.Clean)
 	errs := map[string]string{}
 	for _, e := range web.DryRunErrors {
@@ -403,6 +409,7 @@ func TestPromotionPreviewOnArgoCDsOwnCluster(t *testing.T) {
 	assert.Equal(t, map[string]string{
 		"rbac.authorization.k8s.io/ClusterRole//web-preview-reader": "resource rbac.authorization.k8s.io:ClusterRole is not permitted in project " + project,
 		"ConfigMap/" + victim + "/web-settings":                     "namespace " + victim + " is not permitted in project '" + project + "'",
+		"rbac.authorization.k8s.io/Role/" + ns + "/web-role":        "resource roles.rbac.authorization.k8s.io is not previewed: the tenant's own role (ClusterRole edit) in namespace " + ns + " may not get and list it",
 	}, errs)
 
 	// Read as the application controller: the live Deployment is compared.

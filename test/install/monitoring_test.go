@@ -29,6 +29,22 @@ func TestMonitoringComponentRenders(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, r.Objects, len(base.Objects)+3, "the ServiceMonitor, the PrometheusRule and the dashboard's ConfigMap")
 	require.Len(t, r.Find("ServiceMonitor"), 1)
+	// The sidecar answers only authorized callers over https: the
+	// ServiceMonitor scrapes so, with its Prometheus' token.
+	endpoints, _, _ := unstructured.NestedSlice(r.Find("ServiceMonitor")[0].Object, "spec", "endpoints")
+	require.Len(t, endpoints, 1)
+	ep := endpoints[0].(map[string]any)
+	assert.Equal(t, "https", ep["scheme"])
+	assert.Equal(t, "/var/run/secrets/kubernetes.io/serviceaccount/token", ep["bearerTokenFile"])
+	var readers int
+	for _, cr := range r.Find("ClusterRole") {
+		if cr.GetName() == "gitops-service-metrics-reader" {
+			readers++
+			rules, _, _ := unstructured.NestedSlice(cr.Object, "rules")
+			assert.Equal(t, []any{map[string]any{"nonResourceURLs": []any{"/metrics"}, "verbs": []any{"get"}}}, rules)
+		}
+	}
+	assert.Equal(t, 1, readers, "the install ships ClusterRole gitops-service-metrics-reader")
 	rules := r.Find("PrometheusRule")
 	require.Len(t, rules, 1)
 	assert.Equal(t, "monitoring.coreos.com/v1", rules[0].GetAPIVersion())

@@ -60,6 +60,7 @@ func TestMain(m *testing.M) {
 		// As in production: a tenant's file:// URL would read the repo-server's disk.
 		o.AllowFileRepositories = false
 		o.PromotionTimeout = time.Minute
+		o.MetricsAddr = metricsAddr // as shipped: https, for the platform only (cases_metrics_test.go)
 		// Previews on: every hostile one is refused before it would render
 		// (no repo-server listens here).
 		o.Preview = sidecar.PreviewOptions{RepoServerAddr: "127.0.0.1:1", RepoServerPlaintext: true, PerTenant: 2, Total: 8, DefaultTracking: "annotation"}

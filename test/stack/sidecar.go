@@ -17,7 +17,10 @@ import (
 // Sidecar is the gitops-service binary running as its own process against a Kube,
 // exactly as it runs beside Argo CD in a cluster (KUBECONFIG instead of in-cluster).
 type Sidecar struct {
-	MetricsURL string // http://127.0.0.1:PORT/metrics
+	// MetricsURL is https://127.0.0.1:PORT/metrics, answered only to callers
+	// the API server authorizes (ScrapeMetrics scrapes as the platform's
+	// Prometheus).
+	MetricsURL string
 	ProbeAddr  string
 	// GeneratorURL and GeneratorToken are the ApplicationSet plugin generator's
 	// base URL and bearer token (see ArgoCD.RegisterGenerator).
@@ -37,6 +40,7 @@ type Sidecar struct {
 	kube       *Kube
 	kubeconfig string
 	proc       *Process
+	metrics    *http.Client
 }
 
 // SidecarOptions configures StartSidecar.
@@ -66,6 +70,11 @@ type SidecarOptions struct {
 	// Kubeconfig and ArgoNamespace other than the rendered one are refused.
 	Installed bool
 }
+
+// StackLoopback is the one loopback address the stack's sidecar may connect
+// to for tenants (--probe-allow-cidrs): its git and API servers listen there.
+// Other loopback addresses (127.0.0.2) stay refused, for tests of the rule.
+const StackLoopback = "127.0.0.1/32"
 
 // The Secrets the README has the platform admin create and the Deployment mounts.
 const (
@@ -144,6 +153,7 @@ func StartSidecar(ctx context.Context, k *Kube, o SidecarOptions) (*Sidecar, err
 			if err != nil {
 				return nil, err
 			}
+			s.kube = k
 			if err = s.Start(ctx); err == nil || !portInUse(err) || attempt == 3 {
 				return s, err
 			}
@@ -180,7 +190,7 @@ func newSidecar(k *Kube, o SidecarOptions, bin, dir, tokenFile, token, proxyToke
 		return nil, err
 	}
 	s := &Sidecar{
-		MetricsURL:     fmt.Sprintf("http://%s/metrics", loopback(ports[0])),
+		MetricsURL:     fmt.Sprintf("https://%s/metrics", loopback(ports[0])),
 		ProbeAddr:      loopback(ports[1]),
 		GeneratorURL:   "http://" + loopback(ports[2]),
 		GeneratorToken: token,
@@ -209,6 +219,7 @@ func newSidecar(k *Kube, o SidecarOptions, bin, dir, tokenFile, token, proxyToke
 	if !o.RefuseFileRepositories {
 		s.args = append(s.args, "--allow-file-repositories")
 	}
+	s.args = append(s.args, "--probe-allow-cidrs="+StackLoopback)
 	s.args = append(s.args, previewArgs(o)...)
 	return s, nil
 }
@@ -226,7 +237,7 @@ func newInstalledSidecar(o SidecarOptions, bin, dir string, in *installed) (*Sid
 		return nil, fmt.Errorf("the Deployment mounts neither Secret %s nor %s", GeneratorSecret, UIProxySecret)
 	}
 	s := &Sidecar{
-		MetricsURL:     fmt.Sprintf("http://%s/metrics", loopback(ports[0])),
+		MetricsURL:     fmt.Sprintf("https://%s/metrics", loopback(ports[0])),
 		ProbeAddr:      loopback(ports[1]),
 		GeneratorURL:   "http://" + loopback(ports[2]),
 		GeneratorToken: string(token.Data["token"]),
@@ -249,6 +260,7 @@ func newInstalledSidecar(o SidecarOptions, bin, dir string, in *installed) (*Sid
 	if !o.RefuseFileRepositories {
 		s.args = append(s.args, "--allow-file-repositories")
 	}
+	s.args = append(s.args, "--probe-allow-cidrs="+StackLoopback)
 	s.args = append(s.args, previewArgs(o)...)
 	return s, nil
 }

@@ -3,6 +3,7 @@ package stack
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/gitops-service/gitops-service/extension/sidecar"
+	"github.com/gitops-service/gitops-service/reconcilers/egress"
 )
 
 // SuiteArgoNamespace is the Argo CD namespace of a reconciler suite.
@@ -52,6 +54,15 @@ type Suite struct {
 // Cleanup registers f to run after the tests (last registered first); failed
 // says whether they failed, e.g. to print more logs.
 func (s *Suite) Cleanup(f func(failed bool)) { s.cleanups = append(s.cleanups, f) }
+
+// clusterRanges are the sidecar's default --probe-cluster-cidrs.
+var clusterRanges = func() []netip.Prefix {
+	r, err := egress.ParsePrefixes(egress.DefaultClusterRanges)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}()
 
 // RunSuite starts a Suite named name, calls setup with it, runs the tests and
 // stops everything; it returns TestMain's exit code. Without the test stack the
@@ -104,6 +115,9 @@ func RunSuite(m *testing.M, name string, setup func(*Suite) error, options ...fu
 		ArgoNamespace: SuiteArgoNamespace, MetricsAddr: "0", ProbeAddr: "0", QPS: 200, Burst: 400, Concurrency: 4, SyncPeriod: time.Hour,
 		// The stack's repositories are file:// URLs.
 		AllowFileRepositories: true,
+		// Its git servers and API servers listen on 127.0.0.1.
+		// Only 127.0.0.1: tests serve what must stay unreached on 127.0.0.2.
+		Egress: egress.Policy{AllowRanges: []netip.Prefix{netip.MustParsePrefix(StackLoopback)}, ClusterRanges: clusterRanges},
 	}
 	for _, o := range options {
 		o(&opts)
