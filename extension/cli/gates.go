@@ -87,7 +87,14 @@ func (c *cli) approve(ctx context.Context, envName string) error {
 	if env.Spec.Gates != nil {
 		gate = env.Spec.Gates.Approvals
 	}
+	// The approval is of the Snapshot as it is now (UID and content): one
+	// re-created under the name later is not approved.
+	snap := &as.Snapshot{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: c.namespace, Name: c.opts.snapshot}, snap); err != nil {
+		return explain(err, fmt.Sprintf("Snapshot %q", c.opts.snapshot), c.namespace)
+	}
 	a := approval(c.namespace, envName, c.opts.snapshot, c.opts.application, c.opts.comment, me, gate)
+	a.Spec.SnapshotIdentity = snap.Identity()
 	if err := c.Create(ctx, a); err != nil {
 		return explain(err, "the PromotionApproval", c.namespace)
 	}

@@ -104,6 +104,8 @@ func RunSuite(m *testing.M, name string, setup func(*Suite) error, options ...fu
 		ArgoNamespace: SuiteArgoNamespace, MetricsAddr: "0", ProbeAddr: "0", QPS: 200, Burst: 400, Concurrency: 4, SyncPeriod: time.Hour,
 		// The stack's repositories are file:// URLs.
 		AllowFileRepositories: true,
+		// The admission policies' parameter as InstallPolicy makes it.
+		ServiceAccount: SuiteArgoNamespace + "/gitops-service",
 	}
 	for _, o := range options {
 		o(&opts)
