@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
@@ -82,6 +83,23 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 			})
 		})
 		b = b.Watches(&admissionv1.ValidatingAdmissionPolicy{}, all).Watches(&admissionv1.ValidatingAdmissionPolicyBinding{}, all)
+	}
+	// At start-up the log says whether approvals and requesters count; the
+	// runs a gate holds say it on their own (ApprovalIdentityNotEnforced).
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		log := ctrl.LoggerFrom(ctx).WithName("promotionrun")
+		e, err := r.identityEnforcement(ctx)
+		switch {
+		case err != nil:
+			log.Error(err, "reading the admission policies")
+		case !e.Enforced():
+			log.Info("approvals and requesters do not count: the API server does not enforce who wrote them", "problem", e.Problem)
+		default:
+			log.Info("approvals and requesters count: the shipped admission policies are live", "since", e.Since)
+		}
+		return nil
+	})); err != nil {
+		return err
 	}
 	return b.WithOptions(kernel.Sharded(ctx, &as.PromotionRun{}, controller.Options{MaxConcurrentReconciles: concurrency})).
 		Complete(r)

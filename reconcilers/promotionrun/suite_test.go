@@ -33,17 +33,13 @@ var (
 // sidecarSA is the sidecar's ServiceAccount as the suite's policies name it.
 const sidecarSA = "system:serviceaccount:" + stack.SuiteArgoNamespace + ":gitops-service"
 
-// policyFiles are the shipped admission policies: approvals and requesters
-// count only while they are live as shipped.
-var policyFiles = []string{"promotion-approvals.yaml", "promotion-requesters.yaml"}
-
 func TestMain(m *testing.M) {
 	os.Exit(stack.RunSuite(m, "promotionrun", func(s *stack.Suite) error {
 		k8s, kube = s.Client, s.Kube
-		for _, f := range policyFiles {
-			if _, err := stack.InstallPolicy(s.Ctx, k8s, f); err != nil {
-				return err
-			}
+		// Approvals and requesters count only while every shipped
+		// admission policy is live as shipped.
+		if err := stack.InstallPolicies(s.Ctx, k8s); err != nil {
+			return err
 		}
 		return policiesEnforced(s.Ctx)
 	}, func(o *sidecar.Options) { o.PromotionTimeout = timeout }))

@@ -77,10 +77,7 @@ func TestChaosGatedPromotions(t *testing.T) {
 	// Approvals count only while the API server enforces who approves: the
 	// shipped policies, whose parameter the sidecar is told (it runs with
 	// the admin's kubeconfig here).
-	for _, f := range []string{"promotion-approvals.yaml", "promotion-requesters.yaml"} {
-		_, err := stack.InstallPolicy(ctx, k8s, f)
-		require.NoError(t, err)
-	}
+	require.NoError(t, stack.InstallPolicies(ctx, k8s))
 	side, err := stack.StartSidecar(ctx, kube, stack.SidecarOptions{Kubeconfig: proxy.Kubeconfig, Args: []string{"--service-account=argocd/gitops-service"}})
 	require.NoError(t, err)
 	defer side.Close()

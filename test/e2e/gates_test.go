@@ -31,7 +31,9 @@ func applyApprovalPolicy(t *testing.T) {
 	approvalPolicyOnce.Do(func() {
 		root, err := stack.RepoRoot()
 		require.NoError(t, err)
-		for _, f := range []string{"promotion-approvals.yaml", "promotion-requesters.yaml"} {
+		files, err := stack.PolicyFiles()
+		require.NoError(t, err)
+		for _, f := range files {
 			out, err := kubectl(t, "apply", "-f", filepath.Join(root, "manifests", "install", f))
 			require.NoError(t, err, out)
 		}

@@ -30,8 +30,7 @@ import (
 // only while all of them are live as shipped.
 func installApprovalPolicies(t *testing.T) {
 	t.Helper()
-	installPolicy(t, "promotion-approvals.yaml")
-	installPolicy(t, "promotion-requesters.yaml")
+	require.NoError(t, stack.InstallPolicies(context.Background(), k8s))
 }
 
 // mayWriteSnapshots lets user create and delete Snapshots in ns, as a
