@@ -120,14 +120,10 @@ func (r *Reconciler) record(ctx context.Context, run *as.PromotionRun) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	enforcement, err := r.identityEnforcement(ctx)
-	if err != nil {
-		return err
-	}
+	// Who approved and requested, read once and only for an entry to write
+	// (a run's pass sees its ended steps again and again).
+	var enforcement *install.Enforcement
 	var approvals as.PromotionApprovalList
-	if err := r.APIReader.List(ctx, &approvals, client.InNamespace(run.Namespace)); err != nil {
-		return err
-	}
 	histories, err := r.histories(ctx, run.Namespace, run.Spec.Application)
 	if err != nil {
 		return err
@@ -143,10 +139,20 @@ func (r *Reconciler) record(ctx context.Context, run *as.PromotionRun) error {
 		} else if err != nil {
 			return err
 		}
-		e.PromotedBy = promotedBy(run, enforcement)
+		if enforcement == nil {
+			enf, err := r.identityEnforcement(ctx)
+			if err != nil {
+				return err
+			}
+			if err := r.APIReader.List(ctx, &approvals, client.InNamespace(run.Namespace)); err != nil {
+				return err
+			}
+			enforcement = &enf
+		}
+		e.PromotedBy = promotedBy(run, *enforcement)
 		// The approvals the gate counts for what was deployed.
 		in := gateInput{Application: run.Spec.Application, Snapshot: name, SnapshotID: run.Status.SnapshotIdentity, Env: envObj,
-			Approvals: approvals.Items, Identity: enforcement, Rollback: run.Spec.IsRollback()}
+			Approvals: approvals.Items, Identity: *enforcement, Rollback: run.Spec.IsRollback()}
 		if created != nil {
 			in.SnapshotCreated = created.Time
 		}
