@@ -201,3 +201,28 @@ func TestApprovalsHoldWhileIdentityIsNotEnforced(t *testing.T) {
 		Spec: as.PromotionApprovalSpec{Snapshot: "snap-a", SnapshotIdentity: getSnapshot(t, ns, "snap-a").Identity(), Environment: "dev", Approver: as.Approver{User: "alice"}}})
 	waitRun(t, r, "started", func(r *as.PromotionRun) bool { return r.Status.State != as.PromotionRunStateWaiting })
 }
+
+// TestRejectionAndRollbackTargetAreOfTheSnapshotNotTheName: a Snapshot
+// re-created under a rejected name is not rejected, and one re-created under
+// the name of the last verified Snapshot is no rollback target.
+func TestRejectionAndRollbackTargetAreOfTheSnapshotNotTheName(t *testing.T) {
+	ns := tenant(t)
+	playArgo(t, ns)
+	snapshot(t, ns, "snap-a2", "quay.io/x/fe:v2")
+	run(t, manual(ns, "p1", "appa", "snap-a", "staging"), "verified", succeeded)
+	run(t, manual(ns, "p2", "appa", "snap-a2", "staging"), "verified", succeeded)
+	run(t, rollback(ns, "rb", "snap-a2", "staging"), "rolled back", succeeded)
+	h := getHistory(t, ns, "staging")
+	require.Len(t, h.Status.Rejected, 1)
+	assert.True(t, h.Status.Rejected[0].SnapshotIdentity.Known(), "the rejection records what it rejected")
+
+	// snap-a2 again, other content: not rejected.
+	recreateSnapshot(t, ns, "snap-a2", "quay.io/x/fe:v3")
+	run(t, manual(ns, "p3", "appa", "snap-a2", "staging"), "the new snap-a2 promoted", succeeded)
+
+	// snap-a again, other content: it was never verified in staging, so
+	// rolling the new snap-a2 back finds nothing to go back to.
+	recreateSnapshot(t, ns, "snap-a", "quay.io/x/fe:v9")
+	run(t, rollback(ns, "rb2", "snap-a2", "staging"), "refused", failedWith("no Snapshot other than snap-a2 was verified in Environment staging"))
+	assert.Equal(t, "snap-a2", bindingSnapshot(t, ns, "staging"))
+}
