@@ -22,8 +22,9 @@ import (
 // each next step of an automated promotion enters its Environments.
 //
 // Soak time is counted from the VerifiedTime of the latest successful step of
-// any PromotionRun of the Application that promoted the Snapshot to the
-// parent Environment. A manual PromotionRun into a child of a soaking
+// any PromotionRun of the Application that promoted the Snapshot (this
+// object with this content: its identity, identity.go) to the parent
+// Environment. A manual PromotionRun into a child of a soaking
 // Environment waits like an automated one. A Snapshot never verified in the
 // parent does not leave it, so the parent's soak time does not hold it (soak
 // time is not a "must pass through" rule; approvals are the gate for that).
