@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
@@ -30,7 +31,21 @@ import (
 // only while all of them are live as shipped.
 func installApprovalPolicies(t *testing.T) {
 	t.Helper()
-	require.NoError(t, stack.InstallPolicies(context.Background(), k8s))
+	ctx := context.Background()
+	require.NoError(t, stack.InstallPolicies(ctx, k8s))
+	// Once the API server enforces them (its policy cache), and past the
+	// grace within which the sidecar trusts no approval yet.
+	forged := &as.PromotionApproval{ObjectMeta: metav1.ObjectMeta{Namespace: "default", GenerateName: "forged-"},
+		Spec: as.PromotionApprovalSpec{Snapshot: "s", Environment: "e", Approver: as.Approver{User: "someone-else"}}}
+	require.Eventually(t, func() bool {
+		a := forged.DeepCopy()
+		if k8s.Create(ctx, a) == nil {
+			_ = k8s.Delete(ctx, a)
+			return false
+		}
+		return true
+	}, wait, tick, "the approval policy never took effect")
+	time.Sleep(3 * time.Second)
 }
 
 // mayWriteSnapshots lets user create and delete Snapshots in ns, as a
@@ -163,4 +178,54 @@ func TestAForgedApprovalCountsForNothingWithoutThePolicy(t *testing.T) {
 	restored = true
 	stack.WaitFor(t, k8s, run, wait, "waiting for a real approval", awaitingApproval("0 of 1"))
 	stillWaiting(t, run, "an approval forged while the policy was off counted once it was back")
+}
+
+// TestMintedServiceAccountsAndOnePersonDoNotMakeUpTheNumber: where prod asks
+// for two approvals and names nobody, a namespace admin's ServiceAccounts
+// approving as themselves, and one person approving as alice and (through
+// the panel) as argocd:alice, make one approval, not four.
+func TestMintedServiceAccountsAndOnePersonDoNotMakeUpTheNumber(t *testing.T) {
+	ctx := context.Background()
+	installApprovalPolicies(t)
+	alice, bob := "alice-"+rand.String(4), "bob-"+rand.String(4)
+	ns := gateTenant(t, alice)
+	require.NoError(t, k8s.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "others"},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "tenant"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: bob},
+			{Kind: rbacv1.ServiceAccountKind, Name: "bot1", Namespace: ns}, {Kind: rbacv1.ServiceAccountKind, Name: "bot2", Namespace: ns},
+			{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "system:serviceaccount:argocd:gitops-service"}}}))
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		env := &as.Environment{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "prod"}, env); err != nil {
+			return err
+		}
+		env.Spec.Gates.Approvals.Required = 2
+		return k8s.Update(ctx, env)
+	}))
+	snap := &as.Snapshot{}
+	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "snap"}, snap))
+
+	approveAs := func(user, as_ string) {
+		c := impersonating(t, user)
+		a := &as.PromotionApproval{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "approval-"},
+			Spec: as.PromotionApprovalSpec{Snapshot: "snap", SnapshotIdentity: snap.Identity(), Environment: "prod", Approver: as.Approver{User: as_}}}
+		var err error
+		require.Eventually(t, func() bool { err = c.Create(ctx, a.DeepCopy()); return err == nil }, wait, tick, "%s approving as %s: %v", user, as_, err)
+	}
+	run := &as.PromotionRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "to-prod"},
+		Spec: as.PromotionRunSpec{Snapshot: "snap", Application: "app", ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "prod"}}}
+	require.NoError(t, k8s.Create(ctx, run))
+	for _, bot := range []string{"bot1", "bot2"} {
+		sa := "system:serviceaccount:" + ns + ":" + bot
+		approveAs(sa, sa)
+	}
+	approveAs(alice, alice)
+	approveAs("system:serviceaccount:argocd:gitops-service", "argocd:"+alice)
+	stack.WaitFor(t, k8s, run, wait, "one approval counted", awaitingApproval("1 of 2, approved by "+alice+";"))
+	stillWaiting(t, run, "ServiceAccounts or a second name of one person made up the number")
+
+	approveAs(bob, bob)
+	stack.WaitFor(t, k8s, run, wait, "let in by two people", func(r *as.PromotionRun) bool {
+		return r.Status.State == as.PromotionRunStateActive || r.Status.State == as.PromotionRunStateCompleted
+	})
 }
