@@ -129,7 +129,7 @@ func Check(shipped []Policy, policies []admissionv1.ValidatingAdmissionPolicy, b
 				}
 				continue
 			}
-			b := bindingOf(p.Name, s.Binding.Spec, bindings, sa)
+			b := bindingOf(p.Name, s.Policy.Spec.ParamKind, s.Binding.Spec, bindings, sa)
 			if b == nil {
 				if p.Name == s.Policy.Name {
 					changed = "ValidatingAdmissionPolicyBinding " + s.Binding.Name + " is missing or differs from the shipped one (validationActions [Deny], paramRef " + sa.String() + ")"
@@ -158,12 +158,17 @@ func Check(shipped []Policy, policies []admissionv1.ValidatingAdmissionPolicy, b
 	return Enforcement{Since: since}
 }
 
-// bindingOf is a live binding of policy with the shipped spec and parameter sa.
-func bindingOf(policy string, shipped admissionv1.ValidatingAdmissionPolicyBindingSpec, bindings []admissionv1.ValidatingAdmissionPolicyBinding, sa ServiceAccount) *admissionv1.ValidatingAdmissionPolicyBinding {
+// bindingOf is a live binding of policy with the shipped spec: its parameter
+// in the install's namespace (sa's: kustomize's namespace moves it), and sa
+// itself when the parameter is a ServiceAccount.
+func bindingOf(policy string, paramKind *admissionv1.ParamKind, shipped admissionv1.ValidatingAdmissionPolicyBindingSpec, bindings []admissionv1.ValidatingAdmissionPolicyBinding, sa ServiceAccount) *admissionv1.ValidatingAdmissionPolicyBinding {
 	want := *shipped.DeepCopy()
 	want.PolicyName = policy
-	if want.ParamRef != nil {
-		want.ParamRef.Namespace, want.ParamRef.Name = sa.Namespace, sa.Name
+	if want.ParamRef != nil && want.ParamRef.Namespace != "" {
+		want.ParamRef.Namespace = sa.Namespace
+	}
+	if want.ParamRef != nil && paramKind != nil && paramKind.APIVersion == "v1" && paramKind.Kind == "ServiceAccount" {
+		want.ParamRef.Name = sa.Name
 	}
 	want = defaultedBinding(want)
 	for i := range bindings {

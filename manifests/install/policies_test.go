@@ -11,6 +11,10 @@ import (
 
 var sa = ServiceAccount{Namespace: "gitops", Name: "gitops-service"}
 
+// shippedExtra is a further shipped policy a case adds (as another file of
+// manifests/install would be).
+var shippedExtra *Policy
+
 // live is the shipped policies as an install into namespace sa.Namespace
 // with a name suffix would leave them on the API server.
 func live(t *testing.T, suffix string) ([]admissionv1.ValidatingAdmissionPolicy, []admissionv1.ValidatingAdmissionPolicyBinding) {
@@ -108,6 +112,16 @@ func TestCheck(t *testing.T) {
 			bs[0].Spec.MatchResources = &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"x": "y"}}}
 			return ps, bs
 		}, problem: "is missing or differs"},
+		"a policy whose parameter is not the ServiceAccount keeps its name, in the install's namespace": {change: func(ps []admissionv1.ValidatingAdmissionPolicy, bs []admissionv1.ValidatingAdmissionPolicyBinding) ([]admissionv1.ValidatingAdmissionPolicy, []admissionv1.ValidatingAdmissionPolicyBinding) {
+			// As a policy whose parameter is a ConfigMap would be shipped and installed.
+			p, b := *ps[0].DeepCopy(), *bs[0].DeepCopy()
+			p.Name, b.Name, b.Spec.PolicyName = "other", "other", "other"
+			p.Spec.ParamKind = &admissionv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
+			b.Spec.ParamRef.Name = "settings"
+			shippedExtra = &Policy{File: "admission-x.yaml", Policy: p, Binding: b}
+			shippedExtra.Binding.Spec.ParamRef = &admissionv1.ParamRef{Name: "settings", Namespace: "argocd", ParameterNotFoundAction: b.Spec.ParamRef.ParameterNotFoundAction}
+			return append(ps, defaultedPolicyObj(p)), append(bs, b)
+		}, enforced: true},
 		"binding being deleted": {change: func(ps []admissionv1.ValidatingAdmissionPolicy, bs []admissionv1.ValidatingAdmissionPolicyBinding) ([]admissionv1.ValidatingAdmissionPolicy, []admissionv1.ValidatingAdmissionPolicyBinding) {
 			now := metav1.Now()
 			bs[0].DeletionTimestamp = &now
@@ -116,10 +130,15 @@ func TestCheck(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			ps, bs := live(t, tc.suffix)
+			shippedExtra = nil
 			if tc.change != nil {
 				ps, bs = tc.change(ps, bs)
 			}
-			got := Check(shipped, ps, bs, sa)
+			all := shipped
+			if shippedExtra != nil {
+				all = append(append([]Policy{}, shipped...), *shippedExtra)
+			}
+			got := Check(all, ps, bs, sa)
 			if got.Enforced() != tc.enforced {
 				t.Fatalf("Enforced = %v (%s), want %v", got.Enforced(), got.Problem, tc.enforced)
 			}
