@@ -63,6 +63,7 @@ func main() {
 			Namespace: os.Getenv("POD_NAMESPACE"), UID: types.UID(os.Getenv("POD_UID"))}
 	}
 	flag.StringVar(&o.SidecarNamespace, "sidecar-namespace", envOr("POD_NAMESPACE", inClusterNamespace()), "The sidecar's own namespace, never a tenant (env POD_NAMESPACE; in a cluster its service account's namespace).")
+	flag.StringVar(&o.ServiceAccount, "service-account", "", "The sidecar's ServiceAccount as namespace/name: the shipped admission policies must name it as their parameter for approvals and requesters to count; \"\" (the default): the one the sidecar authenticates as.")
 	neverTenants := flag.String("never-tenant-namespaces", strings.Join(nontenant.DefaultNeverTenants, ","), "Comma-separated namespaces that are never tenants: their CRs are refused with a condition, like those of the Argo CD namespace and the sidecar's own.")
 	flag.StringVar(&o.ArgoCDInstance, "argocd-instance", "", "Name of this Argo CD instance when tenants are spread over several: the sidecar serves only the namespaces labelled "+kernel.LabelArgoCDInstance+"=<name> (and unlabelled ones with --serve-unlabelled-namespaces); \"\" (the default): one instance serves every namespace.")
 	flag.BoolVar(&o.ServeUnlabelledNamespaces, "serve-unlabelled-namespaces", true, "With --argocd-instance: this instance also serves namespaces without the "+kernel.LabelArgoCDInstance+" label (the default instance; give it to one instance only).")

@@ -60,7 +60,9 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
 		}
 		user := ArgoCDIdentityPrefix + strings.TrimSpace(r.Header.Get(HeaderUsername))
 		return &as.PromotionApproval{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: runName(snap.Name + "-into-" + req.Environment)},
-			Spec: as.PromotionApprovalSpec{Snapshot: snap.Name, Environment: req.Environment, Application: req.Application,
+			// What the user approves is this Snapshot with this content: one
+			// re-created under the name later is not approved.
+			Spec: as.PromotionApprovalSpec{Snapshot: snap.Name, SnapshotIdentity: snap.Identity(), Environment: req.Environment, Application: req.Application,
 				Comment: req.Comment, Approver: as.Approver{User: user}}}, nil
 	})
 }

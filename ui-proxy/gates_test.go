@@ -90,7 +90,11 @@ func TestPanelGateActions(t *testing.T) {
 	require.Len(t, got, 1)
 	assert.Equal(t, "team-a", got[0].Namespace)
 	assert.Equal(t, body["name"], got[0].Name)
-	assert.Equal(t, as.PromotionApprovalSpec{Snapshot: "snap-1", Environment: "prod", Comment: "CHG-1", Approver: as.Approver{User: "argocd:alice"}}, got[0].Spec)
+	// It approves snap-1 as it is: its UID and content digest.
+	snap := &as.Snapshot{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "snap-1"}, snap))
+	assert.Equal(t, as.PromotionApprovalSpec{Snapshot: "snap-1", SnapshotIdentity: snap.Identity(), Environment: "prod", Comment: "CHG-1", Approver: as.Approver{User: "argocd:alice"}}, got[0].Spec)
+	assert.NotEmpty(t, got[0].Spec.Digest)
 
 	// Freeze and unfreeze, naming who did it; the other gates stay.
 	status, body = with(freeze, func(a *actor) { a.user = "alice" }).do(t, srv)

@@ -42,13 +42,15 @@ func (c *cli) requester(ctx context.Context) (*as.Requester, error) {
 	return &as.Requester{User: me.Username}, nil
 }
 
-// approval is the PromotionApproval approve creates: the approver is who the
-// API server says we are (its admission policy checks it), with only those of
-// our groups that the Environment's gate names.
-func approval(ns, env, snapshot, application, comment string, me authenticationv1.UserInfo, gate *as.ApprovalGate) *as.PromotionApproval {
+// approval is the PromotionApproval approve creates: of the Snapshot as it is
+// (its UID and content digest: one re-created under the name later is not
+// approved), the approver who the API server says we are (its admission
+// policy checks it), with only those of our groups that the Environment's
+// gate names.
+func approval(ns, env string, snap *as.Snapshot, application, comment string, me authenticationv1.UserInfo, gate *as.ApprovalGate) *as.PromotionApproval {
 	a := &as.PromotionApproval{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: truncate(snapshot+"-into-"+env, 200) + "-"},
-		Spec: as.PromotionApprovalSpec{Snapshot: snapshot, Environment: env, Application: application, Comment: comment,
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: truncate(snap.Name+"-into-"+env, 200) + "-"},
+		Spec: as.PromotionApprovalSpec{Snapshot: snap.Name, SnapshotIdentity: snap.Identity(), Environment: env, Application: application, Comment: comment,
 			Approver: as.Approver{User: me.Username}},
 	}
 	if gate != nil {
@@ -87,7 +89,11 @@ func (c *cli) approve(ctx context.Context, envName string) error {
 	if env.Spec.Gates != nil {
 		gate = env.Spec.Gates.Approvals
 	}
-	a := approval(c.namespace, envName, c.opts.snapshot, c.opts.application, c.opts.comment, me, gate)
+	snap := &as.Snapshot{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: c.namespace, Name: c.opts.snapshot}, snap); err != nil {
+		return explain(err, fmt.Sprintf("Snapshot %q", c.opts.snapshot), c.namespace)
+	}
+	a := approval(c.namespace, envName, snap, c.opts.application, c.opts.comment, me, gate)
 	if err := c.Create(ctx, a); err != nil {
 		return explain(err, "the PromotionApproval", c.namespace)
 	}

@@ -16,12 +16,15 @@ import (
 
 func TestApprovalIsWhoTheClusterSaysWithTheGatesGroups(t *testing.T) {
 	me := authenticationv1.UserInfo{Username: "alice", Groups: []string{"system:authenticated", "release-managers", "devs"}}
-	a := approval("team-a", "prod", "shop-v2", "", "CHG-1", me, &as.ApprovalGate{Required: 2, Groups: []string{"release-managers", "sre"}})
+	snap := &as.Snapshot{ObjectMeta: metav1.ObjectMeta{Name: "shop-v2", UID: "u-1"},
+		Spec: as.SnapshotSpec{Application: "shop", Components: []as.SnapshotComponent{{Name: "fe", ContainerImage: "quay.io/x/fe:v2"}}}}
+	a := approval("team-a", "prod", snap, "", "CHG-1", me, &as.ApprovalGate{Required: 2, Groups: []string{"release-managers", "sre"}})
 	assert.Equal(t, "team-a", a.Namespace)
 	assert.Equal(t, "shop-v2-into-prod-", a.GenerateName)
-	assert.Equal(t, as.PromotionApprovalSpec{Snapshot: "shop-v2", Environment: "prod", Comment: "CHG-1",
-		Approver: as.Approver{User: "alice", Groups: []string{"release-managers"}}}, a.Spec, "only the groups the gate names")
-	assert.Empty(t, approval("team-a", "prod", "s", "app", "", me, nil).Spec.Approver.Groups, "no gate: no groups")
+	assert.Equal(t, as.PromotionApprovalSpec{Snapshot: "shop-v2", SnapshotIdentity: as.SnapshotIdentity{UID: "u-1", Digest: snap.ContentDigest()},
+		Environment: "prod", Comment: "CHG-1",
+		Approver: as.Approver{User: "alice", Groups: []string{"release-managers"}}}, a.Spec, "only the groups the gate names; what is approved is this Snapshot's identity")
+	assert.Empty(t, approval("team-a", "prod", snap, "app", "", me, nil).Spec.Approver.Groups, "no gate: no groups")
 }
 
 func TestFreezeSwitch(t *testing.T) {

@@ -7,13 +7,17 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -27,6 +31,7 @@ import (
 
 	appstudiov1alpha1 "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	managedgitopsv1alpha1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/manifests/install"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/deploymenttarget"
 	"github.com/gitops-service/gitops-service/reconcilers/deploymenttargetclaim"
@@ -131,6 +136,11 @@ type Options struct {
 	Egress egress.Policy
 	// Preview configures PromotionPreviews; an empty RepoServerAddr disables them.
 	Preview PreviewOptions
+	// ServiceAccount is the sidecar's ServiceAccount, "namespace/name": the
+	// admission policies must name it as their parameter for approvals and
+	// requesters to count. Empty: the one it authenticates as (a
+	// SelfSubjectReview at start-up).
+	ServiceAccount string
 }
 
 // PreviewOptions configure PromotionPreviews.
@@ -298,12 +308,17 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
 		return nil, fmt.Errorf("setting up the GitOpsDeploymentSyncRun reconciler: %w", err)
 	}
+	sa, err := serviceAccount(ctx, cfg, o.ServiceAccount)
+	if err != nil {
+		return nil, err
+	}
 	if err := (&promotionrun.Reconciler{
-		Client:        mgr.GetClient(),
-		APIReader:     mgr.GetAPIReader(),
-		ArgoNamespace: o.ArgoNamespace,
-		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
-		Timeout:       o.PromotionTimeout,
+		Client:         mgr.GetClient(),
+		APIReader:      mgr.GetAPIReader(),
+		ArgoNamespace:  o.ArgoNamespace,
+		Recorder:       mgr.GetEventRecorderFor("gitops-service"),
+		Timeout:        o.PromotionTimeout,
+		ServiceAccount: sa,
 	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
 		return nil, fmt.Errorf("setting up the PromotionRun reconciler: %w", err)
 	}
@@ -444,4 +459,31 @@ func stripApplication(in any) (any, error) {
 		app.Status.History = nil
 	}
 	return out, err
+}
+
+// serviceAccount is the sidecar's ServiceAccount: named ("namespace/name"),
+// or the one the API server says it is; none when it runs as something else
+// (then no approval counts: the policies cannot name it).
+func serviceAccount(ctx context.Context, cfg *rest.Config, named string) (install.ServiceAccount, error) {
+	if named != "" {
+		ns, name, ok := strings.Cut(named, "/")
+		if !ok || ns == "" || name == "" {
+			return install.ServiceAccount{}, fmt.Errorf("service account %q: want namespace/name", named)
+		}
+		return install.ServiceAccount{Namespace: ns, Name: name}, nil
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return install.ServiceAccount{}, err
+	}
+	r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return install.ServiceAccount{}, fmt.Errorf("asking the API server who the sidecar is: %w", err)
+	}
+	parts := strings.Split(r.Status.UserInfo.Username, ":")
+	if len(parts) != 4 || parts[0] != "system" || parts[1] != "serviceaccount" {
+		ctrl.LoggerFrom(ctx).Info("the sidecar does not run as a ServiceAccount: no approval counts", "user", r.Status.UserInfo.Username)
+		return install.ServiceAccount{}, nil
+	}
+	return install.ServiceAccount{Namespace: parts[2], Name: parts[3]}, nil
 }

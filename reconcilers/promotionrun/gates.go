@@ -9,6 +9,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/manifests/install"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
@@ -21,8 +22,9 @@ import (
 // each next step of an automated promotion enters its Environments.
 //
 // Soak time is counted from the VerifiedTime of the latest successful step of
-// any PromotionRun of the Application that promoted the Snapshot to the
-// parent Environment. A manual PromotionRun into a child of a soaking
+// any PromotionRun of the Application that promoted the Snapshot (this
+// object with this content: its identity, identity.go) to the parent
+// Environment. A manual PromotionRun into a child of a soaking
 // Environment waits like an automated one. A Snapshot never verified in the
 // parent does not leave it, so the parent's soak time does not hold it (soak
 // time is not a "must pass through" rule; approvals are the gate for that).
@@ -35,11 +37,18 @@ const maxWindowChain = 64
 type gateInput struct {
 	Application string
 	Snapshot    string
+	// SnapshotID is the Snapshot's identity now; unknown when it does not exist.
+	SnapshotID as.SnapshotIdentity
+	// SnapshotCreated is when the Snapshot was created.
+	SnapshotCreated time.Time
+	// Identity says whether the API server enforces who approves (identity.go).
+	Identity install.Enforcement
 	// Env is the Environment the promotion enters.
 	Env *as.Environment
 	// Parent is Env's parent Environment, nil if none (or not found).
 	Parent *as.Environment
-	// VerifiedInParent is when the Snapshot was last verified in Parent, nil if never.
+	// VerifiedInParent is when the Snapshot (this object with this content)
+	// was last verified in Parent, nil if never.
 	VerifiedInParent *time.Time
 	// Claim is the DeploymentTargetClaim Env deploys through, nil when it
 	// names none or it does not exist (the binding refuses a missing one).
@@ -220,28 +229,25 @@ func windowGate(env string, specs []as.FreezeWindow, now time.Time) *kernel.Wait
 		env, reason, until.UTC().Format(time.RFC3339))
 }
 
-// approvalGate counts the distinct approvers of the Snapshot into the
-// Environment whom the gate names (by user or group; anyone when it names
-// nobody) and holds the promotion until there are enough.
+// approvalGate counts the approvers of the Snapshot into the Environment
+// whom the gate counts (countedApprovers: this Snapshot's content, named by
+// user or group or anyone when it names nobody, one per person) and holds
+// the promotion until there are enough. None count while the API server
+// does not enforce who approves.
 func approvalGate(in gateInput, g *as.ApprovalGate) *kernel.Waiting {
-	var approvers []string
-	for _, a := range in.Approvals {
-		s := a.Spec
-		if a.Namespace != in.Env.Namespace || s.Snapshot != in.Snapshot || s.Environment != in.Env.Name ||
-			(s.Application != "" && s.Application != in.Application) || !a.DeletionTimestamp.IsZero() || !mayApprove(g, s.Approver) {
-			continue
-		}
-		if !slices.Contains(approvers, s.Approver.User) {
-			approvers = append(approvers, s.Approver.User)
-		}
+	if !in.Identity.Enforced() {
+		return identityWait(in.Env.Name, in.Identity)
 	}
+	approvers := countedApprovers(in, g)
 	if len(approvers) >= int(g.Required) {
 		return nil
 	}
-	slices.Sort(approvers)
 	by := ""
 	if len(approvers) > 0 {
 		by = ", approved by " + strings.Join(approvers, ", ")
+	}
+	if !in.SnapshotID.Known() {
+		by = " (Snapshot " + in.Snapshot + " does not exist)"
 	}
 	return kernel.Wait(as.WaitingReasonAwaitingApproval, kernel.WaitingRetry, "approvals of Snapshot %s into Environment %s: %d of %d%s; waiting for %s",
 		in.Snapshot, in.Env.Name, len(approvers), g.Required, by, whoMayApprove(g, approvers))
@@ -274,13 +280,16 @@ func whoMayApprove(g *as.ApprovalGate, done []string) string {
 	return strings.Join(parts, " or ")
 }
 
-// verifiedAt is when the Snapshot of the Application was last verified in
-// env by any of the runs (a successful step's VerifiedTime), nil if never.
-func verifiedAt(runs []as.PromotionRun, application, snapshot, env string) *time.Time {
+// verifiedAt is when the Snapshot of the Application (id: this object with
+// this content) was last verified in env by any of the runs (a successful
+// step's VerifiedTime), nil if never. A run counts only when it recorded the
+// identity it deployed and that is id: a Snapshot re-created under the name
+// was never verified anywhere.
+func verifiedAt(runs []as.PromotionRun, application, snapshot string, id as.SnapshotIdentity, env string) *time.Time {
 	var last *time.Time
 	for i := range runs {
 		r := &runs[i]
-		if r.Spec.Application != application || r.Spec.Snapshot != snapshot {
+		if r.Spec.Application != application || snapshotOf(r) != snapshot || !r.Status.SnapshotIdentity.Matches(id) {
 			continue
 		}
 		for _, s := range r.Status.EnvironmentStatus {

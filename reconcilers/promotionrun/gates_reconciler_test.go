@@ -124,8 +124,12 @@ func TestSoakTimeHoldsTheSnapshotInTheParent(t *testing.T) {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(earlier), earlier); err != nil {
 			return err
 		}
+		snap := &as.Snapshot{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "snap-a"}, snap); err != nil {
+			return err
+		}
 		earlier.Status = as.PromotionRunStatus{State: as.PromotionRunStateCompleted, CompletionResult: as.PromotionRunCompleteResultSuccess,
-			PromotionStartTime: verified, EnvironmentStatus: []as.PromotionRunEnvironmentStatus{{Step: 1, EnvironmentName: "dev",
+			SnapshotIdentity: snap.Identity(), PromotionStartTime: verified, EnvironmentStatus: []as.PromotionRunEnvironmentStatus{{Step: 1, EnvironmentName: "dev",
 				Status: as.PromotionRunEnvironmentStatusSuccess, DisplayStatus: "done", VerifiedTime: &verified}}}
 		return k8s.Status().Update(ctx, earlier)
 	}))
@@ -153,9 +157,12 @@ func TestTwoApprovalsLetARunIn(t *testing.T) {
 	require.NoError(t, k8s.Create(ctx, run))
 	waitRun(t, run, "awaiting approval", waitingFor(as.WaitingReasonAwaitingApproval,
 		"approvals of Snapshot snap-a into Environment dev: 0 of 2; waiting for user alice or bob or a member of group release-managers"))
+	// As the CLI and the panel do: the approval names the Snapshot's identity.
+	snap := &as.Snapshot{}
+	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "snap-a"}, snap))
 	approve := func(name, user string, groups ...string) {
-		require.NoError(t, k8s.Create(ctx, &as.PromotionApproval{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: as.PromotionApprovalSpec{Snapshot: "snap-a", Environment: "dev", Approver: as.Approver{User: user, Groups: groups}}}))
+		createAs(t, actingAs(t, ns, user, groups...), &as.PromotionApproval{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: as.PromotionApprovalSpec{Snapshot: "snap-a", SnapshotIdentity: snap.Identity(), Environment: "dev", Approver: as.Approver{User: user, Groups: groups}}})
 	}
 	approve("alice", "alice")
 	approve("alice-again", "alice")

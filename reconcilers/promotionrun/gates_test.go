@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/manifests/install"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
@@ -16,9 +17,30 @@ func gated(name string, g *as.PromotionGates) *as.Environment {
 	return &as.Environment{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: name}, Spec: as.EnvironmentSpec{Gates: g}}
 }
 
+// approval approves snapshot (by name) after the Snapshot's creation and
+// the policies' (enforced).
 func approval(snapshot, env, user string, groups ...string) as.PromotionApproval {
-	return as.PromotionApproval{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: user + "-" + snapshot},
+	return as.PromotionApproval{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: user + "-" + snapshot, CreationTimestamp: metav1.NewTime(approvedAt)},
 		Spec: as.PromotionApprovalSpec{Snapshot: snapshot, Environment: env, Approver: as.Approver{User: user, Groups: groups}}}
+}
+
+var (
+	enforcedSince = utc("2026-01-01T00:00:00Z")
+	snapCreatedAt = utc("2026-02-01T00:00:00Z")
+	approvedAt    = utc("2026-03-01T00:00:00Z")
+	snapID        = as.SnapshotIdentity{UID: "u1", Digest: "sha256:d1"}
+)
+
+// identified is in with the Snapshot existing (snapID, created at
+// snapCreatedAt) and identity enforced since enforcedSince, unless in says.
+func identified(in gateInput) gateInput {
+	if !in.SnapshotID.Known() {
+		in.SnapshotID, in.SnapshotCreated = snapID, snapCreatedAt
+	}
+	if in.Identity.Since.IsZero() && in.Identity.Problem == "" {
+		in.Identity = install.Enforcement{Since: enforcedSince}
+	}
+	return in
 }
 
 func utc(s string) time.Time {
@@ -188,7 +210,7 @@ func TestGate(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			c.in.Env.Namespace = "t"
-			w := gate(c.in)
+			w := gate(identified(c.in))
 			if c.reason == "" {
 				assert.Nil(t, w)
 				return
@@ -204,7 +226,8 @@ func TestGate(t *testing.T) {
 func TestVerifiedAt(t *testing.T) {
 	t1, t2 := utc("2026-03-04T09:00:00Z"), utc("2026-03-04T10:00:00Z")
 	run := func(app, snap string, steps ...as.PromotionRunEnvironmentStatus) as.PromotionRun {
-		return as.PromotionRun{Spec: as.PromotionRunSpec{Application: app, Snapshot: snap}, Status: as.PromotionRunStatus{EnvironmentStatus: steps}}
+		return as.PromotionRun{Spec: as.PromotionRunSpec{Application: app, Snapshot: snap},
+			Status: as.PromotionRunStatus{EnvironmentStatus: steps, SnapshotIdentity: snapID}}
 	}
 	step := func(env string, s as.PromotionRunEnvironmentStatusField, at *time.Time) as.PromotionRunEnvironmentStatus {
 		st := as.PromotionRunEnvironmentStatus{EnvironmentName: env, Status: s}
@@ -219,7 +242,14 @@ func TestVerifiedAt(t *testing.T) {
 		run("app", "s2", step("staging", as.PromotionRunEnvironmentStatusSuccess, &t1)),
 		run("other", "s1", step("staging", as.PromotionRunEnvironmentStatusSuccess, &t1)),
 	}
-	assert.Equal(t, &t2, verifiedAt(runs, "app", "s1", "dev"), "the latest verification counts")
-	assert.Nil(t, verifiedAt(runs, "app", "s1", "staging"), "in progress, other Snapshots and Applications do not count")
-	assert.Nil(t, verifiedAt(runs, "app", "s3", "dev"))
+	assert.Equal(t, &t2, verifiedAt(runs, "app", "s1", snapID, "dev"), "the latest verification counts")
+	assert.Nil(t, verifiedAt(runs, "app", "s1", snapID, "staging"), "in progress, other Snapshots and Applications do not count")
+	assert.Nil(t, verifiedAt(runs, "app", "s3", snapID, "dev"))
+	recreated := as.SnapshotIdentity{UID: "u2", Digest: snapID.Digest}
+	assert.Nil(t, verifiedAt(runs, "app", "s1", recreated, "dev"), "a Snapshot re-created under the name was never verified")
+	assert.Nil(t, verifiedAt(runs, "app", "s1", as.SnapshotIdentity{UID: snapID.UID, Digest: "sha256:other"}, "dev"), "other content was never verified")
+	assert.Nil(t, verifiedAt(runs, "app", "s1", as.SnapshotIdentity{}, "dev"), "a missing Snapshot was never verified")
+	legacy := runs[1]
+	legacy.Status.SnapshotIdentity = as.SnapshotIdentity{}
+	assert.Nil(t, verifiedAt([]as.PromotionRun{legacy}, "app", "s1", snapID, "dev"), "a run that recorded no identity verified nothing known")
 }

@@ -9,14 +9,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/manifests/install"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
@@ -28,15 +26,12 @@ import (
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionhistories/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionapprovals,verbs=get;list;watch
 
-// approvalsGVK is the gates' PromotionApproval, read unstructured: the history
-// names the approvers when that kind is installed, and none otherwise.
-var approvalsGVK = schema.GroupVersionKind{Group: as.GroupVersion.Group, Version: as.GroupVersion.Version, Kind: "PromotionApprovalList"}
-
 // HistoryName names the PromotionHistory of app in env.
 func HistoryName(app, env string) string { return as.PromotionHistoryName(app, env) }
 
 // historyEntries are the entries the run's ended steps make, by Environment.
-func historyEntries(run *as.PromotionRun, snapshotCreated *metav1.Time, now metav1.Time) map[string]as.PromotionHistoryEntry {
+// promotedBy is given when the API server enforced who requested the run.
+func historyEntries(run *as.PromotionRun, snapshotCreated *metav1.Time, promotedBy string, now metav1.Time) map[string]as.PromotionHistoryEntry {
 	kind := as.PromotionKindPromotion
 	if run.Spec.IsRollback() {
 		kind = as.PromotionKindRollback
@@ -53,9 +48,9 @@ func historyEntries(run *as.PromotionRun, snapshotCreated *metav1.Time, now meta
 		}
 		created := run.CreationTimestamp
 		out[s.EnvironmentName] = as.PromotionHistoryEntry{
-			PromotionRun: run.Name, PromotionRunUID: string(run.UID), Kind: kind, Snapshot: snapshotOf(run),
+			PromotionRun: run.Name, PromotionRunUID: string(run.UID), Kind: kind, Snapshot: snapshotOf(run), SnapshotIdentity: run.Status.SnapshotIdentity,
 			SnapshotCreated: snapshotCreated, StartTime: &created, CompletionTime: now, Result: result, Message: s.DisplayStatus,
-			PromotedBy: promotedBy(run),
+			PromotedBy: promotedBy,
 		}
 	}
 	return out
@@ -63,9 +58,10 @@ func historyEntries(run *as.PromotionRun, snapshotCreated *metav1.Time, now meta
 
 // promotedBy is who requested the run: its spec.requestedBy, which the
 // admission policy gitops-service-promotion-requesters checked against the
-// identity the API server authenticated; empty (unknown) when unset.
-func promotedBy(run *as.PromotionRun) string {
-	if run.Spec.RequestedBy == nil {
+// identity the API server authenticated; empty (unknown) when unset, or when
+// the policies did not enforce it when the run was created (e).
+func promotedBy(run *as.PromotionRun, e install.Enforcement) string {
+	if run.Spec.RequestedBy == nil || !enforcedAt(e, run.CreationTimestamp.Time) {
 		return ""
 	}
 	return run.Spec.RequestedBy.User
@@ -112,19 +108,28 @@ func (r *Reconciler) record(ctx context.Context, run *as.PromotionRun) error {
 	if name == "" {
 		return nil
 	}
+	// The Snapshot the run deployed (a re-created one of the name is not it).
 	var created *metav1.Time
 	snap := &as.Snapshot{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, snap); err == nil {
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, snap); err == nil && run.Status.SnapshotIdentity.Matches(snap.Identity()) {
 		created = snap.CreationTimestamp.DeepCopy()
-	} else if !apierrors.IsNotFound(err) {
+	} else if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
+	entries := historyEntries(run, created, "", r.now())
+	if len(entries) == 0 {
+		return nil
+	}
+	// Who approved and requested, read once and only for an entry to write
+	// (a run's pass sees its ended steps again and again).
+	var enforcement *install.Enforcement
+	var approvals as.PromotionApprovalList
 	histories, err := r.histories(ctx, run.Namespace, run.Spec.Application)
 	if err != nil {
 		return err
 	}
 	byEnv := byEnvironment(histories)
-	for env, e := range historyEntries(run, created, r.now()) {
+	for env, e := range entries {
 		if recorded(byEnv[env], e.PromotionRunUID) {
 			continue
 		}
@@ -134,9 +139,24 @@ func (r *Reconciler) record(ctx context.Context, run *as.PromotionRun) error {
 		} else if err != nil {
 			return err
 		}
-		if e.ApprovedBy, err = r.approvers(ctx, run.Namespace, run.Spec.Application, name, env); err != nil {
-			return err
+		if enforcement == nil {
+			enf, err := r.identityEnforcement(ctx)
+			if err != nil {
+				return err
+			}
+			if err := r.APIReader.List(ctx, &approvals, client.InNamespace(run.Namespace)); err != nil {
+				return err
+			}
+			enforcement = &enf
 		}
+		e.PromotedBy = promotedBy(run, *enforcement)
+		// The approvals the gate counts for what was deployed.
+		in := gateInput{Application: run.Spec.Application, Snapshot: name, SnapshotID: run.Status.SnapshotIdentity, Env: envObj,
+			Approvals: approvals.Items, Identity: *enforcement, Rollback: run.Spec.IsRollback()}
+		if created != nil {
+			in.SnapshotCreated = created.Time
+		}
+		e.ApprovedBy = approvedBy(in)
 		if err := r.updateHistory(ctx, run.Namespace, run.Spec.Application, env, func(st *as.PromotionHistoryStatus) bool {
 			return upsertEntry(st, e)
 		}); err != nil {
@@ -227,30 +247,4 @@ func (r *Reconciler) updateHistory(ctx context.Context, ns, app, env string, mut
 		return nil
 	}
 	return r.Client.Status().Update(ctx, h)
-}
-
-// approvers are the users who approved snapshot into env (the gates'
-// PromotionApprovals), sorted; none when that kind is not installed.
-func (r *Reconciler) approvers(ctx context.Context, ns, app, snapshot, env string) ([]string, error) {
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(approvalsGVK)
-	err := r.APIReader.List(ctx, list, client.InNamespace(ns))
-	if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, a := range list.Items {
-		s, _, _ := unstructured.NestedString(a.Object, "spec", "snapshot")
-		e, _, _ := unstructured.NestedString(a.Object, "spec", "environment")
-		forApp, _, _ := unstructured.NestedString(a.Object, "spec", "application")
-		user, _, _ := unstructured.NestedString(a.Object, "spec", "approver", "user")
-		if s == snapshot && e == env && (forApp == "" || forApp == app) && user != "" && !slices.Contains(out, user) {
-			out = append(out, user)
-		}
-	}
-	slices.Sort(out)
-	return out, nil
 }

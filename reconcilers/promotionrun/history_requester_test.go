@@ -19,11 +19,13 @@ func TestHistoryRecordsWhoRequested(t *testing.T) {
 	playArgo(t, ns)
 	byAlice := manual(ns, "p1", "appa", "snap-a", "staging")
 	byAlice.Spec.RequestedBy = &as.Requester{User: "alice", Groups: []string{"release-managers"}}
-	run(t, byAlice, "verified", succeeded)
+	createAs(t, actingAs(t, ns, "alice", "release-managers"), byAlice)
+	waitRun(t, byAlice, "verified", succeeded)
 	snapshot(t, ns, "snap-a2", "quay.io/x/fe:v2")
 	byPanel := manual(ns, "p2", "appa", "snap-a2", "staging")
 	byPanel.Spec.RequestedBy = &as.Requester{User: "argocd:bob"}
-	run(t, byPanel, "verified", succeeded)
+	createAs(t, actingAs(t, ns, sidecarSA), byPanel)
+	waitRun(t, byPanel, "verified", succeeded)
 	run(t, manual(ns, "p3", "appa", "snap-a", "staging"), "verified", succeeded)
 
 	h := getHistory(t, ns, "staging")

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/manifests/install"
 )
 
 func TestHistoryName(t *testing.T) {
@@ -36,7 +37,7 @@ func TestHistoryEntries(t *testing.T) {
 			{Step: 2, EnvironmentName: "qa", Status: as.PromotionRunEnvironmentStatusFailure, DisplayStatus: "timed out"},
 			{Step: 2, EnvironmentName: "staging", Status: as.PromotionRunEnvironmentStatusInProgress, DisplayStatus: "Promoting"},
 		}}}
-	got := historyEntries(run, &snapCreated, now)
+	got := historyEntries(run, &snapCreated, "", now)
 	assert.Equal(t, map[string]as.PromotionHistoryEntry{
 		"dev": {PromotionRun: "r", PromotionRunUID: "u", Kind: as.PromotionKindPromotion, Snapshot: "s", SnapshotCreated: &snapCreated, StartTime: &created,
 			CompletionTime: now, Result: as.PromotionRunCompleteResultSuccess, Message: "ok"},
@@ -48,13 +49,17 @@ func TestHistoryEntries(t *testing.T) {
 		Spec: as.PromotionRunSpec{Snapshot: "bad", Application: "app", ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "prod", Rollback: true}},
 		Status: as.PromotionRunStatus{Rollback: &as.RollbackStatus{Snapshot: "good"}, EnvironmentStatus: []as.PromotionRunEnvironmentStatus{
 			{Step: 1, EnvironmentName: "prod", Status: as.PromotionRunEnvironmentStatusSuccess}}}}
-	e := historyEntries(rb, nil, now)["prod"]
+	e := historyEntries(rb, nil, "", now)["prod"]
 	assert.Equal(t, as.PromotionKindRollback, e.Kind)
 	assert.Equal(t, "good", e.Snapshot, "a rollback's entry is what it rolled back to")
 	assert.Empty(t, e.PromotedBy, "a run without requestedBy was promoted by someone unknown")
 
 	rb.Spec.RequestedBy = &as.Requester{User: "argocd:alice", Groups: []string{"argocd:ops"}}
-	assert.Equal(t, "argocd:alice", historyEntries(rb, nil, now)["prod"].PromotedBy, "the history names who requested the run")
+	rb.CreationTimestamp = created
+	enforced := install.Enforcement{Since: created.Add(-time.Minute)}
+	assert.Equal(t, "argocd:alice", historyEntries(rb, nil, promotedBy(rb, enforced), now)["prod"].PromotedBy, "the history names who requested the run")
+	assert.Empty(t, promotedBy(rb, install.Enforcement{Problem: "binding deleted"}), "a requester the API server did not check is unknown")
+	assert.Empty(t, promotedBy(rb, install.Enforcement{Since: created.Time}), "a run created before the policies were (or within their grace) has an unchecked requester")
 }
 
 func TestUpsertEntryIsBoundedAndOncePerRun(t *testing.T) {

@@ -93,7 +93,7 @@ func TestPreviewGate(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			c.in.Application, c.in.Snapshot, c.in.Now = "app", "snap", now
-			w := gate(c.in)
+			w := gate(identified(c.in))
 			if c.reason == "" {
 				assert.Nil(t, w)
 				return

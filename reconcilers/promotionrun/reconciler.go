@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/manifests/install"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
@@ -56,6 +57,9 @@ const (
 	ReasonBindingNameTaken             = "BindingNameTaken"
 	ReasonBindingInvalid               = "BindingInvalid"
 	ReasonTimedOut                     = "PromotionTimedOut"
+	// ReasonSnapshotReplaced: the Snapshot of the run's name is not the one
+	// (UID, content) the run started with.
+	ReasonSnapshotReplaced = "SnapshotReplaced"
 )
 
 // Reconciler reconciles PromotionRuns.
@@ -70,6 +74,12 @@ type Reconciler struct {
 	Timeout time.Duration
 	// Now is the clock; tests may set it.
 	Now kernel.Clock
+	// ServiceAccount is the sidecar's own: the admission policies must name
+	// it as their parameter for approvals and requesters to count (identity.go).
+	ServiceAccount install.ServiceAccount
+
+	enforcementMu  sync.Mutex
+	lastUnenforced time.Time
 
 	// starting serializes the start of runs of one application (key ns/app),
 	// so two runs never both become Active.
@@ -146,8 +156,16 @@ func (r *Reconciler) start(ctx context.Context, run *as.PromotionRun) error {
 		return kernel.Wait(as.WaitingReasonRunActive, kernel.WaitingRetry, "PromotionRun %s of Application %s to complete", b, run.Spec.Application)
 	}
 	// The gates of the first Environment, decided on the API server's runs
-	// (when the Snapshot was verified in its parent).
-	if err := r.gates(ctx, run, list.Items, []string{first(run)}); err != nil {
+	// (when the Snapshot was verified in its parent) and on the Snapshot as
+	// it is now, whose identity the run keeps (a missing one: the promotion
+	// refuses it).
+	snap := &as.Snapshot{}
+	if err := kernel.GetConfirmed(ctx, r.Client, r.APIReader, client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.Snapshot}, snap); apierrors.IsNotFound(err) {
+		snap = nil
+	} else if err != nil {
+		return err
+	}
+	if err := r.gates(ctx, run, list.Items, []string{first(run)}, snap); err != nil {
 		if kernel.AsWaiting(err) != nil {
 			run.Status.State = as.PromotionRunStateWaiting
 		}
@@ -155,6 +173,10 @@ func (r *Reconciler) start(ctx context.Context, run *as.PromotionRun) error {
 	}
 	run.Status.State = as.PromotionRunStateActive
 	run.Status.PromotionStartTime = r.now()
+	if snap != nil && !run.Spec.IsRollback() {
+		// What the gates let in; a rollback records the Snapshot it returns to.
+		run.Status.SnapshotIdentity = snap.Identity()
+	}
 	return nil
 }
 
@@ -167,6 +189,9 @@ func (r *Reconciler) promote(ctx context.Context, run *as.PromotionRun) (ctrl.Re
 	snap := &as.Snapshot{}
 	if err := r.get(ctx, run.Namespace, snapshotOf(run), snap, "Snapshot"); err != nil {
 		return r.fail(run, err)
+	}
+	if refusal := sameSnapshot(run, snap); refusal != nil {
+		return r.fail(run, refusal)
 	}
 	if snap.Spec.Application != run.Spec.Application {
 		return r.fail(run, kernel.Refuse(ReasonSnapshotOfAnotherApplication, "Snapshot %q is of Application %q, not %q", snap.Name, snap.Spec.Application, run.Spec.Application))
@@ -218,7 +243,7 @@ func (r *Reconciler) promote(ctx context.Context, run *as.PromotionRun) (ctrl.Re
 		if err := r.Client.List(ctx, &runs, client.InNamespace(run.Namespace)); err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := r.gates(ctx, run, runs.Items, next); err != nil {
+		if err := r.gates(ctx, run, runs.Items, next, snap); err != nil {
 			return ctrl.Result{}, err
 		}
 		r.addSteps(run, next)
@@ -445,4 +470,20 @@ func (r *Reconciler) complete(run *as.PromotionRun, result as.PromotionRunComple
 	// One Warning, named after the failure: a completed run is done.
 	kernel.SetConditionWarning(r.Recorder, run, &run.Status.Conditions, metav1.Condition{Type: as.PromotionRunConditionErrorOccurred, Status: metav1.ConditionTrue,
 		Reason: reason, Message: msg, ObservedGeneration: run.Generation}, why, r.now())
+}
+
+// sameSnapshot refuses a run whose Snapshot is no longer the one (UID and
+// content) it recorded: one re-created under the name was not gated. A run
+// that recorded none (started before identities were) records snap's.
+func sameSnapshot(run *as.PromotionRun, snap *as.Snapshot) *kernel.Refusal {
+	id := snap.Identity()
+	if !run.Status.SnapshotIdentity.Known() {
+		run.Status.SnapshotIdentity = id
+		return nil
+	}
+	if was := run.Status.SnapshotIdentity; !was.Matches(id) {
+		return kernel.Refuse(ReasonSnapshotReplaced, "Snapshot %s was replaced since the run started (was UID %s, content %s; now UID %s, content %s): promote the new one with a new PromotionRun",
+			snap.Name, was.UID, was.Digest, id.UID, id.Digest)
+	}
+	return nil
 }

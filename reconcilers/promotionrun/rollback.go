@@ -37,11 +37,20 @@ func snapshotOf(run *as.PromotionRun) string {
 	return run.Spec.Snapshot
 }
 
-// rejection is the rejection of snapshot among the Application's histories, or nil.
-func rejection(histories []as.PromotionHistory, snapshot string) (*as.RejectedSnapshot, string) {
+// sameIdentity says whether two records of Snapshots of one name are of the
+// same Snapshot: their identities match, or one is unknown (a record
+// written before identities were, a Snapshot gone): then the name decides,
+// which rejects more, never less.
+func sameIdentity(a, b as.SnapshotIdentity) bool {
+	return !a.Known() || !b.Known() || a.Matches(b)
+}
+
+// rejection is the rejection of snapshot (id: that object with that
+// content) among the Application's histories, or nil.
+func rejection(histories []as.PromotionHistory, snapshot string, id as.SnapshotIdentity) (*as.RejectedSnapshot, string) {
 	for i := range histories {
 		for j := range histories[i].Status.Rejected {
-			if r := &histories[i].Status.Rejected[j]; r.Snapshot == snapshot {
+			if r := &histories[i].Status.Rejected[j]; r.Snapshot == snapshot && sameIdentity(r.SnapshotIdentity, id) {
 				return r, histories[i].Spec.Environment
 			}
 		}
@@ -50,32 +59,43 @@ func rejection(histories []as.PromotionHistory, snapshot string) (*as.RejectedSn
 }
 
 // rollbackCandidates are the Snapshots an Environment may go back to, best
-// first: those verified there, newest first, but bad and rejected ones, each once.
-func rollbackCandidates(h *as.PromotionHistory, bad string, histories []as.PromotionHistory) []string {
+// first: those verified there, newest first, but bad and rejected ones, each
+// once (the newest entry of a name: the Snapshot must still be that one,
+// rollbackTarget).
+func rollbackCandidates(h *as.PromotionHistory, bad string, histories []as.PromotionHistory) []as.PromotionHistoryEntry {
 	if h == nil {
 		return nil
 	}
-	var out []string
+	var out []as.PromotionHistoryEntry
 	for i := len(h.Status.Entries) - 1; i >= 0; i-- {
 		e := h.Status.Entries[i]
-		if e.Result != as.PromotionRunCompleteResultSuccess || e.Snapshot == bad || slices.Contains(out, e.Snapshot) {
+		if e.Result != as.PromotionRunCompleteResultSuccess || e.Snapshot == bad ||
+			slices.ContainsFunc(out, func(o as.PromotionHistoryEntry) bool { return o.Snapshot == e.Snapshot }) {
 			continue
 		}
-		if r, _ := rejection(histories, e.Snapshot); r != nil {
+		if r, _ := rejection(histories, e.Snapshot, e.SnapshotIdentity); r != nil {
 			continue
 		}
-		out = append(out, e.Snapshot)
+		out = append(out, e)
 	}
 	return out
 }
 
-// applyRollback records in st that run rolled bad back: bad is rejected, the
+// rollbackTarget says whether snap, the Snapshot now of candidate c's name,
+// is the one verified there: a Snapshot re-created under the name was never
+// verified anywhere. Entries written before identities were go by name.
+func rollbackTarget(c as.PromotionHistoryEntry, snap *as.Snapshot) bool {
+	return !c.SnapshotIdentity.Known() || c.SnapshotIdentity.Matches(snap.Identity())
+}
+
+// applyRollback records in st that run rolled bad (badID: that object with
+// that content, unknown when it is gone) back: bad is rejected, the
 // Environment is held (since now), and bad's entries say who rolled them
 // back. Idempotent for one run (a pass may be retried); it says whether st changed.
-func applyRollback(st *as.PromotionHistoryStatus, run, bad string, now metav1.Time) bool {
+func applyRollback(st *as.PromotionHistoryStatus, run, bad string, badID as.SnapshotIdentity, now metav1.Time) bool {
 	changed := false
-	if !slices.ContainsFunc(st.Rejected, func(r as.RejectedSnapshot) bool { return r.Snapshot == bad }) {
-		st.Rejected = append(st.Rejected, as.RejectedSnapshot{Snapshot: bad, PromotionRun: run, Time: now})
+	if !slices.ContainsFunc(st.Rejected, func(r as.RejectedSnapshot) bool { return r.Snapshot == bad && r.SnapshotIdentity == badID }) {
+		st.Rejected = append(st.Rejected, as.RejectedSnapshot{Snapshot: bad, SnapshotIdentity: badID, PromotionRun: run, Time: now})
 		if n := len(st.Rejected) - as.MaxRejectedSnapshots; n > 0 {
 			st.Rejected = st.Rejected[n:]
 		}
@@ -86,7 +106,7 @@ func applyRollback(st *as.PromotionHistoryStatus, run, bad string, now metav1.Ti
 		changed = true
 	}
 	for i := range st.Entries {
-		if e := &st.Entries[i]; e.Snapshot == bad && e.RolledBackBy == "" && e.Kind == as.PromotionKindPromotion {
+		if e := &st.Entries[i]; e.Snapshot == bad && sameIdentity(e.SnapshotIdentity, badID) && e.RolledBackBy == "" && e.Kind == as.PromotionKindPromotion {
 			e.RolledBackBy = run
 			changed = true
 		}
@@ -117,7 +137,7 @@ func rejectedRefusal(run *as.PromotionRun, histories []as.PromotionHistory) *ker
 	if run.Spec.IsRollback() || (run.Spec.ManualPromotion != nil && run.Spec.ManualPromotion.Force) {
 		return nil
 	}
-	r, env := rejection(histories, run.Spec.Snapshot)
+	r, env := rejection(histories, run.Spec.Snapshot, run.Status.SnapshotIdentity)
 	if r == nil {
 		return nil
 	}
@@ -164,14 +184,15 @@ func (r *Reconciler) startRollback(ctx context.Context, run *as.PromotionRun, hi
 			h = &histories[i]
 		}
 	}
-	target := ""
+	target, targetID := "", as.SnapshotIdentity{}
 	for _, c := range rollbackCandidates(h, bad, histories) {
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: c}, &as.Snapshot{})
-		if err == nil {
-			target = c
+		snap := &as.Snapshot{}
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: c.Snapshot}, snap)
+		if err == nil && rollbackTarget(c, snap) {
+			target, targetID = c.Snapshot, snap.Identity()
 			break
 		}
-		if !apierrors.IsNotFound(err) {
+		if err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
 	}
@@ -185,13 +206,22 @@ func (r *Reconciler) startRollback(ctx context.Context, run *as.PromotionRun, hi
 	if seb != nil && seb.Spec.Snapshot != bad && seb.Spec.Snapshot != target {
 		return kernel.Refuse(reason, "Environment %s deploys Snapshot %s of Application %s, not %s: nothing to roll back", env, seb.Spec.Snapshot, run.Spec.Application, bad)
 	}
+	// What is rejected is the Snapshot of that name now; gone, every one of the name.
+	var badID as.SnapshotIdentity
+	badSnap := &as.Snapshot{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: bad}, badSnap); err == nil {
+		badID = badSnap.Identity()
+	} else if !apierrors.IsNotFound(err) {
+		return err
+	}
 	now := r.now()
 	if err := r.updateHistory(ctx, run.Namespace, run.Spec.Application, env, func(st *as.PromotionHistoryStatus) bool {
-		return applyRollback(st, run.Name, bad, now)
+		return applyRollback(st, run.Name, bad, badID, now)
 	}); err != nil {
 		return err
 	}
 	run.Status.Rollback = &as.RollbackStatus{Snapshot: target}
+	run.Status.SnapshotIdentity = targetID
 	r.Recorder.Eventf(run, corev1.EventTypeNormal, "RollingBack", "Rolling Environment %s back from Snapshot %s to %s; %s is rejected for Application %s and automated promotion out of %s holds until released",
 		env, bad, target, bad, run.Spec.Application, env)
 	return nil

@@ -47,7 +47,11 @@ func TestRollbackCandidates(t *testing.T) {
 			if tc.h != nil {
 				all = append(all, *tc.h)
 			}
-			assert.Equal(t, tc.want, rollbackCandidates(tc.h, tc.bad, all))
+			var got []string
+			for _, e := range rollbackCandidates(tc.h, tc.bad, all) {
+				got = append(got, e.Snapshot)
+			}
+			assert.Equal(t, tc.want, got)
 		})
 	}
 }
@@ -60,24 +64,24 @@ func TestApplyRollback(t *testing.T) {
 	ok := as.PromotionRunCompleteResultSuccess
 	st := as.PromotionHistoryStatus{Entries: []as.PromotionHistoryEntry{entry("r1", "s1", ok), entry("r2", "s2", ok)}}
 
-	require.True(t, applyRollback(&st, "rb", "s2", now))
+	require.True(t, applyRollback(&st, "rb", "s2", as.SnapshotIdentity{}, now))
 	assert.Equal(t, []as.RejectedSnapshot{{Snapshot: "s2", PromotionRun: "rb", Time: now}}, st.Rejected)
 	assert.Equal(t, &as.PromotionHold{Since: now, PromotionRun: "rb", Snapshot: "s2"}, st.Hold)
 	assert.Equal(t, "", st.Entries[0].RolledBackBy)
 	assert.Equal(t, "rb", st.Entries[1].RolledBackBy)
 
 	// A retried pass of the same rollback changes nothing, not even the hold's time.
-	assert.False(t, applyRollback(&st, "rb", "s2", later))
+	assert.False(t, applyRollback(&st, "rb", "s2", as.SnapshotIdentity{}, later))
 	assert.Equal(t, now, st.Hold.Since)
 
 	// A second rollback holds again from its own time; a Snapshot is rejected once.
-	assert.True(t, applyRollback(&st, "rb2", "s2", later))
+	assert.True(t, applyRollback(&st, "rb2", "s2", as.SnapshotIdentity{}, later))
 	assert.Len(t, st.Rejected, 1)
 	assert.Equal(t, later, st.Hold.Since)
 
 	// Bounded: the oldest rejections go.
 	for i := 0; i < as.MaxRejectedSnapshots+5; i++ {
-		applyRollback(&st, "rb", "x"+strings.Repeat("y", i), now)
+		applyRollback(&st, "rb", "x"+strings.Repeat("y", i), as.SnapshotIdentity{}, now)
 	}
 	assert.Len(t, st.Rejected, as.MaxRejectedSnapshots)
 	assert.Equal(t, "x"+strings.Repeat("y", 5), st.Rejected[0].Snapshot)

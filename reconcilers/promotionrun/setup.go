@@ -4,12 +4,14 @@ import (
 	"context"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
@@ -21,7 +23,7 @@ import (
 // bindings and their generated Applications, and a waiting run starts when the
 // run before it completes or goes away.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("promotionrun").
 		For(&as.PromotionRun{}).
 		Watches(&as.PromotionRun{}, handler.Funcs{
@@ -69,8 +71,37 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 				return nil
 			}
 			return r.runsOf(ctx, l[ownership.LabelTenantNS], l[as.LabelApplication], as.PromotionRunStateActive)
-		})).
-		WithOptions(kernel.Sharded(ctx, &as.PromotionRun{}, controller.Options{MaxConcurrentReconciles: concurrency})).
+		}))
+	// Whether approvals count changes with the admission policies
+	// (identity.go): every unfinished run looks again. An API server
+	// without them (Kubernetes < 1.30) has nothing to watch; the runs look
+	// again every WaitingRetry.
+	if _, err := mgr.GetRESTMapper().RESTMapping(admissionv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicy").GroupKind(), admissionv1.SchemeGroupVersion.Version); err == nil {
+		all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+			return kernel.Listed(ctx, r.Client, &as.PromotionRunList{}, func(run *as.PromotionRun) bool {
+				return run.Status.State != as.PromotionRunStateCompleted
+			})
+		})
+		b = b.Watches(&admissionv1.ValidatingAdmissionPolicy{}, all).Watches(&admissionv1.ValidatingAdmissionPolicyBinding{}, all)
+	}
+	// At start-up the log says whether approvals and requesters count; the
+	// runs a gate holds say it on their own (ApprovalIdentityNotEnforced).
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		log := ctrl.LoggerFrom(ctx).WithName("promotionrun")
+		e, err := r.identityEnforcement(ctx)
+		switch {
+		case err != nil:
+			log.Error(err, "reading the admission policies")
+		case !e.Enforced():
+			log.Info("approvals and requesters do not count: the API server does not enforce who wrote them", "problem", e.Problem)
+		default:
+			log.Info("approvals and requesters count: the shipped admission policies are live", "since", e.Since)
+		}
+		return nil
+	})); err != nil {
+		return err
+	}
+	return b.WithOptions(kernel.Sharded(ctx, &as.PromotionRun{}, controller.Options{MaxConcurrentReconciles: concurrency})).
 		Complete(r)
 }
 

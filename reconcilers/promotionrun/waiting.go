@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/manifests/install"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
@@ -21,7 +22,9 @@ import (
 func (r *Reconciler) setWaiting(run *as.PromotionRun, err error) {
 	if w := kernel.AsWaiting(err); w != nil {
 		c := metav1.Condition{Type: as.PromotionRunConditionWaiting, Status: metav1.ConditionTrue, Reason: w.Reason, Message: w.For, ObservedGeneration: run.Generation}
-		if kernel.SetCondition(r.Recorder, run, &run.Status.Conditions, c, r.now(), false) {
+		// Not a gate but an install that lets anyone approve: a Warning.
+		warn := w.Reason == as.WaitingReasonApprovalIdentityNotEnforced
+		if kernel.SetCondition(r.Recorder, run, &run.Status.Conditions, c, r.now(), warn) && !warn {
 			r.Recorder.Eventf(run, corev1.EventTypeNormal, "Waiting", "Waiting for %s", w.For)
 		}
 		return
@@ -33,11 +36,12 @@ func (r *Reconciler) setWaiting(run *as.PromotionRun, err error) {
 
 // gates returns a *kernel.Waiting when a gate of one of the Environments
 // holds the run back (the first one that does), a transient error, or nil.
+// snap is the Snapshot the gates decide on, nil when it does not exist.
 // runs are the namespace's PromotionRuns: when the Snapshot was verified in
 // a parent Environment (its soak time) is read from their steps, this run's
 // own steps as they are now. A missing Environment has no gates here: the
 // promotion refuses it.
-func (r *Reconciler) gates(ctx context.Context, run *as.PromotionRun, runs []as.PromotionRun, envNames []string) error {
+func (r *Reconciler) gates(ctx context.Context, run *as.PromotionRun, runs []as.PromotionRun, envNames []string, snap *as.Snapshot) error {
 	var approvals as.PromotionApprovalList
 	if err := r.Client.List(ctx, &approvals, client.InNamespace(run.Namespace)); err != nil {
 		return err
@@ -49,6 +53,7 @@ func (r *Reconciler) gates(ctx context.Context, run *as.PromotionRun, runs []as.
 		}
 	}
 	var previews *as.PromotionPreviewList
+	var enforcement *install.Enforcement
 	for _, name := range envNames {
 		env, err := r.environment(ctx, run.Namespace, name)
 		if env == nil {
@@ -58,6 +63,20 @@ func (r *Reconciler) gates(ctx context.Context, run *as.PromotionRun, runs []as.
 			continue
 		}
 		in := gateInput{Application: run.Spec.Application, Snapshot: run.Spec.Snapshot, Env: env, Approvals: approvals.Items, Now: r.now().Time, Rollback: run.Spec.IsRollback()}
+		if snap != nil {
+			in.SnapshotID, in.SnapshotCreated = snap.Identity(), snap.CreationTimestamp.Time
+		}
+		if g := env.Spec.Gates; g != nil && g.Approvals != nil {
+			// Read once, and only when an Environment asks for approvals.
+			if enforcement == nil {
+				e, err := r.identityEnforcement(ctx)
+				if err != nil {
+					return err
+				}
+				enforcement = &e
+			}
+			in.Identity = *enforcement
+		}
 		if env.Spec.Preview != nil {
 			// Read once, and only when an Environment asks for a preview.
 			if previews == nil {
@@ -82,7 +101,7 @@ func (r *Reconciler) gates(ctx context.Context, run *as.PromotionRun, runs []as.
 			if in.Parent, err = r.environment(ctx, run.Namespace, p); err != nil {
 				return err
 			}
-			in.VerifiedInParent = verifiedAt(runs, run.Spec.Application, run.Spec.Snapshot, p)
+			in.VerifiedInParent = verifiedAt(runs, run.Spec.Application, run.Spec.Snapshot, in.SnapshotID, p)
 		}
 		if w := gate(in); w != nil {
 			return w

@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,7 +74,11 @@ func TestChaosGatedPromotions(t *testing.T) {
 	stopWatch := watchBindings(t, func(w bindingWrite) { mu.Lock(); writes = append(writes, w); mu.Unlock() })
 	defer stopWatch()
 
-	side, err := stack.StartSidecar(ctx, kube, stack.SidecarOptions{Kubeconfig: proxy.Kubeconfig})
+	// Approvals count only while the API server enforces who approves: the
+	// shipped policies, whose parameter the sidecar is told (it runs with
+	// the admin's kubeconfig here).
+	require.NoError(t, stack.InstallPolicies(ctx, k8s))
+	side, err := stack.StartSidecar(ctx, kube, stack.SidecarOptions{Kubeconfig: proxy.Kubeconfig, Args: []string{"--service-account=argocd/gitops-service"}})
 	require.NoError(t, err)
 	defer side.Close()
 	proxy.SetFailRate(0.2)
@@ -95,10 +101,23 @@ func TestChaosGatedPromotions(t *testing.T) {
 	approve := func(ns, app, env, user string) {
 		a := &as.PromotionApproval{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-s2-%s-%s", app, env, user)},
 			Spec: as.PromotionApprovalSpec{Snapshot: app + "-s2", Environment: env, Application: app, Approver: as.Approver{User: user}}}
-		// Called from goroutines too: assert, not require.
-		if !assert.NoError(t, k8s.Create(ctx, a), "approving %s/%s", ns, a.Name) {
+		// Called from goroutines too: assert, not require. As the approver
+		// (the policy checks it), once the API server has their RBAC and the
+		// policy (an approval written before counts for nothing).
+		c := approver(t, ns, user)
+		var err error
+		deadline := time.Now().Add(30 * time.Second)
+		for err = c.Create(ctx, a.DeepCopy()); err != nil && time.Now().Before(deadline); err = c.Create(ctx, a.DeepCopy()) {
+			time.Sleep(200 * time.Millisecond)
+		}
+		if !assert.NoError(t, err, "approving %s/%s", ns, a.Name) {
 			return
 		}
+		got := &as.PromotionApproval{}
+		if !assert.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(a), got)) {
+			return
+		}
+		a = got
 		v, err := strconv.ParseUint(a.ResourceVersion, 10, 64)
 		if !assert.NoError(t, err) {
 			return
@@ -308,4 +327,20 @@ func watchBindings(t *testing.T, report func(bindingWrite)) func() {
 	}()
 	var once sync.Once
 	return func() { once.Do(func() { cancel(); <-done }) }
+}
+
+// approver is a client of user, who may do anything in ns.
+func approver(t *testing.T, ns, user string) client.Client {
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "approver-" + user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}}
+	if err := k8s.Create(context.Background(), rb); err != nil && !apierrors.IsAlreadyExists(err) {
+		assert.NoError(t, err)
+	}
+	cfg := *kube.Config
+	cfg.Impersonate.UserName = user
+	cfg.Impersonate.Groups = []string{"system:authenticated"}
+	c, err := client.New(&cfg, client.Options{Scheme: k8s.Scheme()})
+	assert.NoError(t, err)
+	return c
 }

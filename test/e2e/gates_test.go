@@ -23,14 +23,20 @@ import (
 
 var approvalPolicyOnce sync.Once
 
-// applyApprovalPolicy applies the approval admission policy as shipped (once).
+// applyApprovalPolicy applies the approval admission policy as shipped
+// (once), with its sibling: approvals count only while every shipped policy
+// is live.
 func applyApprovalPolicy(t *testing.T) {
 	t.Helper()
 	approvalPolicyOnce.Do(func() {
 		root, err := stack.RepoRoot()
 		require.NoError(t, err)
-		out, err := kubectl(t, "apply", "-f", filepath.Join(root, "manifests", "install", "promotion-approvals.yaml"))
-		require.NoError(t, err, out)
+		files, err := stack.PolicyFiles()
+		require.NoError(t, err)
+		for _, f := range files {
+			out, err := kubectl(t, "apply", "-f", filepath.Join(root, "manifests", "install", f))
+			require.NoError(t, err, out)
+		}
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -15,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitops-service/gitops-service/manifests/install"
 )
 
 // AdmissionCheckReason marks the CRDs' CEL rules that repeat a reconciler's
@@ -128,4 +131,34 @@ func InstallPolicy(ctx context.Context, c client.Client, file string) (int, erro
 		}
 		n++
 	}
+}
+
+// PolicyFiles are the files of manifests/install that hold an admission
+// policy: every one must be live as shipped for approvals to count.
+func PolicyFiles() ([]string, error) {
+	policies, err := install.Policies()
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, p := range policies {
+		if !slices.Contains(files, p.File) {
+			files = append(files, p.File)
+		}
+	}
+	return files, nil
+}
+
+// InstallPolicies installs every shipped admission policy (InstallPolicy).
+func InstallPolicies(ctx context.Context, c client.Client) error {
+	files, err := PolicyFiles()
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if _, err := InstallPolicy(ctx, c, f); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -118,6 +118,8 @@ func RunSuite(m *testing.M, name string, setup func(*Suite) error, options ...fu
 		// Its git servers and API servers listen on 127.0.0.1.
 		// Only 127.0.0.1: tests serve what must stay unreached on 127.0.0.2.
 		Egress: egress.Policy{AllowRanges: []netip.Prefix{netip.MustParsePrefix(StackLoopback)}, ClusterRanges: clusterRanges},
+		// The admission policies' parameter as InstallPolicy makes it.
+		ServiceAccount: SuiteArgoNamespace + "/gitops-service",
 	}
 	for _, o := range options {
 		o(&opts)

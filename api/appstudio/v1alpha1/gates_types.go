@@ -161,6 +161,10 @@ const (
 	WaitingReasonFrozen = "Frozen"
 	// WaitingReasonAwaitingApproval: fewer approvals than required.
 	WaitingReasonAwaitingApproval = "AwaitingApproval"
+	// WaitingReasonApprovalIdentityNotEnforced: the API server does not
+	// enforce who approves (the shipped admission policies are missing or
+	// changed), so no approval counts.
+	WaitingReasonApprovalIdentityNotEnforced = "ApprovalIdentityNotEnforced"
 	// WaitingReasonClaimNotBound: the Environment's DeploymentTargetClaim is not bound.
 	WaitingReasonClaimNotBound = "ClaimNotBound"
 	// WaitingReasonSnapshotRejected: the Snapshot is rejected for the Application.

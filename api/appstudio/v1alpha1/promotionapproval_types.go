@@ -19,6 +19,14 @@ type PromotionApprovalSpec struct {
 	// +kubebuilder:validation:XValidation:rule="size(self) <= 253",message="must be at most 253 characters (the longest name of a Kubernetes object)",reason=FieldValueForbidden
 	Snapshot string `json:"snapshot"`
 
+	// SnapshotIdentity, when set, is what was approved: the UID and the
+	// content digest (Snapshot.ContentDigest) of the Snapshot the approver
+	// looked at; the approval counts only for that Snapshot object with that
+	// content (`argocd gitops approve` and the panel set both). Unset, it
+	// counts only for a Snapshot of that name created in an earlier second
+	// than the approval (one re-created after it is another Snapshot).
+	SnapshotIdentity `json:",inline"`
+
 	// Environment is the name of the Environment, in the namespace of the
 	// approval, the Snapshot may enter.
 	// +required

@@ -193,6 +193,13 @@ type PromotionRunStatus struct {
 	// rolls back to.
 	// +optional
 	Rollback *RollbackStatus `json:"rollback,omitempty"`
+
+	// SnapshotIdentity is the UID and content digest of the Snapshot the run
+	// deploys, recorded when it first deploys: if the Snapshot is replaced
+	// by another of the same name meanwhile, the run fails (SnapshotReplaced)
+	// rather than deploy what was not gated; its steps' verifications count
+	// (soak time) only for this Snapshot.
+	SnapshotIdentity `json:",inline"`
 }
 
 // PromotionRunEnvironmentStatus is the state of one step of a PromotionRun.

@@ -109,6 +109,9 @@ type PromotionHistoryEntry struct {
 	// Snapshot is the Snapshot deployed (for a rollback, the one rolled back to).
 	// +required
 	Snapshot string `json:"snapshot"`
+	// SnapshotIdentity is the deployed Snapshot's UID and content digest:
+	// a Snapshot re-created under the same name is not this one.
+	SnapshotIdentity `json:",inline"`
 	// SnapshotCreated is when the Snapshot was created (lead time starts then).
 	// +optional
 	SnapshotCreated *metav1.Time `json:"snapshotCreated,omitempty"`
@@ -129,8 +132,10 @@ type PromotionHistoryEntry struct {
 	// authenticated is known; empty when unknown.
 	// +optional
 	PromotedBy string `json:"promotedBy,omitempty"`
-	// ApprovedBy are the users whose approvals (PromotionApprovals of the
-	// Snapshot into the Environment) the promotion had.
+	// ApprovedBy are the approvers the Environment's approval gate counted
+	// for this Snapshot (its UID and content), one per person, sorted; empty
+	// when the Environment asks for no approval, when approvals cannot count
+	// (the API server does not enforce who approves), and for a rollback.
 	// +optional
 	ApprovedBy []string `json:"approvedBy,omitempty"`
 	// RolledBackBy is the rollback that rolled this Snapshot back out of the
@@ -145,6 +150,11 @@ type RejectedSnapshot struct {
 	// Snapshot is the rejected Snapshot's name.
 	// +required
 	Snapshot string `json:"snapshot"`
+	// SnapshotIdentity is the rejected Snapshot's UID and content digest,
+	// when known: a Snapshot re-created under the name is not rejected.
+	// Without it (written before identities were), every Snapshot of the
+	// name is.
+	SnapshotIdentity `json:",inline"`
 	// PromotionRun is the rollback that rejected it.
 	// +required
 	PromotionRun string `json:"promotionRun"`

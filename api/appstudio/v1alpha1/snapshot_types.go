@@ -7,6 +7,11 @@ Licensed under the Apache License, Version 2.0.
 package v1alpha1
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"sort"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -116,4 +121,58 @@ type SnapshotList struct {
 
 func init() {
 	SchemeBuilder.Register(&Snapshot{}, &SnapshotList{})
+}
+
+// ContentDigest is the digest of what the Snapshot deploys: "sha256:" and
+// the hex SHA-256 of the canonical JSON of its components sorted by name,
+// each as {"name","containerImage","source"} (source as the API writes it,
+// null when unset). Display fields, artifacts and the Application are not
+// content (the Application is immutable and checked on its own). Approvals,
+// soak, verification, rejection and rollback targets bind to it and to the
+// Snapshot's UID, so a Snapshot re-created under the same name is another
+// Snapshot (docs/gates.md).
+func (s *Snapshot) ContentDigest() string {
+	type component struct {
+		Name           string           `json:"name"`
+		ContainerImage string           `json:"containerImage"`
+		Source         *ComponentSource `json:"source"`
+	}
+	cs := make([]component, 0, len(s.Spec.Components))
+	for _, c := range s.Spec.Components {
+		cs = append(cs, component{Name: c.Name, ContainerImage: c.ContainerImage, Source: c.Source})
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].Name < cs[j].Name })
+	// Struct fields marshal in a fixed order and strings are escaped one
+	// way: the encoding is canonical.
+	b, err := json.Marshal(cs)
+	if err != nil {
+		panic(err) // strings and pointers to structs of strings always marshal
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// Identity is what the gates know a Snapshot by: its UID and ContentDigest.
+func (s *Snapshot) Identity() SnapshotIdentity {
+	return SnapshotIdentity{UID: string(s.UID), Digest: s.ContentDigest()}
+}
+
+// SnapshotIdentity names one Snapshot object and its content.
+type SnapshotIdentity struct {
+	// UID is the Snapshot's metadata.uid.
+	// +optional
+	UID string `json:"snapshotUID,omitempty"`
+	// Digest is the Snapshot's content digest (Snapshot.ContentDigest).
+	// +optional
+	Digest string `json:"snapshotDigest,omitempty"`
+}
+
+// Known says whether an identity was recorded (records written before
+// identities were have none).
+func (id SnapshotIdentity) Known() bool { return id.UID != "" || id.Digest != "" }
+
+// Matches says whether the recorded identity id is the one of the Snapshot
+// now: every part recorded must be equal. An unknown one matches nothing.
+func (id SnapshotIdentity) Matches(now SnapshotIdentity) bool {
+	return id.Known() && (id.UID == "" || id.UID == now.UID) && (id.Digest == "" || id.Digest == now.Digest)
 }

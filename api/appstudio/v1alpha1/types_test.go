@@ -7,6 +7,8 @@ Licensed under the Apache License, Version 2.0.
 package v1alpha1
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -388,4 +390,46 @@ func TestCRDScopesAndRules(t *testing.T) {
 	if _, ok := r["has(self.manualPromotion) != has(self.automatedPromotion)"]; !ok {
 		t.Errorf("PromotionRun spec has no one-of rule: %v", spec.XValidations)
 	}
+}
+
+// TestSnapshotContentDigest: the digest is of the components' names, images
+// and sources, in any order; nothing else changes it.
+func TestSnapshotContentDigest(t *testing.T) {
+	snap := func(cs ...SnapshotComponent) *Snapshot {
+		return &Snapshot{Spec: SnapshotSpec{Application: "app", DisplayName: "x", Components: cs}}
+	}
+	fe := SnapshotComponent{Name: "fe", ContainerImage: "quay.io/x/fe@sha256:1"}
+	be := SnapshotComponent{Name: "be", ContainerImage: "quay.io/x/be:v1", Source: &ComponentSource{GitSource: &GitSource{URL: "https://g/x", Revision: "abc"}}}
+	d := snap(fe, be).ContentDigest()
+	if !strings.HasPrefix(d, "sha256:") || len(d) != len("sha256:")+64 {
+		t.Fatalf("digest %q", d)
+	}
+	if got := snap(be, fe).ContentDigest(); got != d {
+		t.Errorf("order changed the digest")
+	}
+	s := snap(fe, be)
+	s.Spec.DisplayName, s.Spec.DisplayDescription, s.Name, s.UID = "y", "z", "other", "u"
+	if s.ContentDigest() != d {
+		t.Errorf("display fields or metadata changed the digest")
+	}
+	other := be
+	other.ContainerImage = "quay.io/x/be:v2"
+	src := be
+	src.Source = &ComponentSource{GitSource: &GitSource{URL: "https://g/x", Revision: "def"}}
+	renamed := fe
+	renamed.Name = "fe2"
+	for name, o := range map[string]*Snapshot{"image": snap(fe, other), "source": snap(fe, src), "name": snap(renamed, be), "fewer": snap(fe), "none": snap()} {
+		if o.ContentDigest() == d {
+			t.Errorf("%s: another content has the same digest", name)
+		}
+	}
+	// The canonical form is fixed: a change of the encoding is a change of the API.
+	if got := snap(SnapshotComponent{Name: "a", ContainerImage: "i"}).ContentDigest(); got != "sha256:"+sha256Hex(`[{"name":"a","containerImage":"i","source":null}]`) {
+		t.Errorf("canonical form changed: %s", got)
+	}
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
