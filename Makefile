@@ -68,7 +68,7 @@ manifests: $(CONTROLLER_GEN) ## Regenerate CRDs and RBAC from markers.
 	hack/crd-kustomization.sh manifests/crd
 	$(CONTROLLER_GEN) rbac:roleName=gitops-service $(foreach p,$(MAIN_RBAC_PKGS),paths=$(p)) output:rbac:artifacts:config=manifests/rbac
 	$(CONTROLLER_GEN) rbac:roleName=gitops-service-namespace-provisioner paths=./$(PROVISIONER_PKG) output:rbac:artifacts:config=manifests/rbac/namespace-provisioner
-	go run ./hack/healthlua manifests/install/components/argocd-settings/health
+	go run ./hack/healthlua reconcilers/argocdsettings/health
 
 .PHONY: docs
 docs: ## Regenerate docs/flags.md (the sidecar's flag reference) from its --help.
@@ -91,7 +91,7 @@ verify: generate manifests docs ui-extension $(STATICCHECK) ## Fail if generated
 	go vet -tags unit ./...
 	$(STATICCHECK) ./...
 	cd hack/image && go vet ./... && $(CURDIR)/$(STATICCHECK) ./...
-	@git diff --exit-code -- api manifests docs/flags.md || (echo "generated files are stale: run 'make generate manifests docs ui-extension' and commit"; exit 1)
+	@git diff --exit-code -- api manifests docs/flags.md reconcilers/argocdsettings/health || (echo "generated files are stale: run 'make generate manifests docs ui-extension' and commit"; exit 1)
 
 .PHONY: deps
 deps: ## Install apt packages the test stack needs (etcd, redis, git).
