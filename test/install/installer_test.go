@@ -2,8 +2,6 @@ package install
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,7 +17,7 @@ import (
 	"github.com/gitops-service/gitops-service/test/stack"
 )
 
-// components/ui-extension-installer merges argocd-extension-installer into
+// components/ui-extension-installer's patch merges argocd-extension-installer into
 // an argocd-server that already installs another extension the same way (its
 // init container and the shared `extensions` volume stay as they are); the
 // init container downloads the tarball `make ui-extension-tarball` names for
@@ -61,12 +59,14 @@ func TestUIExtensionInstallerMergesIntoArgoCDServer(t *testing.T) {
 		},
 	}
 	require.NoError(t, c.Create(ctx, server))
+	var original appsv1.Deployment
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(server), &original))
+	kubectl := kubectlIn(ctx, t, bins, kube)
+	const component = "manifests/install/components/ui-extension-installer"
 	apply := func() {
 		t.Helper()
-		cmd := exec.CommandContext(ctx, bins.Kubectl, "apply", "--server-side", "-k", filepath.Join("testdata", "with-ui-extension-installer"))
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+kube.Kubeconfig)
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "%s", out)
+		kubectl("apply", "--server-side", "-k", filepath.Join("test", "install", "testdata", "with-ui-extension-installer"))
+		patchArgoCDServer(kubectl, ns, component+"/argocd-server-patch.yaml")
 	}
 	apply()
 	var got appsv1.Deployment
@@ -98,4 +98,12 @@ func TestUIExtensionInstallerMergesIntoArgoCDServer(t *testing.T) {
 	var again appsv1.Deployment
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(server), &again))
 	assert.Equal(t, got.ResourceVersion, again.ResourceVersion, "the second apply changed argocd-server")
+	assertOnlyPatchOwns(t, &again)
+
+	// The uninstall's patch takes out our init container only; the shared
+	// `extensions` volume and mount stay for the other extension.
+	patchArgoCDServer(kubectl, ns, component+"/argocd-server-unpatch.yaml")
+	var after appsv1.Deployment
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(server), &after))
+	assert.Equal(t, original.Spec, after.Spec, "the unpatch left argocd-server other than it was")
 }
