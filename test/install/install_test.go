@@ -139,7 +139,7 @@ func TestApplyTwiceIntoAnExistingArgoCD(t *testing.T) {
 			"extension.config":         "extensions:\n- name: metrics\n  backend:\n    services:\n    - url: http://argocd-metrics-server:9003\n",
 			"extension.config.httpbin": "services:\n- url: http://httpbin.org\n",
 		},
-		"argocd-rbac-cm":       {"policy.csv": "g, platform, role:admin\n", "policy.default": "role:readonly"},
+		"argocd-rbac-cm": {"policy.csv": "g, platform, role:admin\n", "policy.default": "role:readonly"},
 		// The admin enabled proxy extensions before (for another extension):
 		// it must stay on when we are uninstalled.
 		"argocd-cmd-params-cm": {"server.insecure": "true", "server.enable.proxy.extension": "true"},
