@@ -21,15 +21,20 @@ STAMP    = VERSION='$(VERSION)' REVISION='$(REVISION)' hack/ldflags.sh
 LDFLAGS  = $(shell $(STAMP))
 
 # `make image`: the sidecar's OCI image, built in Go (hack/image), no Docker. IMAGE=registry/name:tag
-# names it and points manifests/install at it; PUSH=1 pushes it with ~/.docker/config.json's credentials.
+# names it and writes bin/image/install/kustomization.yaml, manifests/install with that image (untracked:
+# building never edits a tracked file, so the next build is not stamped -dirty); PUSH=1 pushes it with
+# ~/.docker/config.json's credentials. Your own overlay: `kustomize edit set image gitops-service=<IMAGE>`.
 IMAGE      ?=
 PUSH       ?=
 IMAGE_DIR  ?= $(BIN)/image
 IMAGE_ARCH ?= $(shell go env GOARCH)
-IMAGE_KUSTOMIZATION ?= $(CURDIR)/manifests/install/kustomization.yaml
+IMAGE_KUSTOMIZATION ?= $(abspath $(IMAGE_DIR))/install/kustomization.yaml
 
 .PHONY: image
-image: ## Build the sidecar's image into bin/image (OCI layout + tarball); IMAGE=reg/name:tag sets manifests/install's image, PUSH=1 pushes.
+image: ## Build the sidecar's image into bin/image (OCI layout + tarball); IMAGE=reg/name:tag writes bin/image/install (manifests/install with it), PUSH=1 pushes.
+	@if [ -n '$(IMAGE)' ] && [ ! -f '$(IMAGE_KUSTOMIZATION)' ]; then mkdir -p '$(dir $(IMAGE_KUSTOMIZATION))' && \
+		printf '# Written by `make image IMAGE=...`: manifests/install with the image built (kubectl apply --server-side -k %s).\napiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- %s\n' \
+		'$(dir $(IMAGE_KUSTOMIZATION))' "$$(realpath --relative-to='$(dir $(IMAGE_KUSTOMIZATION))' manifests/install)" > '$(IMAGE_KUSTOMIZATION)'; fi
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build -trimpath -ldflags '-s -w $(LDFLAGS)' -o $(IMAGE_DIR)/gitops-service ./extension
 	go -C hack/image run . -binary $(abspath $(IMAGE_DIR))/gitops-service -out $(abspath $(IMAGE_DIR)) \
 		-version '$(shell $(STAMP) version)' -revision '$(shell $(STAMP) revision)' -arch $(IMAGE_ARCH) \
