@@ -154,7 +154,7 @@ func testInstallIntoArgoCD(t *testing.T, bins *stack.BinaryPaths, version, mode 
 		t.Helper()
 		now := state()
 		assert.Contains(t, now["argocd-cm"].Data["extension.config.gitops-service"], "url: "+uiProxyURL+"\n", step)
-		assert.Contains(t, now["argocd-cm"].Data["resource.customizations.health.managed-gitops.redhat.com_GitOpsDeployment"], "hs.status", step)
+		assert.Contains(t, now["argocd-cm"].Data["resource.customizations.health.managed-gitops.redhat.com_GitOpsDeployment"], "return {status", step)
 		assert.Equal(t, "300", now["argocd-cmd-params-cm"].Data["applicationsetcontroller.k8s.client.burst"], step)
 		assert.Contains(t, now["argocd-rbac-cm"].Data["policy.gitops-service-admin.csv"], "extensions, invoke, gitops-service", step)
 		var mounted bool

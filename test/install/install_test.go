@@ -213,7 +213,7 @@ func TestApplyTwiceIntoAnExistingArgoCD(t *testing.T) {
 	assert.Equal(t, "true", cm("argocd-cmd-params-cm")["server.enable.proxy.extension"])
 	assert.Equal(t, "30", cm("argocd-cmd-params-cm")["applicationsetcontroller.concurrent.reconciliations.max"])
 	assert.Contains(t, cm("argocd-cm")["extension.config.gitops-service"], "$gitops-service-ui-proxy:token")
-	assert.Contains(t, cm("argocd-cm")["resource.customizations.health.managed-gitops.redhat.com_GitOpsDeployment"], "hs.status")
+	assert.Contains(t, cm("argocd-cm")["resource.customizations.health.managed-gitops.redhat.com_GitOpsDeployment"], "return {status")
 	assert.Contains(t, cm("argocd-rbac-cm")["policy.gitops-service-admin.csv"], "extensions, invoke, gitops-service")
 	var labelled corev1.ConfigMap
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "argocd-cm"}, &labelled))

@@ -77,10 +77,17 @@ func TestUIExtensionInstallerMergesIntoArgoCDServer(t *testing.T) {
 	assert.ElementsMatch(t, []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}, extensions}, spec.Containers[0].VolumeMounts)
 	require.Len(t, spec.Volumes, 2)
 	require.Len(t, spec.InitContainers, 2)
-	assert.Equal(t, metricsInstaller.Name, spec.InitContainers[0].Name)
-	assert.Equal(t, metricsInstaller.Env, spec.InitContainers[0].Env, "another extension's installer is left alone")
-	ours := spec.InitContainers[1]
-	assert.Equal(t, "gitops-service-ui-extension", ours.Name)
+	// A strategic merge patch puts a new list entry first; the installers are
+	// independent (each unpacks its own extension), so the order does not matter.
+	byName := map[string]corev1.Container{}
+	for _, ic := range spec.InitContainers {
+		byName[ic.Name] = ic
+	}
+	require.Contains(t, byName, metricsInstaller.Name)
+	assert.Equal(t, metricsInstaller.Env, byName[metricsInstaller.Name].Env, "another extension's installer is left alone")
+	assert.Equal(t, metricsInstaller.VolumeMounts, byName[metricsInstaller.Name].VolumeMounts, "another extension's installer is left alone")
+	require.Contains(t, byName, "gitops-service-ui-extension")
+	ours := byName["gitops-service-ui-extension"]
 	assert.True(t, strings.HasPrefix(ours.Image, "quay.io/argoprojlabs/argocd-extension-installer:"), ours.Image)
 	assert.Equal(t, []corev1.VolumeMount{extensions}, ours.VolumeMounts)
 	env := map[string]string{}
