@@ -6,6 +6,7 @@ package install
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -346,17 +347,27 @@ func patchArgoCDServer(kubectl func(...string) string, ns, file string) {
 	kubectl("-n", ns, "patch", "deployment", "argocd-server", "--type", "strategic", "--field-manager", "gitops-service", "--patch-file", file)
 }
 
-// assertOnlyPatchOwns: the patch left Argo CD's own fields (selector, image)
-// with their owner; our manager owns only what the patch added.
+// assertOnlyPatchOwns: the patch left Argo CD's own fields (the selector,
+// the replicas, argocd-server's image and args) with their owner; our manager
+// owns only what the patch added.
 func assertOnlyPatchOwns(t *testing.T, d *appsv1.Deployment) {
 	t.Helper()
 	for _, f := range d.ManagedFields {
 		if f.Manager != "gitops-service" {
 			continue
 		}
-		raw := string(f.FieldsV1.Raw)
-		for _, theirs := range []string{`"f:selector"`, `"f:image"`, `"f:replicas"`} {
-			assert.NotContains(t, raw, theirs, "the patch took over argocd-server's %s", theirs)
+		var set map[string]any
+		require.NoError(t, json.Unmarshal(f.FieldsV1.Raw, &set))
+		spec, _ := set["f:spec"].(map[string]any)
+		for _, theirs := range []string{"f:selector", "f:replicas"} {
+			assert.NotContains(t, spec, theirs, "the patch took over argocd-server's %s", theirs)
+		}
+		tmpl, _ := spec["f:template"].(map[string]any)
+		podSpec, _ := tmpl["f:spec"].(map[string]any)
+		containers, _ := podSpec["f:containers"].(map[string]any)
+		server, _ := containers[`k:{"name":"argocd-server"}`].(map[string]any)
+		for _, theirs := range []string{"f:image", "f:args", "f:command"} {
+			assert.NotContains(t, server, theirs, "the patch took over argocd-server's container %s", theirs)
 		}
 	}
 }

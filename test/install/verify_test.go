@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +35,7 @@ func TestVerifyModeWritesNothingAndReports(t *testing.T) {
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	argoMod, err := stack.ArgoCDModuleDir()
 	require.NoError(t, err)
-	require.NoError(t, kube.InstallCRDs(ctx, argoMod+"/manifests/crds"))
+	require.NoError(t, kube.InstallCRDs(ctx, filepath.Join(argoMod, "manifests", "crds"), filepath.Join(repoRoot(t), "manifests", "crd")))
 	// What a Helm install with part of our values set has: the proxy flag,
 	// the applicationset concurrency tuned otherwise by the platform.
 	existing := map[string]map[string]string{
