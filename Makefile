@@ -21,15 +21,20 @@ STAMP    = VERSION='$(VERSION)' REVISION='$(REVISION)' hack/ldflags.sh
 LDFLAGS  = $(shell $(STAMP))
 
 # `make image`: the sidecar's OCI image, built in Go (hack/image), no Docker. IMAGE=registry/name:tag
-# names it and points manifests/install at it; PUSH=1 pushes it with ~/.docker/config.json's credentials.
+# names it and writes bin/image/install/kustomization.yaml, manifests/install with that image (untracked:
+# building never edits a tracked file, so the next build is not stamped -dirty); PUSH=1 pushes it with
+# ~/.docker/config.json's credentials. Your own overlay: `kustomize edit set image gitops-service=<IMAGE>`.
 IMAGE      ?=
 PUSH       ?=
 IMAGE_DIR  ?= $(BIN)/image
 IMAGE_ARCH ?= $(shell go env GOARCH)
-IMAGE_KUSTOMIZATION ?= $(CURDIR)/manifests/install/kustomization.yaml
+IMAGE_KUSTOMIZATION ?= $(abspath $(IMAGE_DIR))/install/kustomization.yaml
 
 .PHONY: image
-image: ## Build the sidecar's image into bin/image (OCI layout + tarball); IMAGE=reg/name:tag sets manifests/install's image, PUSH=1 pushes.
+image: ## Build the sidecar's image into bin/image (OCI layout + tarball); IMAGE=reg/name:tag writes bin/image/install (manifests/install with it), PUSH=1 pushes.
+	@if [ -n '$(IMAGE)' ] && [ ! -f '$(IMAGE_KUSTOMIZATION)' ]; then mkdir -p '$(dir $(IMAGE_KUSTOMIZATION))' && \
+		printf '# Written by `make image IMAGE=...`: manifests/install with the image built (kubectl apply --server-side -k %s).\napiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- %s\n' \
+		'$(dir $(IMAGE_KUSTOMIZATION))' "$$(realpath --relative-to='$(dir $(IMAGE_KUSTOMIZATION))' manifests/install)" > '$(IMAGE_KUSTOMIZATION)'; fi
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build -trimpath -ldflags '-s -w $(LDFLAGS)' -o $(IMAGE_DIR)/gitops-service ./extension
 	go -C hack/image run . -binary $(abspath $(IMAGE_DIR))/gitops-service -out $(abspath $(IMAGE_DIR)) \
 		-version '$(shell $(STAMP) version)' -revision '$(shell $(STAMP) revision)' -arch $(IMAGE_ARCH) \
@@ -68,7 +73,7 @@ manifests: $(CONTROLLER_GEN) ## Regenerate CRDs and RBAC from markers.
 	hack/crd-kustomization.sh manifests/crd
 	$(CONTROLLER_GEN) rbac:roleName=gitops-service $(foreach p,$(MAIN_RBAC_PKGS),paths=$(p)) output:rbac:artifacts:config=manifests/rbac
 	$(CONTROLLER_GEN) rbac:roleName=gitops-service-namespace-provisioner paths=./$(PROVISIONER_PKG) output:rbac:artifacts:config=manifests/rbac/namespace-provisioner
-	go run ./hack/healthlua manifests/install/components/argocd-settings/health
+	go run ./hack/healthlua reconcilers/argocdsettings/health
 
 .PHONY: docs
 docs: ## Regenerate docs/flags.md (the sidecar's flag reference) from its --help.
@@ -93,7 +98,7 @@ verify: generate manifests docs ui-extension $(STATICCHECK) ## Fail if generated
 	go vet ./...
 	$(STATICCHECK) ./...
 	cd hack/image && go vet ./... && $(CURDIR)/$(STATICCHECK) ./...
-	@git diff --exit-code -- api manifests docs/flags.md || (echo "generated files are stale: run 'make generate manifests docs ui-extension' and commit"; exit 1)
+	@git diff --exit-code -- api manifests docs/flags.md reconcilers/argocdsettings/health || (echo "generated files are stale: run 'make generate manifests docs ui-extension' and commit"; exit 1)
 
 .PHONY: deps
 deps: ## Install apt packages the test stack needs (etcd, redis, git).

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gitops-service/gitops-service/extension/buildinfo"
 	"github.com/gitops-service/gitops-service/extension/sidecar"
+	"github.com/gitops-service/gitops-service/reconcilers/argocdsettings"
 	"github.com/gitops-service/gitops-service/reconcilers/deploymenttarget"
 	"github.com/gitops-service/gitops-service/reconcilers/egress"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
@@ -28,6 +29,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == removeSettingsCommand {
+		os.Exit(removeArgoCDSettings(os.Args[2:]))
+	}
 	var o sidecar.Options
 	flag.StringVar(&o.ArgoNamespace, "argocd-namespace", envOr("ARGOCD_NAMESPACE", "argocd"), "Namespace of the Argo CD instance the sidecar serves (env ARGOCD_NAMESPACE).")
 	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
@@ -83,6 +87,12 @@ func main() {
 	probeAllowHosts := flag.String("probe-allow-hosts", "", "Comma-separated host names (or addresses) the sidecar may connect to for tenants (repository probes, ManagedEnvironment API servers) even when they resolve to a loopback, link-local, unspecified or cluster-internal address; e.g. an in-cluster git server's Service name.")
 	probeAllowCIDRs := flag.String("probe-allow-cidrs", "", "Comma-separated CIDRs (or addresses) the sidecar may connect to for tenants even though they are loopback, link-local, unspecified or in --probe-cluster-cidrs.")
 	probeClusterCIDRs := flag.String("probe-cluster-cidrs", strings.Join(egress.DefaultClusterRanges, ","), "Comma-separated service and pod CIDRs of the cluster, which repository probes of tenant URLs do not reach (ManagedEnvironment API servers may be there); set them to your cluster's.")
+	settingsMode := flag.String("argocd-settings", string(argocdsettings.Ensure), "Our keys in Argo CD's ConfigMaps (extension.config.gitops-service and the health checks in --argocd-cm, server.enable.proxy.extension and the applicationset controller's tuning in --argocd-cmd-params-cm, policy.gitops-service-admin.csv in --argocd-rbac-cm; docs/install.md): \"ensure\" writes them by server-side apply as field manager "+argocdsettings.FieldManager+" and puts back any that go missing within --argocd-settings-interval; \"verify\" writes nothing and reports missing or different keys (log, Warning Event, metric gitops_service_argocd_settings_missing): for Argo CD installed by Helm or its operator, which set them from their values; \"off\".")
+	flag.DurationVar(&o.ArgoSettings.Interval, "argocd-settings-interval", argocdsettings.DefaultInterval, "How often --argocd-settings reads Argo CD's ConfigMaps: a key an Argo CD upgrade removed is back within it.")
+	names := argocdsettings.DefaultNames()
+	bindNameFlags(flag.CommandLine, &names)
+	flag.StringVar(&names.UIProxyURL, "ui-proxy-url", names.UIProxyURL, "The URL argocd-server reaches the ui-proxy (the Service of manifests/install/ui-proxy.yaml) at, written into extension.config.gitops-service.")
+	flag.StringVar(&names.UIProxySecret, "ui-proxy-secret", names.UIProxySecret, "The Secret (key token, labelled app.kubernetes.io/part-of=argocd) argocd-server reads the header value it adds to proxied requests from, named in extension.config.gitops-service.")
 	version := flag.Bool("version", false, "Print the version and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -92,6 +102,15 @@ func main() {
 		fmt.Println(buildinfo.String("gitops-service"))
 		return
 	}
+	mode, err := argocdsettings.ParseMode(*settingsMode)
+	if err == nil {
+		err = names.Validate()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	o.ArgoSettings.Mode, o.ArgoSettings.Names = mode, names
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	sidecar.SetMemoryLimit(ctrl.Log.WithName("memory"), *memoryLimit, *memoryPercent)
 	sidecar.SetGCPercent(ctrl.Log.WithName("memory"), *gcPercent)

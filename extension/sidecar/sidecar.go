@@ -33,6 +33,7 @@ import (
 	managedgitopsv1alpha1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/manifests/install"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/argocdsettings"
 	"github.com/gitops-service/gitops-service/reconcilers/deploymenttarget"
 	"github.com/gitops-service/gitops-service/reconcilers/deploymenttargetclaim"
 	"github.com/gitops-service/gitops-service/reconcilers/egress"
@@ -141,6 +142,16 @@ type Options struct {
 	// requesters to count. Empty: the one it authenticates as (a
 	// SelfSubjectReview at start-up).
 	ServiceAccount string
+	// ArgoSettings are our keys in Argo CD's ConfigMaps: written and kept
+	// (ensure), only checked (verify) or neither (off, the zero value).
+	ArgoSettings ArgoSettingsOptions
+}
+
+// ArgoSettingsOptions configure reconcilers/argocdsettings.
+type ArgoSettingsOptions struct {
+	Mode     argocdsettings.Mode
+	Names    argocdsettings.Names
+	Interval time.Duration
 }
 
 // PreviewOptions configure PromotionPreviews.
@@ -344,8 +355,12 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		ArgoNamespace: o.ArgoNamespace,
 		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
 		Shard:         shard,
+		RBACConfigMap: o.ArgoSettings.Names.RBACCM,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the tenant RBAC policy reconciler: %w", err)
+	}
+	if err := setupArgoSettings(mgr, cfg, o); err != nil {
+		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, err

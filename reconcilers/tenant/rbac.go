@@ -45,6 +45,15 @@ type PolicyReconciler struct {
 	Recorder      record.EventRecorder
 	// Shard leaves out the namespaces another Argo CD instance serves; nil: none.
 	Shard *kernel.Shard
+	// RBACConfigMap is Argo CD's RBAC ConfigMap; "" is argocd.RBACConfigMap.
+	RBACConfigMap string
+}
+
+func (r *PolicyReconciler) rbacConfigMap() string {
+	if r.RBACConfigMap != "" {
+		return r.RBACConfigMap
+	}
+	return argocd.RBACConfigMap
 }
 
 // Reconcile rebuilds the policy from every annotated namespace.
@@ -71,7 +80,7 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.
 	}
 	cm := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{Name: argocd.RBACConfigMap, Namespace: r.ArgoNamespace},
+		ObjectMeta: metav1.ObjectMeta{Name: r.rbacConfigMap(), Namespace: r.ArgoNamespace},
 	}
 	// Nobody mapped: apply without the key, which removes it.
 	if policy := argocd.TenantRBACPolicy(subjects); policy != "" {
@@ -80,7 +89,7 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.
 	current := &corev1.ConfigMap{}
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cm), current); err != nil {
 		// Never create Argo CD's ConfigMap: without it Argo CD is not installed here.
-		return ctrl.Result{}, fmt.Errorf("reading %s/%s: %w", r.ArgoNamespace, argocd.RBACConfigMap, err)
+		return ctrl.Result{}, fmt.Errorf("reading %s/%s: %w", r.ArgoNamespace, r.rbacConfigMap(), err)
 	}
 	want, wantKey := cm.Data[argocd.RBACPolicyKey]
 	have, haveKey := current.Data[argocd.RBACPolicyKey]
@@ -88,7 +97,7 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.
 		return ctrl.Result{}, nil
 	}
 	if err := r.Client.Patch(ctx, cm, client.Apply, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
-		return ctrl.Result{}, fmt.Errorf("applying %s to %s/%s: %w", argocd.RBACPolicyKey, r.ArgoNamespace, argocd.RBACConfigMap, err)
+		return ctrl.Result{}, fmt.Errorf("applying %s to %s/%s: %w", argocd.RBACPolicyKey, r.ArgoNamespace, r.rbacConfigMap(), err)
 	}
 	return ctrl.Result{}, nil
 }

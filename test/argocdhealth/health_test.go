@@ -1,6 +1,6 @@
 // Package argocdhealth tests the Argo CD health checks that manifests/install
-// ships for our CRs (Lua, manifests/install/components/argocd-settings/health)
-// with Argo CD's own machinery: the rendered argocd-cm is read by Argo CD's
+// writes for our CRs (Lua, reconcilers/argocdsettings/health) with Argo CD's
+// own machinery: the argocd-cm keys the sidecar writes are read by Argo CD's
 // settings manager and each object's health computed by its Lua VM, as the
 // application controller does. Pure: no server.
 package argocdhealth
@@ -24,9 +24,13 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gitops-service/gitops-service/reconcilers/argocdsettings"
 )
 
-// renderedArgoCDCM is the argocd-cm manifests/install renders.
+// renderedArgoCDCM is the argocd-cm the sidecar writes (our keys of
+// reconcilers/argocdsettings, as --argocd-settings=ensure applies them), and
+// manifests/install renders no argocd-cm of its own.
 func renderedArgoCDCM(t *testing.T) *corev1.ConfigMap {
 	t.Helper()
 	dir, err := filepath.Abs(filepath.Join("..", "..", "manifests", "install"))
@@ -34,16 +38,18 @@ func renderedArgoCDCM(t *testing.T) *corev1.ConfigMap {
 	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
 	require.NoError(t, err)
 	for _, r := range resources.Resources() {
-		if r.GetKind() != "ConfigMap" || r.GetName() != "argocd-cm" {
-			continue
+		if r.GetKind() == "ConfigMap" && strings.HasPrefix(r.GetName(), "argocd-") {
+			t.Fatalf("manifests/install renders Argo CD's ConfigMap %s: the sidecar writes our keys itself", r.GetName())
 		}
-		data, err := r.AsYAML()
-		require.NoError(t, err)
-		cm := &corev1.ConfigMap{}
-		require.NoError(t, yaml.Unmarshal(data, cm))
-		return cm
 	}
-	t.Fatal("manifests/install renders no argocd-cm")
+	desired, err := argocdsettings.Desired(argocdsettings.DefaultNames())
+	require.NoError(t, err)
+	for _, s := range desired {
+		if s.ConfigMap == "argocd-cm" {
+			return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: s.ConfigMap, Namespace: "argocd"}, Data: s.Data}
+		}
+	}
+	t.Fatal("the sidecar writes no argocd-cm keys")
 	return nil
 }
 
@@ -60,7 +66,7 @@ func overrides(t *testing.T) lua.ResourceHealthOverrides {
 	return lua.ResourceHealthOverrides(o)
 }
 
-// The install merges only its own keys into argocd-cm: the extension's and
+// The sidecar writes only its own keys into argocd-cm: the extension's and
 // one health check per kind, each in a key of its own.
 func TestRenderedArgoCDCMKeys(t *testing.T) {
 	cm := renderedArgoCDCM(t)
@@ -78,7 +84,6 @@ func TestRenderedArgoCDCMKeys(t *testing.T) {
 		"resource.customizations.health.managed-gitops.redhat.com_GitOpsDeployment",
 		"resource.customizations.health.managed-gitops.redhat.com_GitOpsDeploymentSyncRun",
 	}, keys)
-	assert.Empty(t, cm.Labels, "a partial argocd-cm must not take over Argo CD's labels")
 }
 
 type healthCase struct {

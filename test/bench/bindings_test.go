@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -22,12 +21,12 @@ import (
 	"k8s.io/client-go/tools/cache"
 	toolswatch "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/extension/sidecar"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/argocdsettings"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
@@ -38,7 +37,7 @@ var (
 	bindResync     = flag.String("bindings-argocd-resync", "",
 		"Argo CD's timeout.reconciliation for the bindings benchmark (empty: the test stack's 10s; Argo CD's own default is 180s)")
 	bindParams = flag.String("bindings-argocd-params", "install",
-		"applicationset controller settings for the bindings benchmark: install (those of manifests/install/components/argocd-settings) or default (Argo CD's)")
+		"applicationset controller settings for the bindings benchmark: install (those the sidecar writes, reconcilers/argocdsettings) or default (Argo CD's)")
 )
 
 const (
@@ -788,7 +787,7 @@ func runBindings(b *testing.B) {
 	}
 }
 
-// appSetParams are the applicationset controller's keys of the install's
+// appSetParams are the applicationset controller's keys the sidecar writes into
 // argocd-cmd-params-cm ("install"), or none ("default").
 func appSetParams(root, mode string) (map[string]string, error) {
 	switch mode {
@@ -798,19 +797,10 @@ func appSetParams(root, mode string) (map[string]string, error) {
 	default:
 		return nil, fmt.Errorf("-bindings-argocd-params: %q is neither install nor default", mode)
 	}
-	raw, err := os.ReadFile(filepath.Join(root, "manifests", "install", "components", "argocd-settings", "argocd-cmd-params-cm.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	var cm corev1.ConfigMap
-	if err := yaml.Unmarshal(raw, &cm); err != nil {
-		return nil, err
-	}
+	// What the sidecar writes into argocd-cmd-params-cm (--argocd-settings=ensure).
 	out := map[string]string{}
-	for k, v := range cm.Data {
-		if strings.HasPrefix(k, "applicationsetcontroller.") {
-			out[k] = v
-		}
+	for k, v := range argocdsettings.AppSetParams {
+		out[k] = v
 	}
 	return out, nil
 }

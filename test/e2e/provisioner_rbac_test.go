@@ -27,7 +27,7 @@ func TestClaimWithoutNamespaceProvisionerComponent(t *testing.T) {
 	ctx := context.Background()
 	var installed *unstructured.Unstructured
 	for _, u := range side.Rendered.Find("ClusterRoleBinding") {
-		if u.GetName() == namespace.ClusterRoleName {
+		if u.GetName() == namespace.ClusterRoleName+".argocd" { // instance-scoped: <name>.<namespace>
 			installed = u
 		}
 	}

@@ -77,7 +77,7 @@ func run(m *testing.M) (code int) {
 	// The UI panel's API goes through argocd-server's proxy extension, which
 	// argocd-server enables only at start: the flag is there before it starts
 	// (as after the restart the README asks for); the rest of Argo CD's
-	// settings come from manifests/install below (ApplyInstalledSettings),
+	// settings come from manifests/install and the installed sidecar below (ApplyInstalledSettings),
 	// admin's right to invoke the extension included.
 	argoOpts := stack.ArgoOptions{
 		ExtraCmdParams: map[string]string{"server.enable.proxy.extension": "true"},
@@ -98,12 +98,11 @@ func run(m *testing.M) (code int) {
 		return fail(err)
 	}
 	defer side.Close()
-	// Argo CD's side as installed too (the plugin generator's ConfigMap,
-	// extension.config.gitops-service reading the token from its Secret), but
-	// for the Services' in-cluster URLs.
-	if err := argo.ApplyInstalledSettings(ctx, side.Rendered, map[string]string{
+	// Argo CD's side as installed too (the plugin generator's ConfigMap; the
+	// sidecar's own keys in Argo CD's ConfigMaps, extension.config.gitops-service
+	// reading the token from its Secret), but for the Services' in-cluster URLs.
+	if err := argo.ApplyInstalledSettings(ctx, side, map[string]string{
 		"http://gitops-service-generator:8090": side.GeneratorURL,
-		"http://gitops-service-ui-proxy:8091":  side.UIProxyURL,
 	}); err != nil {
 		return fail(err)
 	}

@@ -6,6 +6,7 @@ package install
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -121,9 +122,11 @@ func TestImageEntry(t *testing.T) {
 }
 
 // Applied twice into a namespace that already runs an Argo CD with settings of
-// its own: our keys are merged in, nothing of Argo CD's is lost, the two token
-// Secrets created beforehand (README) are kept, and the second apply changes
-// nothing at all (every object keeps its resourceVersion).
+// its own: the apply touches none of Argo CD's ConfigMaps, the installed
+// sidecar writes our keys into them and nothing of Argo CD's is lost, the two
+// token Secrets created beforehand (README) are kept, the second apply
+// changes nothing at all (every object keeps its resourceVersion), and the
+// uninstall leaves Argo CD's ConfigMaps exactly as they were before.
 func TestApplyTwiceIntoAnExistingArgoCD(t *testing.T) {
 	bins := needStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -142,8 +145,10 @@ func TestApplyTwiceIntoAnExistingArgoCD(t *testing.T) {
 			"extension.config":         "extensions:\n- name: metrics\n  backend:\n    services:\n    - url: http://argocd-metrics-server:9003\n",
 			"extension.config.httpbin": "services:\n- url: http://httpbin.org\n",
 		},
-		"argocd-rbac-cm":       {"policy.csv": "g, platform, role:admin\n", "policy.default": "role:readonly"},
-		"argocd-cmd-params-cm": {"server.insecure": "true"},
+		"argocd-rbac-cm": {"policy.csv": "g, platform, role:admin\n", "policy.default": "role:readonly"},
+		// The admin enabled proxy extensions before (for another extension):
+		// it must stay on when we are uninstalled.
+		"argocd-cmd-params-cm": {"server.insecure": "true", "server.enable.proxy.extension": "true"},
 	}
 	for name, data := range existing {
 		require.NoError(t, c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app.kubernetes.io/part-of": "argocd"}}, Data: data}))
@@ -170,14 +175,8 @@ func TestApplyTwiceIntoAnExistingArgoCD(t *testing.T) {
 		return m.Data
 	}
 	for name, data := range existing {
-		for k, v := range data {
-			assert.Equal(t, v, cm(name)[k], "%s %s kept", name, k)
-		}
+		assert.Equal(t, data, cm(name), "the apply touched Argo CD's %s", name)
 	}
-	assert.Equal(t, "true", cm("argocd-cmd-params-cm")["server.enable.proxy.extension"])
-	assert.Contains(t, cm("argocd-cm")["extension.config.gitops-service"], "http://gitops-service-ui-proxy:8091")
-	assert.Contains(t, cm("argocd-cm")["extension.config.gitops-service"], "$gitops-service-ui-proxy:token")
-	assert.Contains(t, cm("argocd-rbac-cm")["policy.gitops-service-admin.csv"], "extensions, invoke, gitops-service")
 
 	r, err := stack.RenderKustomization(ctx, filepath.Join(repoRoot(t), "manifests", "install"))
 	require.NoError(t, err)
@@ -203,7 +202,43 @@ func TestApplyTwiceIntoAnExistingArgoCD(t *testing.T) {
 	// `kubectl diff` (a server-side dry run) agrees: exit 0, no differences.
 	kubectl("diff", "--server-side", "-k", "manifests/install")
 
-	// The README's uninstall (step 2) removes our objects and none of Argo CD's.
+	// The installed sidecar writes our keys into Argo CD's ConfigMaps (it
+	// needs Argo CD's CRDs to start).
+	argoMod, err := stack.ArgoCDModuleDir()
+	require.NoError(t, err)
+	require.NoError(t, kube.InstallCRDs(ctx, filepath.Join(argoMod, "manifests", "crds")))
+	side, err := stack.StartSidecar(ctx, kube, stack.SidecarOptions{Installed: true})
+	require.NoError(t, err)
+	defer side.Close()
+	require.NoError(t, stack.WaitForSidecarSettings(ctx, kube, ns, "argocd-cm", side.UIProxyURL, 30*time.Second))
+	for name, data := range existing {
+		for k, v := range data {
+			assert.Equal(t, v, cm(name)[k], "%s %s kept", name, k)
+		}
+	}
+	assert.Equal(t, "true", cm("argocd-cmd-params-cm")["server.enable.proxy.extension"])
+	assert.Equal(t, "30", cm("argocd-cmd-params-cm")["applicationsetcontroller.concurrent.reconciliations.max"])
+	assert.Contains(t, cm("argocd-cm")["extension.config.gitops-service"], "$gitops-service-ui-proxy:token")
+	assert.Contains(t, cm("argocd-cm")["resource.customizations.health.managed-gitops.redhat.com_GitOpsDeployment"], "return {status")
+	assert.Contains(t, cm("argocd-rbac-cm")["policy.gitops-service-admin.csv"], "extensions, invoke, gitops-service")
+	var labelled corev1.ConfigMap
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "argocd-cm"}, &labelled))
+	assert.Equal(t, map[string]string{"app.kubernetes.io/part-of": "argocd"}, labelled.Labels, "argocd-cm's labels")
+
+	// The uninstall (docs/install.md): the sidecar stopped (scaled to 0),
+	// remove-argocd-settings as its ServiceAccount (manifests/uninstall's
+	// Job), then our objects deleted.
+	side.Stop()
+	rm := exec.CommandContext(ctx, side.Bin, "remove-argocd-settings", "--kubeconfig", side.Kubeconfig(), "--argocd-namespace", ns)
+	out, err := rm.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	for name, data := range existing {
+		assert.Equal(t, data, cm(name), "remove-argocd-settings left %s other than before the install", name)
+	}
+	// Again: nothing of ours is left, and that is no error.
+	out, err = exec.CommandContext(ctx, side.Bin, "remove-argocd-settings", "--kubeconfig", side.Kubeconfig(), "--argocd-namespace", ns).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "no keys of ours")
 	rendered := filepath.Join(t.TempDir(), "install.yaml")
 	require.NoError(t, os.WriteFile(rendered, []byte(kubectl("kustomize", "manifests/install")), 0o644))
 	kubectl("delete", "-f", rendered, "--ignore-not-found", "-l", "app.kubernetes.io/name=gitops-service")
@@ -221,7 +256,7 @@ func TestApplyTwiceIntoAnExistingArgoCD(t *testing.T) {
 	assert.Equal(t, existing["argocd-cm"]["url"], cm("argocd-cm")["url"])
 }
 
-// The air-gapped UI extension component merges its volume and mount into an
+// The air-gapped UI extension component's patch merges its volume and mount into an
 // existing argocd-server Deployment: Argo CD's own fields stay, and a second
 // apply changes nothing.
 func TestUIExtensionMergesIntoArgoCDServer(t *testing.T) {
@@ -253,12 +288,14 @@ func TestUIExtensionMergesIntoArgoCDServer(t *testing.T) {
 		},
 	}
 	require.NoError(t, c.Create(ctx, server))
+	var original appsv1.Deployment
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(server), &original))
+	kubectl := kubectlIn(ctx, t, bins, kube)
+	const component = "manifests/install/components/ui-extension"
 	apply := func() {
 		t.Helper()
-		cmd := exec.CommandContext(ctx, bins.Kubectl, "apply", "--server-side", "-k", filepath.Join("testdata", "with-ui-extension"))
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+kube.Kubeconfig)
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "%s", out)
+		kubectl("apply", "--server-side", "-k", filepath.Join("test", "install", "testdata", "with-ui-extension"))
+		patchArgoCDServer(kubectl, ns, component+"/argocd-server-patch.yaml")
 	}
 	apply()
 	var got appsv1.Deployment
@@ -287,4 +324,55 @@ func TestUIExtensionMergesIntoArgoCDServer(t *testing.T) {
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(server), &again))
 	assert.Equal(t, got.ResourceVersion, again.ResourceVersion, "the second apply changed argocd-server")
 	assert.Equal(t, got.Generation, again.Generation)
+	assertOnlyPatchOwns(t, &again)
+
+	// The uninstall's patch takes out exactly our volume and mount.
+	patchArgoCDServer(kubectl, ns, component+"/argocd-server-unpatch.yaml")
+	var after appsv1.Deployment
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(server), &after))
+	assert.Equal(t, original.Spec, after.Spec, "the unpatch left argocd-server other than it was")
+}
+
+// kubectlIn runs the stack's kubectl against kube from the repository's root.
+func kubectlIn(ctx context.Context, t *testing.T, bins *stack.BinaryPaths, kube *stack.Kube) func(args ...string) string {
+	return func(args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, bins.Kubectl, args...)
+		cmd.Dir = repoRoot(t)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kube.Kubeconfig)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "kubectl %s:\n%s", strings.Join(args, " "), out)
+		return string(out)
+	}
+}
+
+// patchArgoCDServer is the documented patch of Argo CD's argocd-server
+// (components/ui-extension*/argocd-server-patch.yaml's command).
+func patchArgoCDServer(kubectl func(...string) string, ns, file string) {
+	kubectl("-n", ns, "patch", "deployment", "argocd-server", "--type", "strategic", "--field-manager", "gitops-service", "--patch-file", file)
+}
+
+// assertOnlyPatchOwns: the patch left Argo CD's own fields (the selector,
+// the replicas, argocd-server's image and args) with their owner; our manager
+// owns only what the patch added.
+func assertOnlyPatchOwns(t *testing.T, d *appsv1.Deployment) {
+	t.Helper()
+	for _, f := range d.ManagedFields {
+		if f.Manager != "gitops-service" {
+			continue
+		}
+		var set map[string]any
+		require.NoError(t, json.Unmarshal(f.FieldsV1.Raw, &set))
+		spec, _ := set["f:spec"].(map[string]any)
+		for _, theirs := range []string{"f:selector", "f:replicas"} {
+			assert.NotContains(t, spec, theirs, "the patch took over argocd-server's %s", theirs)
+		}
+		tmpl, _ := spec["f:template"].(map[string]any)
+		podSpec, _ := tmpl["f:spec"].(map[string]any)
+		containers, _ := podSpec["f:containers"].(map[string]any)
+		server, _ := containers[`k:{"name":"argocd-server"}`].(map[string]any)
+		for _, theirs := range []string{"f:image", "f:args", "f:command"} {
+			assert.NotContains(t, server, theirs, "the patch took over argocd-server's container %s", theirs)
+		}
+	}
 }

@@ -2,8 +2,6 @@ package install
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,7 +17,7 @@ import (
 	"github.com/gitops-service/gitops-service/test/stack"
 )
 
-// components/ui-extension-installer merges argocd-extension-installer into
+// components/ui-extension-installer's patch merges argocd-extension-installer into
 // an argocd-server that already installs another extension the same way (its
 // init container and the shared `extensions` volume stay as they are); the
 // init container downloads the tarball `make ui-extension-tarball` names for
@@ -61,12 +59,14 @@ func TestUIExtensionInstallerMergesIntoArgoCDServer(t *testing.T) {
 		},
 	}
 	require.NoError(t, c.Create(ctx, server))
+	var original appsv1.Deployment
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(server), &original))
+	kubectl := kubectlIn(ctx, t, bins, kube)
+	const component = "manifests/install/components/ui-extension-installer"
 	apply := func() {
 		t.Helper()
-		cmd := exec.CommandContext(ctx, bins.Kubectl, "apply", "--server-side", "-k", filepath.Join("testdata", "with-ui-extension-installer"))
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+kube.Kubeconfig)
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "%s", out)
+		kubectl("apply", "--server-side", "-k", filepath.Join("test", "install", "testdata", "with-ui-extension-installer"))
+		patchArgoCDServer(kubectl, ns, component+"/argocd-server-patch.yaml")
 	}
 	apply()
 	var got appsv1.Deployment
@@ -77,10 +77,17 @@ func TestUIExtensionInstallerMergesIntoArgoCDServer(t *testing.T) {
 	assert.ElementsMatch(t, []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}, extensions}, spec.Containers[0].VolumeMounts)
 	require.Len(t, spec.Volumes, 2)
 	require.Len(t, spec.InitContainers, 2)
-	assert.Equal(t, metricsInstaller.Name, spec.InitContainers[0].Name)
-	assert.Equal(t, metricsInstaller.Env, spec.InitContainers[0].Env, "another extension's installer is left alone")
-	ours := spec.InitContainers[1]
-	assert.Equal(t, "gitops-service-ui-extension", ours.Name)
+	// A strategic merge patch puts a new list entry first; the installers are
+	// independent (each unpacks its own extension), so the order does not matter.
+	byName := map[string]corev1.Container{}
+	for _, ic := range spec.InitContainers {
+		byName[ic.Name] = ic
+	}
+	require.Contains(t, byName, metricsInstaller.Name)
+	assert.Equal(t, metricsInstaller.Env, byName[metricsInstaller.Name].Env, "another extension's installer is left alone")
+	assert.Equal(t, metricsInstaller.VolumeMounts, byName[metricsInstaller.Name].VolumeMounts, "another extension's installer is left alone")
+	require.Contains(t, byName, "gitops-service-ui-extension")
+	ours := byName["gitops-service-ui-extension"]
 	assert.True(t, strings.HasPrefix(ours.Image, "quay.io/argoprojlabs/argocd-extension-installer:"), ours.Image)
 	assert.Equal(t, []corev1.VolumeMount{extensions}, ours.VolumeMounts)
 	env := map[string]string{}
@@ -98,4 +105,12 @@ func TestUIExtensionInstallerMergesIntoArgoCDServer(t *testing.T) {
 	var again appsv1.Deployment
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(server), &again))
 	assert.Equal(t, got.ResourceVersion, again.ResourceVersion, "the second apply changed argocd-server")
+	assertOnlyPatchOwns(t, &again)
+
+	// The uninstall's patch takes out our init container only; the shared
+	// `extensions` volume and mount stay for the other extension.
+	patchArgoCDServer(kubectl, ns, component+"/argocd-server-unpatch.yaml")
+	var after appsv1.Deployment
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(server), &after))
+	assert.Equal(t, original.Spec, after.Spec, "the unpatch left argocd-server other than it was")
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -147,21 +148,26 @@ func (r *Rendered) ApplyRBAC(ctx context.Context, k *Kube) error {
 	return nil
 }
 
-// ApplyInstalledSettings applies the ConfigMaps manifests/install renders for
-// Argo CD (its settings component's partial argocd-cm, argocd-rbac-cm,
-// argocd-cmd-params-cm, and the plugin generator's ConfigMap) into a's
-// namespace as `kubectl apply --server-side` does, with only the in-cluster
-// Service URLs replaced by the stack's (urls: rendered URL -> the stack's; every
-// one must occur, so that a changed URL in the manifests is noticed here).
-func (a *ArgoCD) ApplyInstalledSettings(ctx context.Context, r *Rendered, urls map[string]string) error {
+// ApplyInstalledSettings applies the ConfigMap manifests/install renders for
+// Argo CD (the plugin generator's) into a's namespace as `kubectl apply
+// --server-side` does, with only the in-cluster Service URLs replaced by the
+// stack's (urls: rendered URL -> the stack's; every one must occur, so that a
+// changed URL in the manifests is noticed here). Argo CD's own ConfigMaps
+// are not rendered (the install fails if they are): the installed sidecar
+// side writes our keys into them itself; this waits until it has
+// (extension.config.gitops-service naming side's ui-proxy).
+func (a *ArgoCD) ApplyInstalledSettings(ctx context.Context, side *Sidecar, urls map[string]string) error {
 	c, err := client.New(a.Kube.Config, client.Options{})
 	if err != nil {
 		return err
 	}
+	r := side.Rendered
 	found := map[string]bool{}
 	for _, u := range r.Find("ConfigMap") {
 		switch u.GetName() {
-		case "argocd-cm", "argocd-rbac-cm", "argocd-cmd-params-cm", "gitops-service-generator":
+		case "argocd-cm", "argocd-rbac-cm", "argocd-cmd-params-cm":
+			return fmt.Errorf("manifests/install renders Argo CD's ConfigMap %s: its partial apply takes over Argo CD's keys and labels (issue 32); the sidecar writes ours", u.GetName())
+		case "gitops-service-generator":
 		default:
 			continue
 		}
@@ -189,7 +195,31 @@ func (a *ArgoCD) ApplyInstalledSettings(ctx context.Context, r *Rendered, urls m
 			return fmt.Errorf("no rendered Argo CD setting names %s", from)
 		}
 	}
-	return nil
+	return WaitForSidecarSettings(ctx, a.Kube, a.Namespace, "argocd-cm", side.UIProxyURL, 30*time.Second)
+}
+
+// WaitForSidecarSettings waits until the sidecar has written
+// extension.config.gitops-service naming uiProxyURL into ConfigMap cm.
+func WaitForSidecarSettings(ctx context.Context, k *Kube, namespace, cm, uiProxyURL string, timeout time.Duration) error {
+	cs, err := kubernetes.NewForConfig(k.Config)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		got, err := cs.CoreV1().ConfigMaps(namespace).Get(ctx, cm, metav1.GetOptions{})
+		if err == nil && strings.Contains(got.Data["extension.config.gitops-service"], "url: "+uiProxyURL+"\n") {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the sidecar did not write extension.config.gitops-service (url %s) into %s/%s within %s (last error: %v)", uiProxyURL, namespace, cm, timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // installed is the sidecar as manifests/install runs it: its ServiceAccount's

@@ -201,6 +201,9 @@ func newSidecar(k *Kube, o SidecarOptions, bin, dir, tokenFile, token, proxyToke
 		kube:           k,
 		kubeconfig:     k.Kubeconfig,
 		args: append([]string{
+			// Only an Installed sidecar writes Argo CD's settings (as
+			// manifests/install's does): these tests set up Argo CD themselves.
+			"--argocd-settings=off",
 			"--argocd-namespace=" + o.ArgoNamespace,
 			"--argocd-redis=" + o.ArgoRedisAddr,
 			"--leader-elect=false",
@@ -253,6 +256,8 @@ func newInstalledSidecar(o SidecarOptions, bin, dir string, in *installed) (*Sid
 			"--health-probe-bind-address="+loopback(ports[1]),
 			"--generator-bind-address="+loopback(ports[2]),
 			"--ui-proxy-bind-address="+loopback(ports[3]),
+			// argocd-server reaches the ui-proxy here, not at its Service.
+			"--ui-proxy-url=http://"+loopback(ports[3]),
 			"--argocd-redis="+o.ArgoRedisAddr,
 			"--zap-log-level=info",
 		), o.Args...),

@@ -148,7 +148,9 @@ const (
 	// ClusterRoleName and Component are what grants the provisioner its
 	// rights on the local cluster: they are not in the sidecar's main
 	// ClusterRole, so that a platform that does not offer namespaces does
-	// not give the sidecar namespace creation and RoleBinding bind.
+	// not give the sidecar namespace creation and RoleBinding bind. The
+	// installed ClusterRole's name is instance-scoped: this, a dot and the
+	// sidecar's namespace (manifests/install/instance-names.yaml).
 	ClusterRoleName = "gitops-service-namespace-provisioner"
 	Component       = "manifests/install/components/namespace-provisioner"
 )
