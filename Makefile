@@ -35,6 +35,13 @@ image: ## Build the sidecar's image into bin/image (OCI layout + tarball); IMAGE
 		-version '$(shell $(STAMP) version)' -revision '$(shell $(STAMP) revision)' -arch $(IMAGE_ARCH) \
 		$(if $(IMAGE),-image '$(IMAGE)' -kustomization $(IMAGE_KUSTOMIZATION)) $(if $(filter 1 true yes,$(PUSH)),-push)
 
+# `make release VERSION=vX.Y.Z`: tag-driven (VERSION defaults to HEAD's tag), everything a
+# platform installs a release from into bin/release/<version>/ (docs/release.md);
+# RELEASE_IMAGE=registry/name, PUSH=1 pushes, RELEASE_URL=where its files are published.
+.PHONY: release
+release: ## Build a release into bin/release/<version>: image (+ push with PUSH=1), pinned manifests, Helm/ArgoCD snippets, UI tarball, SBOM, CHANGELOG entry.
+	VERSION='$(VERSION)' hack/release.sh
+
 .PHONY: build
 build: ## Build the sidecar (bin/gitops-service) and the CLI (bin/argocd-gitops, bin/kubectl-gitops).
 	go build -ldflags '$(LDFLAGS)' -o $(BIN)/gitops-service ./extension
