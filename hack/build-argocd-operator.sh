@@ -27,7 +27,7 @@ log "building the operator's controller from $(basename "$tgz") (several minutes
 start=$(date +%s)
 mkdir -p "$OUT/bin"
 (cd "$TMP/argocd-operator" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 nice -n 10 \
-  go build -trimpath -ldflags "-s -w" -o "$OUT/bin/manager.tmp" ./cmd)
+  go build -o "$OUT/bin/manager.tmp" ./cmd)
 rm -rf "$OUT/crd" && cp -r "$TMP/argocd-operator/config/crd/bases" "$OUT/crd"
 mv -f "$OUT/bin/manager.tmp" "$OUT/bin/manager"
 log "built $OUT/bin/manager in $(( $(date +%s) - start ))s"
