@@ -2,7 +2,7 @@
 # Builds the Argo CD operator's controller (argoproj-labs/argocd-operator) from the source copy in
 # ../shared/vendor/argocd-operator (the Go module proxy does not serve it) into
 # $GITOPS_SERVICE_CACHE/argocd-operator-<commit>/bin/manager, with its CRDs beside it in
-# crd/: test/install/operator_test.go runs it against the test stack's kube-apiserver to see
+# crd/ and its Redis templates in redis/: test/install/operator_test.go runs it against the test stack's kube-apiserver to see
 # what the operator makes of our ArgoCD snippet. Its dependencies come from the module proxy.
 set -euo pipefail
 
@@ -14,7 +14,7 @@ CACHE="${GITOPS_SERVICE_CACHE:-$HOME/.cache/gitops-service}"
 OUT="$CACHE/argocd-operator-$COMMIT"
 log() { echo "[argocd-operator] $*"; }
 
-if [ -x "$OUT/bin/manager" ] && [ -d "$OUT/crd" ]; then
+if [ -x "$OUT/bin/manager" ] && [ -d "$OUT/crd" ] && [ -d "$OUT/redis" ]; then
   log "cached ($OUT/bin/manager)"
   exit 0
 fi
@@ -28,6 +28,8 @@ start=$(date +%s)
 mkdir -p "$OUT/bin"
 (cd "$TMP/argocd-operator" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 nice -n 10 \
   go build -o "$OUT/bin/manager.tmp" ./cmd)
-rm -rf "$OUT/crd" && cp -r "$TMP/argocd-operator/config/crd/bases" "$OUT/crd"
+rm -rf "$OUT/crd" "$OUT/redis" && cp -r "$TMP/argocd-operator/config/crd/bases" "$OUT/crd"
+# The Redis configuration templates its image carries at /var/lib/redis (REDIS_CONFIG_PATH).
+cp -r "$TMP/argocd-operator/build/redis" "$OUT/redis"
 mv -f "$OUT/bin/manager.tmp" "$OUT/bin/manager"
 log "built $OUT/bin/manager in $(( $(date +%s) - start ))s"

@@ -43,7 +43,9 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 
 log "image $RELEASE_IMAGE:$VERSION"
-make -s image VERSION="$VERSION" IMAGE_DIR="$OUT/image" >&2
+# IMAGE= and PUSH= empty: the image target neither pushes nor points a kustomization at it;
+# the push below is of exactly this layout.
+make -s image VERSION="$VERSION" IMAGE_DIR="$OUT/image" IMAGE= PUSH= >&2
 digest=$(go -C hack/image run ./push -layout "$OUT/image/oci" -digest-only)
 [[ "$digest" =~ ^sha256:[0-9a-f]{64}$ ]] || die "image digest: $digest"
 if [[ "${PUSH:-}" =~ ^(1|true|yes)$ ]]; then

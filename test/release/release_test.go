@@ -43,7 +43,12 @@ func gitStatus(t *testing.T, root string) string {
 // startRegistry runs hack/image's in-memory registry and returns its address.
 func startRegistry(t *testing.T, root string) string {
 	t.Helper()
-	cmd := exec.Command("go", "-C", filepath.Join(root, "hack", "image"), "run", "./registry")
+	// Built, then run: a `go run` killed leaves its child holding the test's output.
+	bin := filepath.Join(t.TempDir(), "registry")
+	build := exec.Command("go", "-C", filepath.Join(root, "hack", "image"), "build", "-o", bin, "./registry")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	cmd := exec.Command(bin)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	cmd.Stderr = os.Stderr
@@ -64,7 +69,7 @@ func startRegistry(t *testing.T, root string) string {
 	case addr, ok := <-lines:
 		require.True(t, ok, "the registry printed no address")
 		return addr
-	case <-time.After(5 * time.Minute):
+	case <-time.After(time.Minute):
 		t.Fatal("the registry did not start")
 	}
 	return ""

@@ -45,7 +45,7 @@ func StartArgoCDOperator(ctx context.Context, k *Kube, ns string) (*Process, err
 		return nil, err
 	}
 	p, err := StartProcess("argocd-operator", filepath.Join(work, "operator.log"), work,
-		[]string{"KUBECONFIG=" + k.Kubeconfig, "WATCH_NAMESPACE=" + ns, "HOME=" + work},
+		[]string{"KUBECONFIG=" + k.Kubeconfig, "WATCH_NAMESPACE=" + ns, "HOME=" + work, "REDIS_CONFIG_PATH=" + filepath.Join(dir, "redis")},
 		filepath.Join(dir, "bin", "manager"),
 		"--metrics-bind-address", loopback(ports[0]), "--health-probe-bind-address", loopback(ports[1]))
 	if err != nil {
