@@ -201,6 +201,17 @@ func TestOperatorInstallPath(t *testing.T) {
 	var sidecar appsv1.Deployment
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gitops-service"}, &sidecar))
 	assert.Contains(t, sidecar.Spec.Template.Spec.Containers[0].Args, "--argocd-settings=verify", "the operator owns Argo CD's settings: the sidecar only checks them")
+	// The sidecar reads Redis's password from the Secret the operator made.
+	var redisRef *corev1.SecretKeySelector
+	for _, e := range sidecar.Spec.Template.Spec.Containers[0].Env {
+		if e.Name == "REDIS_PASSWORD" && e.ValueFrom != nil {
+			redisRef = e.ValueFrom.SecretKeyRef
+		}
+	}
+	require.NotNil(t, redisRef, "the sidecar's REDIS_PASSWORD")
+	var redisSecret corev1.Secret
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: redisRef.Name}, &redisSecret), "the operator's Redis Secret")
+	assert.NotEmpty(t, redisSecret.Data[redisRef.Key], "Secret %s key %s", redisRef.Name, redisRef.Key)
 
 	// What the sidecar writes at run time: the tenants' RBAC key, with its own field manager.
 	rt := &corev1.ConfigMap{
