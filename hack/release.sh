@@ -83,8 +83,11 @@ dev_url="https://github.com/gitops-service/gitops-service/releases/download/v0.1
 fill() { sed -e "s#${dev_url}#${RELEASE_URL}#g" -e "s#\bv0\.1\.0\b#${VERSION}#g" "$1" >"$2"; }
 fill manifests/helm/values-gitops-service.yaml "$OUT/values-gitops-service.yaml"
 fill manifests/operator/argocd-gitops-service.yaml "$OUT/argocd-gitops-service.yaml"
-installer=$(ls manifests/install/components/ui-extension-installer/argocd-server-patch.yaml \
-  manifests/install/components/ui-extension-installer/argocd-server.yaml 2>/dev/null | head -1)
+installer=
+for f in argocd-server-patch.yaml argocd-server.yaml; do
+  [ -n "$installer" ] || [ ! -f "manifests/install/components/ui-extension-installer/$f" ] ||
+    installer="manifests/install/components/ui-extension-installer/$f"
+done
 [ -n "$installer" ] || die "no argocd-server patch in components/ui-extension-installer"
 fill "$installer" "$OUT/ui-extension-installer.yaml"
 grep -q "$RELEASE_URL/extension-gitops-service-$VERSION.tar.gz" "$OUT/values-gitops-service.yaml" || die "values snippet: installer URL not filled in"
