@@ -40,6 +40,13 @@ image: ## Build the sidecar's image into bin/image (OCI layout + tarball); IMAGE
 		-version '$(shell $(STAMP) version)' -revision '$(shell $(STAMP) revision)' -arch $(IMAGE_ARCH) \
 		$(if $(IMAGE),-image '$(IMAGE)' -kustomization $(IMAGE_KUSTOMIZATION)) $(if $(filter 1 true yes,$(PUSH)),-push)
 
+# `make release VERSION=vX.Y.Z`: tag-driven (VERSION defaults to HEAD's tag), everything a
+# platform installs a release from into bin/release/<version>/ (docs/release.md);
+# RELEASE_IMAGE=registry/name, PUSH=1 pushes, RELEASE_URL=where its files are published.
+.PHONY: release
+release: ## Build a release into bin/release/<version>: image (+ push with PUSH=1), pinned manifests, Helm/ArgoCD snippets, UI tarball, SBOM, CHANGELOG entry.
+	VERSION='$(VERSION)' hack/release.sh
+
 .PHONY: build
 build: ## Build the sidecar (bin/gitops-service) and the CLI (bin/argocd-gitops, bin/kubectl-gitops).
 	go build -ldflags '$(LDFLAGS)' -o $(BIN)/gitops-service ./extension
@@ -82,8 +89,9 @@ docs: ## Regenerate docs/flags.md (the sidecar's flag reference) from its --help
 	go run ./hack/flagsdoc $(BIN)/.flagsdoc-sidecar > docs/flags.md
 
 .PHONY: ui-extension
-ui-extension: ## Copy the panel's JavaScript into manifests/install/components/ui-extension (the air-gapped install).
+ui-extension: ## Copy the panel's JavaScript into manifests/install/components/ui-extension (the air-gapped install) and components/operator.
 	cp extension/ui/extension-gitops-service.js manifests/install/components/ui-extension/
+	cp extension/ui/extension-gitops-service.js manifests/install/components/operator/
 
 .PHONY: ui-extension-tarball
 ui-extension-tarball: ## Pack the panel for argocd-extension-installer: bin/ui-extension/extension-gitops-service-<version>.tar.gz and checksums.txt (publish both at components/ui-extension-installer's EXTENSION_URL).

@@ -2,7 +2,7 @@
 # Installs and builds everything the real test stack needs (see test/stack):
 # apt packages, kube-apiserver/kube-controller-manager/kubectl, and each Argo CD
 # version the stack can run (ARGOCD_VERSION picks one at test time) with its web
-# UI embedded and the kustomize it ships. The UI is built first, so a cold
+# UI embedded and the kustomize it ships, helm and the Argo CD operator. The UI is built first, so a cold
 # machine links argocd once, with it. ARGOCD_VERSIONS="3.5.1" limits the build to some of them.
 # Idempotent and fast when everything is cached.
 set -euo pipefail
@@ -25,5 +25,9 @@ for v in $VERSIONS; do
   ARGOCD_VERSION="$v" "$HACK/build-argocd.sh"
   KUSTOMIZE_VERSION="${KUSTOMIZE[$v]}" "$HACK/build-kustomize.sh"
 done
+# helm and the Argo CD operator's controller, for the Helm and operator install paths'
+# tests (test/install/helm_test.go, operator_test.go).
+"$HACK/build-helm.sh"
+"$HACK/build-argocd-operator.sh"
 echo "[test-stack] ready in $(( $(date +%s) - start ))s; cache: $CACHE"
 echo "$CACHE"
