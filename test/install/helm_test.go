@@ -176,6 +176,8 @@ func TestHelmInstallPath(t *testing.T) {
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gitops-service"}, &sidecar))
 	assert.Contains(t, sidecar.Spec.Template.Spec.Containers[0].Args, "--argocd-settings=verify", "the chart owns Argo CD's settings: the sidecar only checks them")
 
+	verifyReportsNothing(t, ctx, c, ns, "after the Helm block")
+
 	// What the sidecar writes at run time: the tenants' RBAC key, with its own field manager.
 	rt := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
@@ -203,6 +205,7 @@ func TestHelmInstallPath(t *testing.T) {
 	oursPresent("after helm upgrade")
 	theirsIntact("after helm upgrade")
 	assert.Equal(t, rt.Data["policy.gitops-service.csv"], cm("argocd-rbac-cm").Data["policy.gitops-service.csv"], "helm upgrade keeps the sidecar's run-time key")
+	verifyReportsNothing(t, ctx, c, ns, "after helm upgrade")
 
 	// Re-applying ours (our upgrade) changes none of Argo CD's objects.
 	versions := func() []string {

@@ -213,6 +213,8 @@ func TestOperatorInstallPath(t *testing.T) {
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: redisRef.Name}, &redisSecret), "the operator's Redis Secret")
 	assert.NotEmpty(t, redisSecret.Data[redisRef.Key], "Secret %s key %s", redisRef.Name, redisRef.Key)
 
+	verifyReportsNothing(t, ctx, c, ns, "after the operator block")
+
 	// What the sidecar writes at run time: the tenants' RBAC key, with its own field manager.
 	rt := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
@@ -231,6 +233,7 @@ func TestOperatorInstallPath(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, rt.Data["policy.gitops-service.csv"], rbac.Data["policy.gitops-service.csv"], "the operator keeps the sidecar's run-time key")
 	require.NoError(t, serverFlags())
+	verifyReportsNothing(t, ctx, c, ns, "after the operator's reconcile")
 
 	// A key of ours removed by hand comes back by itself: the operator reverts argocd-cm.
 	require.NoError(t, c.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "argocd-cm", Namespace: ns}},
