@@ -57,6 +57,15 @@ func Policies() ([]Policy, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", f, err)
 			}
+			// Kustomize's own files (instance-names.yaml: a list of
+			// replacements) are no objects: only objects can be policies.
+			var v any
+			if err := yaml.Unmarshal(doc, &v); err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			if _, isObject := v.(map[string]any); !isObject {
+				continue
+			}
 			var head struct {
 				Kind string `json:"kind"`
 			}

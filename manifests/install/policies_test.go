@@ -30,7 +30,9 @@ func live(t *testing.T, suffix string) ([]admissionv1.ValidatingAdmissionPolicy,
 		p.Name += suffix
 		b.Name += suffix
 		b.Spec.PolicyName = p.Name
-		b.Spec.ParamRef.Namespace = sa.Namespace
+		if b.Spec.ParamRef != nil { // the force policy takes no parameter
+			b.Spec.ParamRef.Namespace = sa.Namespace
+		}
 		p.CreationTimestamp = metav1.NewTime(time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC))
 		b.CreationTimestamp = metav1.NewTime(time.Date(2026, 1, 1, 0, 1, i, 0, time.UTC))
 		ps, bs = append(ps, defaultedPolicyObj(p)), append(bs, b)
@@ -105,7 +107,7 @@ func TestCheck(t *testing.T) {
 			return ps, bs[1:]
 		}, problem: "is missing or differs"},
 		"binding's parameter another ServiceAccount": {change: func(ps []admissionv1.ValidatingAdmissionPolicy, bs []admissionv1.ValidatingAdmissionPolicyBinding) ([]admissionv1.ValidatingAdmissionPolicy, []admissionv1.ValidatingAdmissionPolicyBinding) {
-			bs[1].Spec.ParamRef.Namespace = "tenant"
+			bs[bindingIndex(t, bs, "gitops-service-promotion-requesters")].Spec.ParamRef.Namespace = "tenant"
 			return ps, bs
 		}, problem: "is missing or differs"},
 		"binding scoped to some namespaces": {change: func(ps []admissionv1.ValidatingAdmissionPolicy, bs []admissionv1.ValidatingAdmissionPolicyBinding) ([]admissionv1.ValidatingAdmissionPolicy, []admissionv1.ValidatingAdmissionPolicyBinding) {
@@ -153,4 +155,15 @@ func TestCheck(t *testing.T) {
 			}
 		})
 	}
+}
+
+// bindingIndex is the index of the binding of policy (with any name suffix) in bs.
+func bindingIndex(t *testing.T, bs []admissionv1.ValidatingAdmissionPolicyBinding, policy string) int {
+	for i := range bs {
+		if strings.HasPrefix(bs[i].Spec.PolicyName, policy) {
+			return i
+		}
+	}
+	t.Fatalf("no binding of %s", policy)
+	return -1
 }
