@@ -68,7 +68,8 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
 }
 
 // freeze sets (or unfreeze clears) the freeze switch of an Environment of the
-// binding's namespace, naming the Argo CD user who did it.
+// binding's namespace, naming the Argo CD user who did it. Any mapped user
+// freezes; only the tenant's release managers unfreeze.
 func (s *Server) freeze(frozen bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req freezeRequest
@@ -81,6 +82,12 @@ func (s *Server) freeze(frozen bool) http.HandlerFunc {
 			return
 		}
 		s.actOn(w, r, ownership.KindBinding, func(ns, name, uid string) (client.Object, error) {
+			// Freezing tightens a gate: every mapped user may. Unfreezing lifts it.
+			if !frozen {
+				if err := s.authorizeGateKeeper(r, ns, "unfreeze Environment "+req.Environment); err != nil {
+					return nil, err
+				}
+			}
 			if err := s.get(r, client.ObjectKey{Namespace: ns, Name: name}, &as.SnapshotEnvironmentBinding{}, uid); err != nil {
 				return nil, err
 			}

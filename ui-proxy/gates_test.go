@@ -10,12 +10,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
-// TestPanelGateActions: Approve and Freeze/Unfreeze are authorized as Promote
-// (the tenant mapping names the user), act only in the binding's namespace,
-// and approve for the Argo CD user argocd-server authenticated.
+// TestPanelGateActions: Approve and Freeze are authorized as Promote (the
+// tenant mapping names the user), act only in the binding's namespace, and
+// approve for the Argo CD user argocd-server authenticated; Unfreeze needs a
+// release manager (TestPanelGateKeepers).
 func TestPanelGateActions(t *testing.T) {
 	ctx := context.Background()
 	objs := []client.Object{
@@ -109,7 +111,9 @@ func TestPanelGateActions(t *testing.T) {
 	env := &as.Environment{}
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "prod"}, env))
 	assert.Equal(t, &as.ApprovalGate{Required: 1}, env.Spec.Gates.Approvals, "freezing kept the approval gate")
+	// Unfreezing lifts the gate: alice is mapped but no release manager of team-a.
 	status, body = with(unfreeze, func(a *actor) { a.user = "alice" }).do(t, srv)
-	require.Equal(t, http.StatusCreated, status, "%v", body)
-	assert.Equal(t, &as.FreezeSwitch{Frozen: false, By: "argocd:alice"}, frozen("team-a", "prod"))
+	require.Equal(t, http.StatusForbidden, status, "%v", body)
+	assert.Contains(t, body["error"], argocd.AnnotationArgoCDReleaseManagers)
+	assert.True(t, frozen("team-a", "prod").Frozen, "a refused unfreeze changed the switch")
 }

@@ -142,7 +142,9 @@ func (s *Server) histories(w http.ResponseWriter, r *http.Request) {
 
 // release releases the hold a rollback put on automated promotion out of an
 // Environment, for the binding's application (sets its PromotionHistory's
-// spec.releasedAt); authorized as Rollback is.
+// spec.releasedAt): it lets automated promotion past the Snapshot a rollback
+// rejected, so only the tenant's release managers may (as only they update
+// PromotionHistories with kubectl).
 func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 	var req releaseRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil || req.Environment == "" {
@@ -150,6 +152,9 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.actOn(w, r, ownership.KindBinding, func(ns, name, uid string) (client.Object, error) {
+		if err := s.authorizeGateKeeper(r, ns, "release the hold on Environment "+req.Environment); err != nil {
+			return nil, err
+		}
 		seb := &as.SnapshotEnvironmentBinding{}
 		if err := s.get(r, client.ObjectKey{Namespace: ns, Name: name}, seb, uid); err != nil {
 			return nil, err

@@ -26,7 +26,9 @@ again, the rolled-back Snapshot is rejected for the application (automated promo
 again; a manual promotion of it needs spec.manualPromotion.force) and automated promotion out of the
 Environment holds until released. --release releases that hold (sets the PromotionHistory's
 spec.releasedAt) and exits. With an Argo CD login both go through the GitOps Service's panel
-actions on a binding of the application, for a user the tenant mapping names.
+actions on a binding of the application, for a user the tenant mapping names; --release also
+needs the user named in the tenant's release managers (namespace annotation
+managed-gitops.redhat.com/argocd-release-managers), as with kubectl it needs the release manager's role.
 
 ` + exitCodesHelp,
 		Example: `  %[1]s rollback prod --application shop

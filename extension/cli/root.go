@@ -285,7 +285,9 @@ Needs the right to patch the Environment (or, with an Argo CD login, the tenant 
 		cmd.Use = "unfreeze <environment>"
 		cmd.Short = "Unfreeze an Environment: waiting promotions go on"
 		cmd.Long = `Turn the freeze switch of an Environment off: promotions waiting for it go on (unless one of its
-freeze windows is open). -o prints the Environment.`
+freeze windows is open). It lifts a gate: needs the release manager's role (or admin), or, with an
+Argo CD login, the user named in the tenant's release managers (namespace annotation
+managed-gitops.redhat.com/argocd-release-managers). -o prints the Environment.`
 		cmd.Example = `  %[1]s unfreeze prod`
 	}
 	withPrinter(o, cmd, false)

@@ -56,7 +56,8 @@ func (d *demo) tenantUser() error {
 	if err != nil {
 		return err
 	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, argocd.AnnotationArgoCDSubjects, uiUser)
+	// The demo's one user also keeps the gates (Unfreeze, release in the panel).
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q,%q:%q}}}`, argocd.AnnotationArgoCDSubjects, uiUser, argocd.AnnotationArgoCDReleaseManagers, uiUser)
 	_, err = cs.CoreV1().Namespaces().Patch(d.ctx, tenant, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	return err
 }

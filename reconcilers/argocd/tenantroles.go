@@ -15,6 +15,14 @@ import (
 // a tenant cannot grant itself or others access.
 const AnnotationArgoCDSubjects = "managed-gitops.redhat.com/argocd-subjects"
 
+// AnnotationArgoCDReleaseManagers names, with the syntax of
+// AnnotationArgoCDSubjects, the tenant's Argo CD users who keep its gates in
+// the UI panel (unfreeze, release a rollback's hold): the panel writes as the
+// GitOps Service's ServiceAccount, which the gate policies exempt, so the
+// duty the kubectl roles separate must be separated here too. A user also
+// needs the tenant mapping to use the panel at all.
+const AnnotationArgoCDReleaseManagers = "managed-gitops.redhat.com/argocd-release-managers"
+
 // TenantRole is the role on each tenant's AppProject that the mapped subjects get.
 const TenantRole = "tenant"
 

@@ -77,6 +77,13 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.
 				"annotation %s: ignoring %q: Argo CD subjects are user or group names without quotes, '#' or line breaks, and not role: or proj: subjects",
 				argocd.AnnotationArgoCDSubjects, strings.Join(invalid, ", "))
 		}
+		// The release managers grant nothing in Argo CD (the panel's backend
+		// reads them), but a bad entry is reported the same way.
+		if _, invalid := argocd.ParseSubjects(ns.Annotations[argocd.AnnotationArgoCDReleaseManagers]); len(invalid) > 0 && r.Recorder != nil {
+			r.Recorder.Eventf(ns, corev1.EventTypeWarning, ReasonInvalidArgoCDSubjects,
+				"annotation %s: ignoring %q: Argo CD subjects are user or group names without quotes, '#' or line breaks, and not role: or proj: subjects",
+				argocd.AnnotationArgoCDReleaseManagers, strings.Join(invalid, ", "))
+		}
 	}
 	cm := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
@@ -116,11 +123,12 @@ func (r *PolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("tenant-rbac").
 		Watches(&corev1.Namespace{}, toPolicy, builder.WithPredicates(predicate.Funcs{
 			CreateFunc: func(e event.CreateEvent) bool {
-				return e.Object.GetAnnotations()[argocd.AnnotationArgoCDSubjects] != ""
+				return e.Object.GetAnnotations()[argocd.AnnotationArgoCDSubjects] != "" || e.Object.GetAnnotations()[argocd.AnnotationArgoCDReleaseManagers] != ""
 			},
 			UpdateFunc: func(e event.UpdateEvent) bool {
 				// The instance's mark follows its label: a moved tenant's users go.
 				return e.ObjectOld.GetAnnotations()[argocd.AnnotationArgoCDSubjects] != e.ObjectNew.GetAnnotations()[argocd.AnnotationArgoCDSubjects] ||
+					e.ObjectOld.GetAnnotations()[argocd.AnnotationArgoCDReleaseManagers] != e.ObjectNew.GetAnnotations()[argocd.AnnotationArgoCDReleaseManagers] ||
 					e.ObjectOld.GetAnnotations()[kernel.AnnotationServedBy] != e.ObjectNew.GetAnnotations()[kernel.AnnotationServedBy] ||
 					e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
 			},

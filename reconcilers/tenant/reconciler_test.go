@@ -106,6 +106,13 @@ func TestMappingDrivesRolesAndPolicy(t *testing.T) {
 	assert.NotContains(t, v, "role:admin, role:gitops-service-tenant")
 	assert.Equal(t, adminPolicy, data["policy.csv"], "the admin's policy is not ours to touch")
 	stack.WaitForEvent(t, k8s, ns, corev1.EventTypeWarning, tenant.ReasonInvalidArgoCDSubjects, "role:admin", wait)
+	// The release managers (read by the panel's backend) are checked the same
+	// way and grant nothing in Argo CD.
+	rm := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+argocd.AnnotationArgoCDReleaseManagers+`":"jane,proj:x:y"}}}`))
+	require.NoError(t, k8s.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.Name}}, rm))
+	stack.WaitForEvent(t, k8s, ns, corev1.EventTypeWarning, tenant.ReasonInvalidArgoCDSubjects, argocd.AnnotationArgoCDReleaseManagers+`: ignoring "proj:x:y"`, wait)
+	v, _, _ = rbacPolicy(t)
+	assert.NotContains(t, v, "proj:x:y")
 
 	// Removing the mapping removes the role and our policy key.
 	annotate(t, ns.Name, "")

@@ -9,11 +9,13 @@ import (
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
@@ -44,7 +46,8 @@ func bindingApplication(t *testing.T, ns, env, component string) argov1alpha1.Ap
 // and staging snap-2 after snap-1): a promotion into staging, which needs
 // alice's approval, waits and says why; Approve approves as the Argo CD user
 // argocd-server authenticated and the run goes on; Freeze and Unfreeze
-// toggle staging's freeze switch; Preview of dev's Snapshot into staging
+// toggle staging's freeze switch (Unfreeze only once alice is a release
+// manager of the tenant); Preview of dev's Snapshot into staging
 // shows the image change; Rollback rolls staging back and the history says
 // so. Then the CLI, through the real argocd binary with alice's Argo CD
 // login, shows that history, releases the rollback's hold and follows a
@@ -91,6 +94,16 @@ func panelGates(t *testing.T, alice *browserUser, ns string, devApp argov1alpha1
 	assert.Equal(t, approver, staging.Spec.Gates.Freeze.By)
 	assert.NotNil(t, staging.Spec.Gates.Approvals, "Freeze changed the other gates")
 	alice.screenshotOf(`[data-gs-env="staging"]`, "gates-frozen")
+	// Unfreezing lifts a gate: refused while alice is mapped but not one of
+	// the tenant's release managers, with the reason; staging stays frozen.
+	alice.click(`[data-gs-env="staging"] [data-gs="unfreeze-button"]`)
+	alice.waitText(`[data-gs="action-error"]`, "Unfreeze refused: user alice may not unfreeze Environment staging")
+	alice.waitText(`[data-gs="action-error"]`, argocd.AnnotationArgoCDReleaseManagers)
+	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(staging), staging))
+	assert.True(t, staging.Spec.Gates.Freeze.Frozen, "a refused Unfreeze unfroze staging")
+	// The platform admin names alice a release manager of her tenant.
+	require.NoError(t, k8s.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, client.RawPatch(types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"`+argocd.AnnotationArgoCDReleaseManagers+`":"alice"}}}`))))
 	alice.click(`[data-gs-env="staging"] [data-gs="unfreeze-button"]`)
 	alice.waitText(`[data-gs-env="staging"] [data-gs="freeze-button"]`, "FREEZE")
 	assert.Zero(t, alice.count(`[data-gs-env="staging"] [data-gs="frozen"]`))
