@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,7 +86,9 @@ func TestReplacedSnapshotKeepsWhatIsDeployed(t *testing.T) {
 			return false
 		}
 		for _, c := range set.Status.Conditions {
-			if c.Type == argov1alpha1.ApplicationSetConditionErrorOccurred && c.Status == argov1alpha1.ApplicationSetConditionStatusTrue {
+			// The generator's refusal, as Argo CD relays it (no other error).
+			if c.Type == argov1alpha1.ApplicationSetConditionErrorOccurred && c.Status == argov1alpha1.ApplicationSetConditionStatusTrue &&
+				strings.Contains(c.Message, "is not the one this binding was pointed at") {
 				t.Logf("Argo CD: %s", c.Message)
 				return true
 			}
