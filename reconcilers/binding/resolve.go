@@ -22,12 +22,18 @@ import (
 // Generate is the parameter sets of seb's components, read as Resolve reads
 // and checked: the plugin generator's answer and what the reconciler writes
 // the ApplicationSet for, so an ApplicationSet left from before a refusal gets
-// nothing the reconciler would refuse.
+// nothing the reconciler would refuse. It sets seb.Status.Snapshot to the
+// Snapshot deployed (Bound): only the one the binding was pointed at.
 func Generate(ctx context.Context, c, api client.Reader, argoNamespace string, seb *appstudiov1alpha1.SnapshotEnvironmentBinding, allowFile bool) ([]argocd.GeneratorParams, error) {
 	in, err := Resolve(ctx, c, api, argoNamespace, seb)
 	if err != nil {
 		return nil, err
 	}
+	bound, err := Bound(seb, in.Snapshot)
+	if err != nil {
+		return nil, err
+	}
+	seb.Status.Snapshot = &bound
 	params, err := Params(in)
 	if err != nil {
 		return nil, err
@@ -60,7 +66,16 @@ func Answer(ctx context.Context, c, api client.Reader, argoNamespace, setName, n
 	if err := requestedBy(ctx, c, api, argoNamespace, setName, seb); err != nil {
 		return nil, err
 	}
-	return Generate(ctx, c, api, argoNamespace, seb, allowFile)
+	params, err := Generate(ctx, c, api, argoNamespace, seb, allowFile)
+	if IsSnapshotReplaced(err) {
+		// The cache may not show the PromotionRun's or the reconciler's
+		// last record yet: decide on the binding as it is.
+		if err := api.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, seb); err != nil {
+			return nil, err // an error keeps the Applications; an empty answer would delete them
+		}
+		return Generate(ctx, c, api, argoNamespace, seb, allowFile)
+	}
+	return params, err
 }
 
 // requestedBy says why the ApplicationSet named setName is not the one we

@@ -7,6 +7,7 @@ package promotionrun
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -373,6 +374,9 @@ func (r *Reconciler) bind(ctx context.Context, run *as.PromotionRun, env string)
 				Labels: map[string]string{as.LabelApplication: run.Spec.Application, as.LabelEnvironment: env}},
 			Spec: as.SnapshotEnvironmentBindingSpec{Application: run.Spec.Application, Environment: env, Snapshot: snapshotOf(run)},
 		}
+		if b, ok := boundSnapshot(run); ok {
+			seb.Annotations = map[string]string{as.AnnotationBoundSnapshot: b}
+		}
 		err := r.Client.Create(ctx, seb)
 		if apierrors.IsAlreadyExists(err) {
 			// Either our cache has not seen it yet (retry), or a binding of that
@@ -398,15 +402,34 @@ func (r *Reconciler) bind(ctx context.Context, run *as.PromotionRun, env string)
 		r.Recorder.Eventf(run, corev1.EventTypeNormal, "BindingCreated", "Created SnapshotEnvironmentBinding %s for Environment %s", seb.Name, env)
 		return seb, nil
 	}
-	if name := snapshotOf(run); seb.Spec.Snapshot != name {
+	b, recorded := boundSnapshot(run)
+	if name := snapshotOf(run); seb.Spec.Snapshot != name || (recorded && seb.Annotations[as.AnnotationBoundSnapshot] != b) {
+		// The name and the identity the gates let in, in one write: the
+		// binding deploys no other Snapshot of that name (binding.Bound).
 		patch := client.MergeFromWithOptions(seb.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		seb.Spec.Snapshot = name
+		if recorded {
+			if seb.Annotations == nil {
+				seb.Annotations = map[string]string{}
+			}
+			seb.Annotations[as.AnnotationBoundSnapshot] = b
+		}
 		if err := r.Client.Patch(ctx, seb, patch); err != nil {
 			return nil, fmt.Errorf("pointing SnapshotEnvironmentBinding %s at Snapshot %s: %w", seb.Name, name, err)
 		}
 		r.Recorder.Eventf(run, corev1.EventTypeNormal, "BindingUpdated", "SnapshotEnvironmentBinding %s now deploys Snapshot %s", seb.Name, name)
 	}
 	return seb, nil
+}
+
+// boundSnapshot is the annotation AnnotationBoundSnapshot for the Snapshot
+// the run deploys and the identity it recorded, if it recorded one.
+func boundSnapshot(run *as.PromotionRun) (string, bool) {
+	if !run.Status.SnapshotIdentity.Known() || snapshotOf(run) == "" {
+		return "", false
+	}
+	raw, err := json.Marshal(as.BoundSnapshot{Name: snapshotOf(run), SnapshotIdentity: run.Status.SnapshotIdentity})
+	return string(raw), err == nil
 }
 
 func setStep(run *as.PromotionRun, env string, status as.PromotionRunEnvironmentStatusField, msg string) {

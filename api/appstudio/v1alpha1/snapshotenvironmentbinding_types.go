@@ -132,6 +132,31 @@ type SnapshotEnvironmentBindingStatus struct {
 	// metadata.generation).
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Snapshot is the Snapshot the binding was pointed at: its name and
+	// identity, recorded when the binding is first seen pointing at that name
+	// (or as the PromotionRun that pointed it recorded it, annotation
+	// AnnotationBoundSnapshot). While spec.snapshot keeps that name, a
+	// Snapshot of another identity (deleted and re-created) is not deployed:
+	// reason SnapshotReplaced (docs/gates.md).
+	// +optional
+	Snapshot *BoundSnapshot `json:"snapshot,omitempty"`
+}
+
+// AnnotationBoundSnapshot on a SnapshotEnvironmentBinding is the Snapshot a
+// PromotionRun let through its gates and pointed the binding at: the JSON of
+// a BoundSnapshot, written with spec.snapshot in one patch. It counts only
+// while its name is spec.snapshot.
+const AnnotationBoundSnapshot = "appstudio.redhat.com/bound-snapshot"
+
+// BoundSnapshot is a Snapshot's name and identity.
+type BoundSnapshot struct {
+	// Name is the Snapshot's name (spec.snapshot when recorded).
+	// +required
+	Name string `json:"name"`
+
+	// SnapshotIdentity is the Snapshot's UID and content digest.
+	SnapshotIdentity `json:",inline"`
 }
 
 // BindingStatusGitOpsDeployment is a GitOpsDeployment that deploys one
