@@ -70,12 +70,6 @@ func Policies() ([]Policy, error) {
 				Kind string `json:"kind"`
 			}
 			if err := yaml.Unmarshal(doc, &head); err != nil {
-				// A list is no object (kustomize's replacements,
-				// instance-names.yaml): no policy in it.
-				var list []any
-				if yaml.Unmarshal(doc, &list) == nil {
-					continue
-				}
 				return nil, fmt.Errorf("%s: %w", f, err)
 			}
 			switch head.Kind {
