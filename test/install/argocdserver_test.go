@@ -61,10 +61,14 @@ func argoCDServes(t *testing.T, ctx context.Context, kube *stack.Kube, ns, when,
 	var status int
 	var body []byte
 	// argocd-server builds its proxies from its settings informer: allow it a moment.
-	require.Eventually(t, func() bool {
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(250 * time.Millisecond) {
 		status, body, err = srv.CallExtension(ctx, token, ext, path, ns+":"+proxyApp, proxyProject)
-		return err == nil && status == http.StatusOK
-	}, 20*time.Second, 250*time.Millisecond, "%s: /extensions/%s%s through argocd-server: %d %s %v", when, ext, path, status, body, err)
+		if (err == nil && status == http.StatusOK) || time.Now().After(deadline) {
+			break
+		}
+	}
+	require.True(t, err == nil && status == http.StatusOK, "%s: /extensions/%s%s through argocd-server: %d %.300s %v\nargocd-server log:\n%s",
+		when, ext, path, status, body, err, srv.Tail(30))
 	assert.Equal(t, stack.ExtensionBackendAnswer, string(body), "%s: the other extension's answer", when)
 	assert.Contains(t, b.Requests(), stack.ExtensionRequest{Path: path, Application: ns + ":" + proxyApp, Project: proxyProject},
 		"%s: the other extension's backend got the call", when)

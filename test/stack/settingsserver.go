@@ -120,10 +120,8 @@ func proxyExtensionEnabled(ctx context.Context, k *Kube, ns string) (bool, error
 	if err != nil {
 		return false, err
 	}
+	// The server container is named argocd-server (install.yaml, the operator) or server (the Helm chart).
 	for _, c := range d.Spec.Template.Spec.Containers {
-		if c.Name != "argocd-server" {
-			continue
-		}
 		if slices.ContainsFunc(append(slices.Clone(c.Command), c.Args...), func(a string) bool {
 			return a == "--enable-proxy-extension" || a == "--enable-proxy-extension=true"
 		}) {
@@ -298,6 +296,9 @@ func CreateProxyApplication(ctx context.Context, k *Kube, ns, project, app strin
 	}
 	return nil
 }
+
+// Tail returns the last n lines of argocd-server's log.
+func (s *SettingsServer) Tail(n int) string { return s.procs[len(s.procs)-1].Tail(n) }
 
 // Stop stops argocd-server and its Redis.
 func (s *SettingsServer) Stop() {
