@@ -70,7 +70,7 @@ func TestInstallIntoArgoCDsOwnInstall(t *testing.T) {
 func testInstallIntoArgoCD(t *testing.T, bins *stack.BinaryPaths, version, mode string) {
 	installYAML, err := stack.ArgoCDInstallYAML(version)
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	kube, err := stack.StartKube(ctx, stack.KubeOptions{Name: "install-argocd"})
 	require.NoError(t, err)
@@ -98,12 +98,21 @@ func testInstallIntoArgoCD(t *testing.T, bins *stack.BinaryPaths, version, mode 
 	applyArgoCD()
 
 	// The admin's and another extension's settings, made the ways Argo CD's own upgrade keeps.
-	kubectl("-n", ns, "patch", "configmap", "argocd-cm", "--type", "merge", "-p",
-		`{"data":{"extension.config.other":"services:\n- url: http://other-extension:8080\n","timeout.reconciliation":"300s","url":"https://argocd.example.com"}}`)
+	// The other extension's backend is real, so that its route through argocd-server is checked.
+	other := stack.StartExtensionBackend()
+	defer other.Close()
+	kubectl("-n", ns, "patch", "configmap", "argocd-cm", "--type", "merge", "-p", mergePatch(map[string]string{
+		"extension.config.other": otherExtensionConfig(other),
+		"accounts." + proxyUser:  "login",
+		"timeout.reconciliation": "300s",
+		"url":                    "https://argocd.example.com",
+	}))
 	kubectl("-n", ns, "label", "configmap", "argocd-cm", "example.com/team=platform")
 	kubectl("-n", ns, "patch", "configmap", "argocd-cmd-params-cm", "--type", "merge", "-p",
 		`{"data":{"controller.status.processors":"30","server.enable.proxy.extension":"true"}}`)
-	kubectl("-n", ns, "patch", "configmap", "argocd-rbac-cm", "--type", "merge", "-p", `{"data":{"policy.csv":"g, platform, role:admin\n"}}`)
+	kubectl("-n", ns, "patch", "configmap", "argocd-rbac-cm", "--type", "merge", "-p",
+		mergePatch(map[string]string{"policy.csv": "g, platform, role:admin\n" + proxyUserPolicy("other")}))
+	seedProxyUser(t, ctx, kube, ns)
 	kubectl("-n", ns, "patch", "deployment", "argocd-server", "--type", "strategic", "--field-manager", "other-extension", "-p",
 		`{"spec":{"template":{"spec":{"initContainers":[{"name":"extension-other","image":"quay.io/argoprojlabs/argocd-extension-installer:v0.0.9","volumeMounts":[{"name":"extensions","mountPath":"/tmp/extensions/"}]}],"volumes":[{"name":"extensions","emptyDir":{}}]}}}}`)
 
@@ -179,6 +188,7 @@ func testInstallIntoArgoCD(t *testing.T, bins *stack.BinaryPaths, version, mode 
 	require.NoError(t, stack.WaitForSidecarSettings(ctx, kube, ns, "argocd-cm", side.UIProxyURL, 30*time.Second))
 	intact("installed")
 	ours("installed", side.UIProxyURL)
+	argoCDServes(t, ctx, kube, ns, "installed", "other", other)
 
 	// Argo CD upgraded its documented way: ours survive or are back within the stated 10 s.
 	applyArgoCD()
@@ -190,6 +200,7 @@ func testInstallIntoArgoCD(t *testing.T, bins *stack.BinaryPaths, version, mode 
 			now["argocd-rbac-cm"].Data["policy.gitops-service-admin.csv"] != ""
 	}, 12*time.Second, 200*time.Millisecond, "our keys are not back within 10 s of Argo CD's upgrade")
 	ours("after Argo CD's upgrade", side.UIProxyURL)
+	argoCDServes(t, ctx, kube, ns, "after Argo CD's upgrade", "other", other)
 
 	// Our upgrade: the manifests again, a sidecar with another setting.
 	side.Close()
@@ -218,6 +229,14 @@ func testInstallIntoArgoCD(t *testing.T, bins *stack.BinaryPaths, version, mode 
 		assert.Equal(t, b.Owners, after[name].Owners, "uninstalled: %s's owners", name)
 	}
 	assert.Equal(t, serverBefore.Spec, server().Spec, "uninstalled: argocd-server")
+	// The other extension keeps working without us: the admin's server.enable.proxy.extension stays on.
+	argoCDServes(t, ctx, kube, ns, "uninstalled", "other", other)
+}
+
+// mergePatch is a JSON merge patch of a ConfigMap's data.
+func mergePatch(data map[string]string) string {
+	b, _ := json.Marshal(map[string]any{"data": data})
+	return string(b)
 }
 
 func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o644) }

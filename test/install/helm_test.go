@@ -34,7 +34,9 @@ func needHelm(t *testing.T) string {
 }
 
 // A platform's values for Argo CD's chart: its own settings, another proxy
-// extension, the admin's RBAC and controller flags. The chart's
+// extension (switched on, with the account proxyUser that uses it and the
+// policy of proxyUserPolicy("metrics"); its backend's URL is replaced by the
+// test's), the admin's RBAC and controller flags. The chart's
 // redis-secret-init pre-install Job needs a kubelet, which the test stack has
 // not: the platform provides Secret argocd-redis itself (the chart's
 // documented alternative).
@@ -47,14 +49,21 @@ configs:
     extension.config.metrics: |
       services:
       - url: http://argocd-metrics-server:9003
+    accounts.platform-user: login
   params:
     controller.status.processors: "30"
     server.insecure: true
+    server.enable.proxy.extension: true
   rbac:
     policy.csv: |
       g, platform, role:admin
+      p, platform-user, applications, get, platform/*, allow
+      p, platform-user, extensions, invoke, metrics, allow
     policy.default: role:readonly
 `
+
+// metricsBackendURL is the other extension's backend in platformValues.
+const metricsBackendURL = "http://argocd-metrics-server:9003"
 
 // What platformValues puts into Argo CD's ConfigMaps.
 var platformSettings = map[string]map[string]string{
@@ -62,9 +71,10 @@ var platformSettings = map[string]map[string]string{
 		"url":                      "https://argocd.example.com",
 		"timeout.reconciliation":   "240s",
 		"extension.config.metrics": "services:\n- url: http://argocd-metrics-server:9003\n",
+		"accounts." + proxyUser:    "login",
 	},
-	"argocd-cmd-params-cm": {"controller.status.processors": "30", "server.insecure": "true"},
-	"argocd-rbac-cm":       {"policy.csv": "g, platform, role:admin\n", "policy.default": "role:readonly"},
+	"argocd-cmd-params-cm": {"controller.status.processors": "30", "server.insecure": "true", "server.enable.proxy.extension": "true"},
+	"argocd-rbac-cm":       {"policy.csv": "g, platform, role:admin\n" + proxyUserPolicy("metrics"), "policy.default": "role:readonly"},
 }
 
 // The README's Helm block run verbatim against an Argo CD installed by its
@@ -87,6 +97,11 @@ func TestHelmInstallPath(t *testing.T) {
 	const ns = "argocd"
 	chart, err := stack.UnpackArgoHelmChart(t.TempDir())
 	require.NoError(t, err)
+	// The other extension's backend is real, so that its route through argocd-server is checked.
+	metrics := stack.StartExtensionBackend()
+	defer metrics.Close()
+	platformValues := strings.Replace(platformValues, metricsBackendURL, metrics.URL, 1)
+	platformSettings["argocd-cm"]["extension.config.metrics"] = otherExtensionConfig(metrics)
 	values := filepath.Join(t.TempDir(), "my-argocd-values.yaml")
 	require.NoError(t, os.WriteFile(values, []byte(platformValues), 0o644))
 	replace := map[string]string{"argo/argo-cd": chart, "my-argocd-values.yaml": values}
@@ -105,6 +120,7 @@ func TestHelmInstallPath(t *testing.T) {
 		Data:       map[string][]byte{"auth": []byte("redis-password")},
 	}))
 	helmRun("install", "argocd", chart, "-n", ns, "-f", values)
+	seedProxyUser(t, ctx, kube, ns)
 	cm := func(name string) *corev1.ConfigMap {
 		t.Helper()
 		var m corev1.ConfigMap
@@ -189,11 +205,7 @@ func TestHelmInstallPath(t *testing.T) {
 	// Argo CD reads what the chart and our values made.
 	settings := func(when string) {
 		t.Helper()
-		srv, err := stack.StartSettingsServer(ctx, kube, ns)
-		require.NoError(t, err, when)
-		defer srv.Stop()
-		s, err := srv.Settings(ctx)
-		require.NoError(t, err, "%s: argocd-server finds its settings", when)
+		s := argoCDServes(t, ctx, kube, ns, when, "metrics", metrics)
 		assert.Equal(t, "https://argocd.example.com", s["url"], when)
 	}
 	settings("after the Helm block")
@@ -206,6 +218,7 @@ func TestHelmInstallPath(t *testing.T) {
 	theirsIntact("after helm upgrade")
 	assert.Equal(t, rt.Data["policy.gitops-service.csv"], cm("argocd-rbac-cm").Data["policy.gitops-service.csv"], "helm upgrade keeps the sidecar's run-time key")
 	verifyReportsNothing(t, ctx, c, ns, "after helm upgrade")
+	settings("after helm upgrade")
 
 	// Re-applying ours (our upgrade) changes none of Argo CD's objects.
 	versions := func() []string {
@@ -229,6 +242,9 @@ func TestHelmInstallPath(t *testing.T) {
 	for name, data := range want {
 		m := cm(name)
 		for k := range data {
+			if _, theirs := platformSettings[name][k]; theirs {
+				continue // the platform set it too (server.enable.proxy.extension): theirsIntact checked it stays
+			}
 			assert.NotContains(t, m.Data, k, "after the uninstall: our %s %s", name, k)
 		}
 	}

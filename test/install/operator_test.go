@@ -33,8 +33,10 @@ func needOperator(t *testing.T) {
 }
 
 // The platform's ArgoCD resource: its own argocd-cm keys (another proxy
-// extension, its reconciliation timeout), a controller flag, its RBAC policy
-// and an environment variable of argocd-server.
+// extension, switched on by the platform, with the account proxyUser that
+// uses it and the policy of proxyUserPolicy("metrics"); its backend's URL is
+// replaced by the test's; its reconciliation timeout), a controller flag, its
+// RBAC policy and an environment variable of argocd-server.
 const platformArgoCD = `apiVersion: argoproj.io/v1beta1
 kind: ArgoCD
 metadata:
@@ -46,13 +48,19 @@ spec:
     extension.config.metrics: |
       services:
       - url: http://argocd-metrics-server:9003
+    accounts.platform-user: login
   cmdParams:
     controller.status.processors: "30"
+    server.enable.proxy.extension: "true"
   rbac:
     policy: |
       g, platform, role:admin
+      p, platform-user, applications, get, platform/*, allow
+      p, platform-user, extensions, invoke, metrics, allow
     defaultPolicy: role:readonly
   server:
+    extraCommandArgs:
+    - --enable-proxy-extension
     env:
     - name: PLATFORM_SETTING
       value: kept
@@ -104,17 +112,20 @@ func TestOperatorInstallPath(t *testing.T) {
 		}
 	}()
 
+	// The other extension's backend is real, so that its route through argocd-server is checked.
+	metrics := stack.StartExtensionBackend()
+	defer metrics.Close()
 	argocd := &unstructured.Unstructured{}
-	require.NoError(t, yaml.Unmarshal([]byte(platformArgoCD), &argocd.Object))
+	require.NoError(t, yaml.Unmarshal([]byte(strings.Replace(platformArgoCD, metricsBackendURL, metrics.URL, 1)), &argocd.Object))
 	require.NoError(t, c.Create(ctx, argocd))
 	cm := func(name string) (*corev1.ConfigMap, error) {
 		var m corev1.ConfigMap
 		return &m, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &m)
 	}
 	theirs := map[string]map[string]string{
-		"argocd-cm":            {"timeout.reconciliation": "240s", "extension.config.metrics": "services:\n- url: http://argocd-metrics-server:9003\n"},
-		"argocd-cmd-params-cm": {"controller.status.processors": "30"},
-		"argocd-rbac-cm":       {"policy.csv": "g, platform, role:admin\n", "policy.default": "role:readonly"},
+		"argocd-cm":            {"timeout.reconciliation": "240s", "extension.config.metrics": otherExtensionConfig(metrics), "accounts." + proxyUser: "login"},
+		"argocd-cmd-params-cm": {"controller.status.processors": "30", "server.enable.proxy.extension": "true"},
+		"argocd-rbac-cm":       {"policy.csv": "g, platform, role:admin\n" + proxyUserPolicy("metrics"), "policy.default": "role:readonly"},
 	}
 	has := func(want map[string]map[string]string) error {
 		for name, data := range want {
@@ -142,8 +153,12 @@ func TestOperatorInstallPath(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if !slices.Contains(d.Spec.Template.Spec.Containers[0].Env, corev1.EnvVar{Name: "PLATFORM_SETTING", Value: "kept"}) {
+		ctr := d.Spec.Template.Spec.Containers[0]
+		if !slices.Contains(ctr.Env, corev1.EnvVar{Name: "PLATFORM_SETTING", Value: "kept"}) {
 			return fmt.Errorf("argocd-server lost the platform's env PLATFORM_SETTING")
+		}
+		if !slices.Contains(append(ctr.Command, ctr.Args...), "--enable-proxy-extension") {
+			return fmt.Errorf("argocd-server lost the platform's --enable-proxy-extension: %v %v", ctr.Command, ctr.Args)
 		}
 		return nil
 	}
@@ -153,6 +168,10 @@ func TestOperatorInstallPath(t *testing.T) {
 		}
 		return serverEnvKept()
 	})
+	poll(t, ctx, time.Minute, "the operator makes argocd-secret", func() error {
+		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "argocd-secret"}, &corev1.Secret{})
+	})
+	seedProxyUser(t, ctx, kube, ns)
 
 	// The README: the tokens, then the operator block.
 	runBlock(t, ctx, kube.Kubeconfig, "", installBlock(t, "README.md", "tokens"), nil)
@@ -214,6 +233,7 @@ func TestOperatorInstallPath(t *testing.T) {
 	assert.NotEmpty(t, redisSecret.Data[redisRef.Key], "Secret %s key %s", redisRef.Name, redisRef.Key)
 
 	verifyReportsNothing(t, ctx, c, ns, "after the operator block")
+	argoCDServes(t, ctx, kube, ns, "after the operator block", "metrics", metrics)
 
 	// What the sidecar writes at run time: the tenants' RBAC key, with its own field manager.
 	rt := &corev1.ConfigMap{
@@ -242,11 +262,7 @@ func TestOperatorInstallPath(t *testing.T) {
 	t.Logf("extension.config.gitops-service back %s after it was removed by hand", took)
 
 	// Argo CD reads what the operator made.
-	srv, err := stack.StartSettingsServer(ctx, kube, ns)
-	require.NoError(t, err)
-	_, err = srv.Settings(ctx)
-	srv.Stop()
-	require.NoError(t, err, "argocd-server finds its settings")
+	argoCDServes(t, ctx, kube, ns, "after the operator's reconcile", "metrics", metrics)
 
 	// Re-applying ours (our upgrade) changes none of Argo CD's objects.
 	versions := func() []string {
@@ -269,8 +285,13 @@ func TestOperatorInstallPath(t *testing.T) {
 	time.Sleep(2 * time.Second) // what the operator would do about it
 	assert.Equal(t, before, versions(), "re-applying manifests/operator touched Argo CD's objects")
 
-	// Uninstall (docs/install-operator.md): exactly ours goes.
-	runBlock(t, ctx, kube.Kubeconfig, "", installBlock(t, "docs/install-operator.md", "operator-uninstall"), nil)
+	// Uninstall (docs/install-operator.md): exactly ours goes. The platform
+	// had --enable-proxy-extension and server.enable.proxy.extension of its own
+	// (the same as ours), so, as the docs say for such an ArgoCD, ours are
+	// taken out by hand: the removal patch without those two.
+	remove := removeOursKeepingPlatformProxy(t)
+	runBlock(t, ctx, kube.Kubeconfig, "", installBlock(t, "docs/install-operator.md", "operator-uninstall"),
+		map[string]string{"manifests/operator/remove-argocd-gitops-service.yaml": remove})
 	poll(t, ctx, 2*time.Minute, "the operator removes our keys", func() error {
 		for name, data := range want {
 			m, err := cm(name)
@@ -278,6 +299,9 @@ func TestOperatorInstallPath(t *testing.T) {
 				return err
 			}
 			for k := range data {
+				if _, platforms := theirs[name][k]; platforms {
+					continue // the platform set it too (server.enable.proxy.extension): has(theirs) checks it stays
+				}
 				if _, ok := m.Data[k]; ok {
 					return fmt.Errorf("%s still has our %s", name, k)
 				}
@@ -301,4 +325,31 @@ func TestOperatorInstallPath(t *testing.T) {
 	})
 	require.NoError(t, has(theirs), "the platform's settings after the uninstall")
 	require.NoError(t, serverEnvKept())
+	// The other extension keeps working without us.
+	argoCDServes(t, ctx, kube, ns, "after the uninstall", "metrics", metrics)
+}
+
+// removeOursKeepingPlatformProxy writes manifests/operator's removal patch
+// with the platform's own server.extraCommandArgs and
+// server.enable.proxy.extension left alone (docs/install-operator.md: take
+// our entries out by hand when the ArgoCD had them itself) and returns its
+// path.
+func removeOursKeepingPlatformProxy(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(repoRoot(t) + "/manifests/operator/remove-argocd-gitops-service.yaml")
+	require.NoError(t, err)
+	var patch map[string]any
+	require.NoError(t, yaml.Unmarshal(data, &patch))
+	spec := patch["spec"].(map[string]any)
+	server := spec["server"].(map[string]any)
+	params := spec["cmdParams"].(map[string]any)
+	require.Contains(t, server, "extraCommandArgs", "the removal patch takes out our --enable-proxy-extension")
+	require.Contains(t, params, "server.enable.proxy.extension")
+	delete(server, "extraCommandArgs")
+	delete(params, "server.enable.proxy.extension")
+	out, err := yaml.Marshal(patch)
+	require.NoError(t, err)
+	path := t.TempDir() + "/remove-argocd-gitops-service.yaml"
+	require.NoError(t, os.WriteFile(path, out, 0o644))
+	return path
 }

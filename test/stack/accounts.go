@@ -71,6 +71,13 @@ func (a *ArgoCD) CreateAccount(ctx context.Context, name, password string) error
 // for local accounts). Tokens issued before the mtime are invalid, so it is
 // set a little in the past.
 func (a *ArgoCD) setPassword(ctx context.Context, user, password string) error {
+	return SetPassword(ctx, a.Kube, a.Namespace, user, password)
+}
+
+// SetPassword is setPassword for an Argo CD namespace the test stack did not
+// start argocd-server in (an install path's): what an admin does to give a
+// local account (argocd-cm `accounts.<name>: login`) its password.
+func SetPassword(ctx context.Context, k *Kube, ns, user, password string) error {
 	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
 	if err != nil {
 		return err
@@ -86,11 +93,11 @@ func (a *ArgoCD) setPassword(ctx context.Context, user, password string) error {
 	if err != nil {
 		return err
 	}
-	cs, err := kubernetes.NewForConfig(a.Kube.Config)
+	cs, err := kubernetes.NewForConfig(k.Config)
 	if err != nil {
 		return err
 	}
-	if _, err := cs.CoreV1().Secrets(a.Namespace).Patch(ctx, "argocd-secret", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := cs.CoreV1().Secrets(ns).Patch(ctx, "argocd-secret", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("argocd-secret: password of %s: %w", user, err)
 	}
 	return nil
@@ -121,11 +128,15 @@ func (a *ArgoCD) patchConfigMap(ctx context.Context, name string, data map[strin
 // and returns the session token: send it as `Authorization: Bearer` (gRPC
 // gateway routes) or as the AuthCookie (extensions).
 func (a *ArgoCD) Session(ctx context.Context, user, password string) (string, error) {
+	return session(ctx, a.ServerAddr, user, password)
+}
+
+func session(ctx context.Context, serverAddr, user, password string) (string, error) {
 	body, err := json.Marshal(map[string]string{"username": user, "password": password})
 	if err != nil {
 		return "", err
 	}
-	status, resp, err := a.api(ctx, http.MethodPost, "/api/v1/session", "", body)
+	status, resp, err := apiCall(ctx, serverAddr, http.MethodPost, "/api/v1/session", "", body)
 	if err != nil {
 		return "", err
 	}
@@ -159,7 +170,11 @@ func (a *ArgoCD) AdminSession(ctx context.Context) (string, error) {
 // api calls argocd-server's HTTP API with an optional bearer token and returns
 // status and body.
 func (a *ArgoCD) api(ctx context.Context, method, path, token string, body []byte) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+a.ServerAddr+path, bytes.NewReader(body))
+	return apiCall(ctx, a.ServerAddr, method, path, token, body)
+}
+
+func apiCall(ctx context.Context, serverAddr, method, path, token string, body []byte) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+serverAddr+path, bytes.NewReader(body))
 	if err != nil {
 		return 0, nil, err
 	}
