@@ -183,9 +183,11 @@ func TestChaosGatedPromotions(t *testing.T) {
 	// opens in the second half of each minute.
 	for _, r := range runs {
 		got := &as.PromotionRun{}
-		require.Eventually(t, func() bool {
+		if !assert.Eventually(t, func() bool {
 			return k8s.Get(ctx, client.ObjectKeyFromObject(r.run), got) == nil && got.Status.State == as.PromotionRunStateCompleted
-		}, 150*time.Second, 250*time.Millisecond, "PromotionRun %s/%s never completed", r.ns, r.run.Name)
+		}, 150*time.Second, 250*time.Millisecond, "PromotionRun %s/%s never completed", r.ns, r.run.Name) {
+			t.Fatalf("PromotionRun %s/%s: %+v", r.ns, r.run.Name, got.Status)
+		}
 		assert.Equal(t, as.PromotionRunCompleteResultSuccess, got.Status.CompletionResult, "PromotionRun %s/%s: %+v", r.ns, r.run.Name, got.Status.Conditions)
 		// One step per Environment.
 		var envs []string

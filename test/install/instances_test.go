@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,10 @@ func sharedByDesign(u *unstructured.Unstructured) bool {
 	case "CustomResourceDefinition", "ValidatingAdmissionPolicy":
 		return true
 	case "ClusterRole", "ClusterRoleBinding":
-		return strings.HasPrefix(u.GetName(), "gitops-service-tenant-") || u.GetName() == "gitops-service-deploymenttargetclass-reader"
+		// The tenants' aggregated roles, the duty roles a namespace admin binds and
+		// the metrics reader the platform binds: one name on the cluster.
+		return strings.HasPrefix(u.GetName(), "gitops-service-tenant-") || slices.Contains([]string{"gitops-service-deploymenttargetclass-reader",
+			"gitops-service-promoter", "gitops-service-approver", "gitops-service-release-manager", "gitops-service-metrics-reader"}, u.GetName())
 	}
 	return false
 }
@@ -53,7 +57,7 @@ func TestClusterScopedNamesAreInstanceScoped(t *testing.T) {
 				assert.Equal(t, u.GetName(), ref, "ClusterRoleBinding %s binds another instance's ClusterRole", u.GetName())
 			}
 		}
-		assert.Equal(t, 4, scoped, "%s: the ClusterRole, its binding and the two admission-policy bindings", ns)
+		assert.Equal(t, 6, scoped, "%s: the ClusterRole, its binding and the four admission-policy bindings", ns)
 	}
 	want, err := os.ReadFile(filepath.Join(repoRoot(t), "manifests", "install", "instance-names.yaml"))
 	require.NoError(t, err)
