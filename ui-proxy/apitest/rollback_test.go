@@ -123,10 +123,19 @@ func TestPanelRollbackReleaseHistory(t *testing.T) {
 		assert.Equal(t, http.StatusForbidden, status, "%s: %v", who, b)
 		assert.True(t, held(ns), who)
 	}
-	status, b := post(t, "release", bapp, "alice", "", `{}`)
+	// alice is mapped but no release manager: releasing lifts a gate.
+	status, b := post(t, "release", bapp, "alice", "", `{"environment":"prod"}`)
+	assert.Equal(t, http.StatusForbidden, status, "%v", b)
+	assert.Contains(t, b["error"], argocd.AnnotationArgoCDReleaseManagers)
+	assert.True(t, held(ns), "a promoter's release is refused")
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+argocd.AnnotationArgoCDReleaseManagers+`":"alice"}}}`))
+	require.NoError(t, k8s.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, patch))
+	status, b = post(t, "release", bapp, "alice", "", `{}`)
 	assert.Equal(t, http.StatusBadRequest, status, "%v", b)
-	status, b = post(t, "release", bapp, "alice", "", `{"environment":"prod"}`)
-	require.Equal(t, http.StatusCreated, status, "%v", b)
+	require.Eventually(t, func() bool {
+		status, b = post(t, "release", bapp, "alice", "", `{"environment":"prod"}`)
+		return status == http.StatusCreated
+	}, 10*time.Second, 200*time.Millisecond, "a release manager releases: %d %v", status, b)
 	assert.Equal(t, "PromotionHistory", b["kind"])
 	assert.Equal(t, ns, b["namespace"])
 	assert.False(t, held(ns), "released")
