@@ -78,6 +78,7 @@ func TestChaosGatedPromotions(t *testing.T) {
 	// shipped policies, whose parameter the sidecar is told (it runs with
 	// the admin's kubeconfig here).
 	require.NoError(t, stack.InstallPolicies(ctx, k8s))
+	policiesAt := time.Now()
 	side, err := stack.StartSidecar(ctx, kube, stack.SidecarOptions{Kubeconfig: proxy.Kubeconfig, Args: []string{"--service-account=argocd/gitops-service"}})
 	require.NoError(t, err)
 	defer side.Close()
@@ -146,6 +147,11 @@ func TestChaosGatedPromotions(t *testing.T) {
 		}
 	}
 
+	// What was written within 2 s of the policies' creation (the API server may
+	// not enforce them yet) counts for nothing, by design (docs/gates.md): the
+	// people approve once that is over.
+	time.Sleep(time.Until(policiesAt.Add(3 * time.Second)))
+
 	stop := make(chan struct{})
 	killed := make(chan int, 1)
 	go killAtRandom(side, stop, killed)
@@ -164,7 +170,9 @@ func TestChaosGatedPromotions(t *testing.T) {
 				wg.Add(1)
 				go func(ns, app, env, user string) {
 					defer wg.Done()
-					time.Sleep(time.Duration(rand.IntN(25000)) * time.Millisecond)
+					// An approval naming only the Snapshot counts when the Snapshot is
+					// older (whole seconds: docs/gates.md): at least a second after it.
+					time.Sleep(1100*time.Millisecond + time.Duration(rand.IntN(25000))*time.Millisecond)
 					approve(ns, app, env, user)
 				}(ns, app, a[0], a[1])
 			}
