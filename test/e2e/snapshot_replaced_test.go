@@ -46,7 +46,7 @@ func TestReplacedSnapshotKeepsWhatIsDeployed(t *testing.T) {
 		return true
 	}
 	require.Eventually(t, func() bool { return runs("v1") }, deployWait, poll, "s1 (v1) was not deployed")
-	got := waitBinding(t, seb, "all components deployed, s1 recorded", func(b *as.SnapshotEnvironmentBinding) bool {
+	waitBinding(t, seb, "all components deployed, s1 recorded", func(b *as.SnapshotEnvironmentBinding) bool {
 		return meta.IsStatusConditionTrue(b.Status.ComponentDeploymentConditions, as.ComponentDeploymentConditionAllComponentsDeployed) &&
 			b.Status.Snapshot != nil && b.Status.Snapshot.Name == "s1" && b.Status.Snapshot.UID == string(s1.UID)
 	})
@@ -67,7 +67,7 @@ func TestReplacedSnapshotKeepsWhatIsDeployed(t *testing.T) {
 	require.Eventually(t, func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(s1), &as.Snapshot{})) }, deployWait, poll)
 	evil := snapshotOf(ns, "s1", "evil")
 	require.NoError(t, k8s.Create(ctx, evil))
-	got = waitBinding(t, seb, "Ready False SnapshotReplaced", func(b *as.SnapshotEnvironmentBinding) bool {
+	got := waitBinding(t, seb, "Ready False SnapshotReplaced", func(b *as.SnapshotEnvironmentBinding) bool {
 		c := meta.FindStatusCondition(b.Status.Conditions, "Ready")
 		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "SnapshotReplaced"
 	})
