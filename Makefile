@@ -89,9 +89,8 @@ docs: ## Regenerate docs/flags.md (the sidecar's flag reference) from its --help
 	go run ./hack/flagsdoc $(BIN)/.flagsdoc-sidecar > docs/flags.md
 
 .PHONY: ui-extension
-ui-extension: ## Copy the panel's JavaScript into manifests/install/components/ui-extension (the air-gapped install) and components/operator.
+ui-extension: ## Copy the panel's JavaScript into manifests/install/components/ui-extension (the air-gapped install; components/operator includes it).
 	cp extension/ui/extension-gitops-service.js manifests/install/components/ui-extension/
-	cp extension/ui/extension-gitops-service.js manifests/install/components/operator/
 
 .PHONY: ui-extension-tarball
 ui-extension-tarball: ## Pack the panel for argocd-extension-installer: bin/ui-extension/extension-gitops-service-<version>.tar.gz and checksums.txt (publish both at components/ui-extension-installer's EXTENSION_URL).
