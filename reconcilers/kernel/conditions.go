@@ -30,7 +30,7 @@ func SetConditionWarning(rec record.EventRecorder, obj runtime.Object, conds *[]
 	before := meta.FindStatusCondition(*conds, c.Type)
 	changed := before == nil || before.Status != c.Status || before.Reason != c.Reason || before.Message != c.Message
 	if changed && event != "" {
-		warningEvent(rec, obj, event, c.Message)
+		Warning(rec, obj, event, c.Message)
 	}
 	c.LastTransitionTime = now
 	meta.SetStatusCondition(conds, c)
@@ -65,7 +65,7 @@ func setError(rec record.EventRecorder, obj runtime.Object, conds *[]v1.GitOpsDe
 		}
 	}
 	if changed {
-		warningEvent(rec, obj, event, msg)
+		Warning(rec, obj, event, msg)
 	}
 	*conds = v1.SetCondition(*conds, v1.GitOpsDeploymentConditionErrorOccurred, v1.GitOpsConditionStatusTrue, v1.GitOpsConditionReason(reason), msg, now)
 	return changed

@@ -10,10 +10,11 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/metrics"
 )
 
-// warningEvent emits the Warning Event of an error condition and counts it in
+// Warning emits a Warning Event and counts it in
 // gitops_service_warning_events_total{kind, reason}: every refusal and error
-// the reconcilers report passes here, so the counter is incremented in one place.
-func warningEvent(rec record.EventRecorder, obj runtime.Object, reason, msg string) {
+// the reconcilers report passes here, so the counter is incremented in one
+// place. Nothing else emits a Warning Event.
+func Warning(rec record.EventRecorder, obj runtime.Object, reason, msg string) {
 	rec.Event(obj, corev1.EventTypeWarning, reason, msg)
 	metrics.WarningEvents.WithLabelValues(kindOf(obj), metrics.Reason(reason)).Inc()
 }
