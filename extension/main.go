@@ -22,10 +22,10 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/argocdsettings"
 	"github.com/gitops-service/gitops-service/reconcilers/deploymenttarget"
 	"github.com/gitops-service/gitops-service/reconcilers/egress"
-	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	gsmetrics "github.com/gitops-service/gitops-service/reconcilers/metrics"
 	"github.com/gitops-service/gitops-service/reconcilers/nontenant"
 	"github.com/gitops-service/gitops-service/reconcilers/promotionrun"
+	"github.com/gitops-service/gitops-service/reconcilers/sharding"
 )
 
 func main() {
@@ -69,8 +69,8 @@ func main() {
 	flag.StringVar(&o.SidecarNamespace, "sidecar-namespace", envOr("POD_NAMESPACE", inClusterNamespace()), "The sidecar's own namespace, never a tenant (env POD_NAMESPACE; in a cluster its service account's namespace).")
 	flag.StringVar(&o.ServiceAccount, "service-account", "", "The sidecar's ServiceAccount as namespace/name: the shipped admission policies must name it as their parameter for approvals and requesters to count; \"\" (the default): the one the sidecar authenticates as.")
 	neverTenants := flag.String("never-tenant-namespaces", strings.Join(nontenant.DefaultNeverTenants, ","), "Comma-separated namespaces that are never tenants: their CRs are refused with a condition, like those of the Argo CD namespace and the sidecar's own.")
-	flag.StringVar(&o.ArgoCDInstance, "argocd-instance", "", "Name of this Argo CD instance when tenants are spread over several: the sidecar serves only the namespaces labelled "+kernel.LabelArgoCDInstance+"=<name> (and unlabelled ones with --serve-unlabelled-namespaces); \"\" (the default): one instance serves every namespace.")
-	flag.BoolVar(&o.ServeUnlabelledNamespaces, "serve-unlabelled-namespaces", true, "With --argocd-instance: this instance also serves namespaces without the "+kernel.LabelArgoCDInstance+" label (the default instance; give it to one instance only).")
+	flag.StringVar(&o.ArgoCDInstance, "argocd-instance", "", "Name of this Argo CD instance when tenants are spread over several: the sidecar serves only the namespaces labelled "+sharding.LabelArgoCDInstance+"=<name> (and unlabelled ones with --serve-unlabelled-namespaces); \"\" (the default): one instance serves every namespace.")
+	flag.BoolVar(&o.ServeUnlabelledNamespaces, "serve-unlabelled-namespaces", true, "With --argocd-instance: this instance also serves namespaces without the "+sharding.LabelArgoCDInstance+" label (the default instance; give it to one instance only).")
 	flag.BoolVar(&o.AllowFileRepositories, "allow-file-repositories", false, "Let tenants use file:// repository URLs, which the repo-server reads from its own disk: only for demos and tests on one machine, never for a shared cluster.")
 	memoryLimit := flag.String("memory-limit", "", "The container's memory limit (e.g. 768Mi) for the Go runtime's soft limit; default: env "+sidecar.EnvMemoryLimit+" (bytes, from limits.memory), else the cgroup's. GOMEMLIMIT, when set, wins.")
 	memoryPercent := flag.Int("memory-limit-percent", 90, "The Go runtime's soft memory limit as a percent of the container's memory limit; 0 sets none.")

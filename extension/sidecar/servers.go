@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	generator "github.com/gitops-service/gitops-service/applicationset-generator"
-	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/metrics"
+	"github.com/gitops-service/gitops-service/reconcilers/sharding"
 	uiproxy "github.com/gitops-service/gitops-service/ui-proxy"
 )
 
@@ -127,7 +127,7 @@ func tokenFrom(log logr.Logger, file, howTo string) func() []byte {
 	}
 }
 
-func generatorServer(o Options, c, uncached client.Reader, shard *kernel.Shard) *httpRunnable {
+func generatorServer(o Options, c, uncached client.Reader, shard *sharding.Shard) *httpRunnable {
 	const howTo = `create Secret gitops-service-generator (key "token", labelled app.kubernetes.io/part-of=argocd; README "Install"), the one the plugin ConfigMap names, and mount it at this file`
 	s := &generator.Server{
 		Token:  tokenFrom(ctrl.Log.WithName("generator"), o.GeneratorTokenFile, howTo),
@@ -145,7 +145,7 @@ func generatorServer(o Options, c, uncached client.Reader, shard *kernel.Shard) 
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionpreviews,verbs=create
 // +kubebuilder:rbac:groups=managed-gitops.redhat.com,resources=gitopsdeploymentsyncruns,verbs=create
 
-func uiProxyServer(o Options, c client.Client, shard *kernel.Shard) *httpRunnable {
+func uiProxyServer(o Options, c client.Client, shard *sharding.Shard) *httpRunnable {
 	const howTo = `create Secret gitops-service-ui-proxy (key "token", labelled app.kubernetes.io/part-of=argocd; README "Install") and mount it at this file`
 	s := &uiproxy.Server{
 		Client: c, Writer: c, ArgoNamespace: o.ArgoNamespace, Diffs: previewDiffs,
@@ -157,7 +157,7 @@ func uiProxyServer(o Options, c client.Client, shard *kernel.Shard) *httpRunnabl
 }
 
 // servesOf is the servers' check of a tenant namespace; nil with one instance.
-func servesOf(shard *kernel.Shard) func(context.Context, string) bool {
+func servesOf(shard *sharding.Shard) func(context.Context, string) bool {
 	if shard == nil {
 		return nil
 	}

@@ -39,7 +39,6 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/egress"
 	"github.com/gitops-service/gitops-service/reconcilers/environment"
 	"github.com/gitops-service/gitops-service/reconcilers/gitopsdeployment"
-	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/managedenvironment"
 	"github.com/gitops-service/gitops-service/reconcilers/metrics"
 	"github.com/gitops-service/gitops-service/reconcilers/nontenant"
@@ -50,6 +49,7 @@ import (
 	nsprovisioner "github.com/gitops-service/gitops-service/reconcilers/provisioner/namespace"
 	"github.com/gitops-service/gitops-service/reconcilers/repositorycredentials"
 	shardreconciler "github.com/gitops-service/gitops-service/reconcilers/shard"
+	"github.com/gitops-service/gitops-service/reconcilers/sharding"
 	"github.com/gitops-service/gitops-service/reconcilers/snapshotenvironmentbinding"
 	"github.com/gitops-service/gitops-service/reconcilers/syncrun"
 	"github.com/gitops-service/gitops-service/reconcilers/tenant"
@@ -121,7 +121,7 @@ type Options struct {
 	// resources may fail before the target is marked Failed.
 	ReleaseTimeout time.Duration
 	// ArgoCDInstance names this Argo CD instance when tenants are spread over
-	// several: only namespaces labelled kernel.LabelArgoCDInstance with it
+	// several: only namespaces labelled sharding.LabelArgoCDInstance with it
 	// (and unlabelled ones with ServeUnlabelledNamespaces) are served. Empty:
 	// one instance, every namespace.
 	ArgoCDInstance string
@@ -257,12 +257,12 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 	// With several Argo CD instances, every controller's queue holds only the
-	// requests of our tenants (kernel.Sharded), and the shard reconciler hands
+	// requests of our tenants (sharding.Sharded), and the shard reconciler hands
 	// namespaces over between instances.
-	var shard *kernel.Shard
+	var shard *sharding.Shard
 	if o.ArgoCDInstance != "" {
-		shard = &kernel.Shard{Instance: o.ArgoCDInstance, ServeUnlabelled: o.ServeUnlabelledNamespaces, Reader: mgr.GetClient(), Scheme: mgr.GetScheme()}
-		ctx = kernel.WithShard(ctx, shard)
+		shard = &sharding.Shard{Instance: o.ArgoCDInstance, ServeUnlabelled: o.ServeUnlabelledNamespaces, Reader: mgr.GetClient(), Scheme: mgr.GetScheme()}
+		ctx = sharding.WithShard(ctx, shard)
 		if err := (&shardreconciler.Reconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace, Shard: shard,
 			Recorder: mgr.GetEventRecorderFor("gitops-service"), Never: refused,

@@ -11,6 +11,7 @@ import (
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+	"github.com/gitops-service/gitops-service/reconcilers/sharding"
 )
 
 // SetupWithManager registers the reclaimer: targets, and the claims whose
@@ -21,7 +22,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		Named("deploymenttarget").
 		For(&as.DeploymentTarget{}).
 		Watches(&as.DeploymentTargetClaim{}, handler.EnqueueRequestsFromMapFunc(targetsOf(r.Client))).
-		WithOptions(kernel.Sharded(ctx, &as.DeploymentTarget{}, controller.Options{MaxConcurrentReconciles: concurrency})).
+		WithOptions(sharding.Sharded(ctx, &as.DeploymentTarget{}, controller.Options{MaxConcurrentReconciles: concurrency})).
 		Complete(r)
 }
 

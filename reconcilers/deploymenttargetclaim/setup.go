@@ -12,6 +12,7 @@ import (
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/provisioner"
+	"github.com/gitops-service/gitops-service/reconcilers/sharding"
 )
 
 // SetupWithManager registers the binder: claims, the targets that may
@@ -21,7 +22,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		Named("deploymenttargetclaim").
 		For(&as.DeploymentTargetClaim{}).
 		Watches(&as.DeploymentTarget{}, handler.EnqueueRequestsFromMapFunc(claimsFor(r.Client))).
-		WithOptions(kernel.Sharded(ctx, &as.DeploymentTargetClaim{}, controller.Options{MaxConcurrentReconciles: concurrency}))
+		WithOptions(sharding.Sharded(ctx, &as.DeploymentTargetClaim{}, controller.Options{MaxConcurrentReconciles: concurrency}))
 	for _, p := range r.Provisioners {
 		if w, ok := p.(provisioner.Watcher); ok {
 			b = b.Watches(w.Watched(), handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {

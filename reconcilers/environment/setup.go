@@ -15,6 +15,7 @@ import (
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+	"github.com/gitops-service/gitops-service/reconcilers/sharding"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantsecret"
 )
 
@@ -45,7 +46,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		// The claim an Environment deploys through, and its target, changed.
 		Watches(&as.DeploymentTargetClaim{}, handler.EnqueueRequestsFromMapFunc(usersOfClaim(r.Client, (*as.DeploymentTargetClaim).GetName))).
 		Watches(&as.DeploymentTarget{}, handler.EnqueueRequestsFromMapFunc(usersOfClaim(r.Client, func(dt *as.DeploymentTarget) string { return dt.Spec.ClaimRef }))).
-		WithOptions(kernel.Sharded(ctx, &as.Environment{}, controller.Options{MaxConcurrentReconciles: concurrency})).
+		WithOptions(sharding.Sharded(ctx, &as.Environment{}, controller.Options{MaxConcurrentReconciles: concurrency})).
 		Complete(r)
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/reconcilers/sharding"
 )
 
 const (
@@ -66,7 +67,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		})).
 		Watches(&v1.GitOpsDeploymentManagedEnvironment{}, handler.EnqueueRequestsFromMapFunc(r.deploymentsUsing)).
 		Watches(&v1.GitOpsDeploymentRepositoryCredentials{}, handler.EnqueueRequestsFromMapFunc(r.deploymentsWaitingFor)).
-		WithOptions(kernel.Sharded(ctx, &v1.GitOpsDeployment{}, controller.Options{MaxConcurrentReconciles: concurrency})).
+		WithOptions(sharding.Sharded(ctx, &v1.GitOpsDeployment{}, controller.Options{MaxConcurrentReconciles: concurrency})).
 		Complete(r)
 }
 

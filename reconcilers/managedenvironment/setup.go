@@ -14,6 +14,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/argosecret"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/reconcilers/sharding"
 )
 
 // SetupWithManager registers the reconciler, its index and watches. The
@@ -37,7 +38,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	if err != nil {
 		return err
 	}
-	return b.WithOptions(kernel.Sharded(ctx, &v1.GitOpsDeploymentManagedEnvironment{}, controller.Options{MaxConcurrentReconciles: concurrency})).Complete(r)
+	return b.WithOptions(sharding.Sharded(ctx, &v1.GitOpsDeploymentManagedEnvironment{}, controller.Options{MaxConcurrentReconciles: concurrency})).Complete(r)
 }
 
 // usersOf enqueues the ManagedEnvironments of the Secret's namespace that name it.

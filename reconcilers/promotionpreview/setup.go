@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+	"github.com/gitops-service/gitops-service/reconcilers/sharding"
 )
 
 // SetupWithManager registers the reconciler. A preview runs once per spec
@@ -18,6 +18,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("promotionpreview").
 		For(&as.PromotionPreview{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WithOptions(kernel.Sharded(ctx, &as.PromotionPreview{}, controller.Options{MaxConcurrentReconciles: concurrency})).
+		WithOptions(sharding.Sharded(ctx, &as.PromotionPreview{}, controller.Options{MaxConcurrentReconciles: concurrency})).
 		Complete(r)
 }

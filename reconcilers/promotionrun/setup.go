@@ -17,6 +17,7 @@ import (
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/reconcilers/sharding"
 )
 
 // SetupWithManager registers the reconciler and its watches: a run follows its
@@ -101,7 +102,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	})); err != nil {
 		return err
 	}
-	return b.WithOptions(kernel.Sharded(ctx, &as.PromotionRun{}, controller.Options{MaxConcurrentReconciles: concurrency})).
+	return b.WithOptions(sharding.Sharded(ctx, &as.PromotionRun{}, controller.Options{MaxConcurrentReconciles: concurrency})).
 		Complete(r)
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/argosecret"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/reconcilers/sharding"
 )
 
 // SetupWithManager registers the reconciler, its index and watches. The
@@ -43,7 +44,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		// changes or goes, the others of the namespace are looked at again.
 		Watches(&v1.GitOpsDeploymentRepositoryCredentials{}, handler.EnqueueRequestsFromMapFunc(sameNamespace(r.Client)),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleted()))).
-		WithOptions(kernel.Sharded(ctx, &v1.GitOpsDeploymentRepositoryCredentials{}, controller.Options{MaxConcurrentReconciles: concurrency})).
+		WithOptions(sharding.Sharded(ctx, &v1.GitOpsDeploymentRepositoryCredentials{}, controller.Options{MaxConcurrentReconciles: concurrency})).
 		Complete(r)
 }
 

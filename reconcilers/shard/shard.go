@@ -4,8 +4,8 @@
 // the tenant in its Argo CD namespace is deleted without deleting what Argo CD
 // deployed (the new instance's Applications adopt the running workload), and
 // only then is the namespace marked free for the new instance
-// (kernel.AnnotationServedBy). Which namespace each reconciler serves is
-// kernel.Shard's; this package only moves the mark.
+// (sharding.AnnotationServedBy). Which namespace each reconciler serves is
+// sharding.Shard's; this package only moves the mark.
 package shard
 
 import (
@@ -27,6 +27,7 @@ import (
 
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/reconcilers/sharding"
 )
 
 // Claiming and releasing a namespace patches its annotation.
@@ -46,7 +47,7 @@ type Reconciler struct {
 	// APIReader confirms, uncached, that nothing of the tenant is left.
 	APIReader     client.Reader
 	ArgoNamespace string
-	Shard         *kernel.Shard
+	Shard         *sharding.Shard
 	Recorder      record.EventRecorder
 	// Never are namespaces that are never tenants (nontenant): never claimed.
 	Never map[string]string
@@ -79,9 +80,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	action := r.Shard.Decide(ns.Labels, ns.Annotations)
-	r.Shard.Replay(ctx, ns.Name, action == kernel.ShardServe)
+	r.Shard.Replay(ctx, ns.Name, action == sharding.Serve)
 	switch action {
-	case kernel.ShardClaim:
+	case sharding.Claim:
 		if !ns.DeletionTimestamp.IsZero() {
 			return ctrl.Result{}, nil
 		}
@@ -91,7 +92,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return kernel.Outcome(ctrl.Result{}, err)
 		}
 		r.event(ns, ReasonClaimed, "Argo CD instance %s serves this namespace", r.Shard.Instance)
-	case kernel.ShardRelease:
+	case sharding.Release:
 		left, err := r.release(ctx, ns.Name)
 		if err != nil {
 			return kernel.Outcome(ctrl.Result{}, err)
@@ -119,12 +120,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) mark(ctx context.Context, ns *corev1.Namespace, instance string) error {
 	patched := ns.DeepCopy()
 	if instance == "" {
-		delete(patched.Annotations, kernel.AnnotationServedBy)
+		delete(patched.Annotations, sharding.AnnotationServedBy)
 	} else {
 		if patched.Annotations == nil {
 			patched.Annotations = map[string]string{}
 		}
-		patched.Annotations[kernel.AnnotationServedBy] = instance
+		patched.Annotations[sharding.AnnotationServedBy] = instance
 	}
 	err := r.Client.Patch(ctx, patched, client.MergeFromWithOptions(ns, client.MergeFromWithOptimisticLock{}))
 	if apierrors.IsConflict(err) {
@@ -255,14 +256,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("shard").
 		For(&corev1.Namespace{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-			return e.ObjectOld.GetLabels()[kernel.LabelArgoCDInstance] != e.ObjectNew.GetLabels()[kernel.LabelArgoCDInstance] ||
+			return e.ObjectOld.GetLabels()[sharding.LabelArgoCDInstance] != e.ObjectNew.GetLabels()[sharding.LabelArgoCDInstance] ||
 				hasLabel(e.ObjectOld) != hasLabel(e.ObjectNew) ||
-				e.ObjectOld.GetAnnotations()[kernel.AnnotationServedBy] != e.ObjectNew.GetAnnotations()[kernel.AnnotationServedBy]
+				e.ObjectOld.GetAnnotations()[sharding.AnnotationServedBy] != e.ObjectNew.GetAnnotations()[sharding.AnnotationServedBy]
 		}})).
 		Complete(r)
 }
 
 func hasLabel(o client.Object) bool {
-	_, ok := o.GetLabels()[kernel.LabelArgoCDInstance]
+	_, ok := o.GetLabels()[sharding.LabelArgoCDInstance]
 	return ok
 }

@@ -13,6 +13,7 @@ import (
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/reconcilers/sharding"
 )
 
 // ownerUIDIndex indexes Argo CD objects made for a binding by the binding's UID.
@@ -54,7 +55,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		Watches(&as.Application{}, r.bindingsWhere(func(seb *as.SnapshotEnvironmentBinding, o client.Object) bool {
 			return seb.Spec.Application == o.GetName()
 		})).
-		WithOptions(kernel.Sharded(ctx, &as.SnapshotEnvironmentBinding{}, controller.Options{MaxConcurrentReconciles: concurrency})).
+		WithOptions(sharding.Sharded(ctx, &as.SnapshotEnvironmentBinding{}, controller.Options{MaxConcurrentReconciles: concurrency})).
 		Complete(r)
 }
 

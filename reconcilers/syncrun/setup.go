@@ -13,6 +13,7 @@ import (
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/reconcilers/sharding"
 )
 
 // SetupWithManager registers the reconciler and its watches: a run waits for
@@ -31,7 +32,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 			}
 			return nil
 		})).
-		WithOptions(kernel.Sharded(ctx, &v1.GitOpsDeploymentSyncRun{}, controller.Options{MaxConcurrentReconciles: concurrency})).
+		WithOptions(sharding.Sharded(ctx, &v1.GitOpsDeploymentSyncRun{}, controller.Options{MaxConcurrentReconciles: concurrency})).
 		Complete(r)
 }
 

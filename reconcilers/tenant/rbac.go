@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
-	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+	"github.com/gitops-service/gitops-service/reconcilers/sharding"
 )
 
 // Only our key of argocd-rbac-cm: a server-side apply with our field manager
@@ -44,7 +44,7 @@ type PolicyReconciler struct {
 	ArgoNamespace string
 	Recorder      record.EventRecorder
 	// Shard leaves out the namespaces another Argo CD instance serves; nil: none.
-	Shard *kernel.Shard
+	Shard *sharding.Shard
 	// RBACConfigMap is Argo CD's RBAC ConfigMap; "" is argocd.RBACConfigMap.
 	RBACConfigMap string
 }
@@ -67,7 +67,7 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.
 		ns := &nss.Items[i]
 		// Argo CD's own namespace is never a tenant.
 		if ns.Name == r.ArgoNamespace || !ns.DeletionTimestamp.IsZero() ||
-			(r.Shard != nil && r.Shard.Decide(ns.Labels, ns.Annotations) != kernel.ShardServe) {
+			(r.Shard != nil && r.Shard.Decide(ns.Labels, ns.Annotations) != sharding.Serve) {
 			continue
 		}
 		valid, invalid := argocd.ParseSubjects(ns.Annotations[argocd.AnnotationArgoCDSubjects])
@@ -129,7 +129,7 @@ func (r *PolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 				// The instance's mark follows its label: a moved tenant's users go.
 				return e.ObjectOld.GetAnnotations()[argocd.AnnotationArgoCDSubjects] != e.ObjectNew.GetAnnotations()[argocd.AnnotationArgoCDSubjects] ||
 					e.ObjectOld.GetAnnotations()[argocd.AnnotationArgoCDReleaseManagers] != e.ObjectNew.GetAnnotations()[argocd.AnnotationArgoCDReleaseManagers] ||
-					e.ObjectOld.GetAnnotations()[kernel.AnnotationServedBy] != e.ObjectNew.GetAnnotations()[kernel.AnnotationServedBy] ||
+					e.ObjectOld.GetAnnotations()[sharding.AnnotationServedBy] != e.ObjectNew.GetAnnotations()[sharding.AnnotationServedBy] ||
 					e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
 			},
 			DeleteFunc: func(e event.DeleteEvent) bool {

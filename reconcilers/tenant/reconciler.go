@@ -28,6 +28,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/reconcilers/sharding"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
 )
 
@@ -216,7 +217,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
 		}), builder.WithPredicates(predicate.Or(mappingChanged(), namespaceGoing()))).
-		WithOptions(kernel.Sharded(ctx, &corev1.Namespace{}, controller.Options{})).
+		WithOptions(sharding.Sharded(ctx, &corev1.Namespace{}, controller.Options{})).
 		Complete(r)
 }
 

@@ -23,8 +23,8 @@ import (
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
-	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/reconcilers/sharding"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
 
@@ -61,7 +61,7 @@ func tenant(t *testing.T, instance string) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-" + rand.String(6)}}
 	if instance != "" {
-		ns.Labels = map[string]string{kernel.LabelArgoCDInstance: instance}
+		ns.Labels = map[string]string{sharding.LabelArgoCDInstance: instance}
 	}
 	require.NoError(t, k8s.Create(context.Background(), ns))
 	return ns.Name
@@ -127,7 +127,7 @@ func servedBy(t *testing.T, ns string) string {
 	t.Helper()
 	obj := &corev1.Namespace{}
 	require.NoError(t, k8s.Get(context.Background(), types.NamespacedName{Name: ns}, obj))
-	return obj.Annotations[kernel.AnnotationServedBy]
+	return obj.Annotations[sharding.AnnotationServedBy]
 }
 
 // runningPod is the UID of the Deployment's one running Pod.
@@ -268,7 +268,7 @@ func moveTo(t *testing.T, ns, instance string) {
 	obj := &corev1.Namespace{}
 	require.NoError(t, k8s.Get(context.Background(), types.NamespacedName{Name: ns}, obj))
 	patch := client.MergeFrom(obj.DeepCopy())
-	obj.Labels[kernel.LabelArgoCDInstance] = instance
+	obj.Labels[sharding.LabelArgoCDInstance] = instance
 	require.NoError(t, k8s.Patch(context.Background(), obj, patch))
 }
 

@@ -1,4 +1,8 @@
-package kernel
+// Package sharding spreads tenants over several Argo CD instances: which
+// tenant namespaces this sidecar serves (Shard.Decide, from the namespace's
+// label and annotation), and every controller's queue filtered to them
+// (Sharded). Moving the mark between instances is reconcilers/shard's.
+package sharding
 
 import (
 	"context"
@@ -14,10 +18,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
-// Tenants over several Argo CD instances: the platform admin labels a tenant
-// namespace with the instance that serves it; the serving sidecar marks the
+// The platform admin labels a tenant namespace with the instance that serves it; the serving sidecar marks the
 // namespace with the annotation while it holds objects for the tenant in its
 // Argo CD namespace, so a new instance takes a moved tenant over only once
 // the old one has released it (README "Several Argo CD instances").
@@ -31,20 +36,20 @@ const (
 	AnnotationServedBy = "gitops-service.io/served-by"
 )
 
-// ShardAction is what a sidecar does about one namespace.
-type ShardAction int
+// Action is what a sidecar does about one namespace.
+type Action int
 
 const (
-	// ShardIgnore: the namespace is another instance's, or nobody's.
-	ShardIgnore ShardAction = iota
-	// ShardServe: ours; every reconciler acts on it.
-	ShardServe
-	// ShardClaim: ours by its label, held by nobody: mark it ours first.
-	ShardClaim
-	// ShardWait: ours by its label, but another instance still holds it.
-	ShardWait
-	// ShardRelease: we hold it but it is no longer ours: delete what we made.
-	ShardRelease
+	// Ignore: the namespace is another instance's, or nobody's.
+	Ignore Action = iota
+	// Serve: ours; every reconciler acts on it.
+	Serve
+	// Claim: ours by its label, held by nobody: mark it ours first.
+	Claim
+	// Wait: ours by its label, but another instance still holds it.
+	Wait
+	// Release: we hold it but it is no longer ours: delete what we made.
+	Release
 )
 
 // Shard says which tenant namespaces this sidecar serves. A nil *Shard
@@ -64,21 +69,21 @@ type Shard struct {
 }
 
 // Decide is the action for a namespace with these labels and annotations.
-func (s *Shard) Decide(labels, annotations map[string]string) ShardAction {
+func (s *Shard) Decide(labels, annotations map[string]string) Action {
 	want, labelled := labels[LabelArgoCDInstance]
 	mine := want == s.Instance || (!labelled && s.ServeUnlabelled)
 	holder := annotations[AnnotationServedBy]
 	switch {
 	case mine && holder == s.Instance:
-		return ShardServe
+		return Serve
 	case mine && holder == "":
-		return ShardClaim
+		return Claim
 	case mine:
-		return ShardWait
+		return Wait
 	case holder == s.Instance:
-		return ShardRelease
+		return Release
 	}
-	return ShardIgnore
+	return Ignore
 }
 
 // Serves says whether we serve namespace ns now, from the cache. A namespace
@@ -92,7 +97,7 @@ func (s *Shard) Serves(ctx context.Context, ns string) bool {
 	if err := s.Reader.Get(ctx, types.NamespacedName{Name: ns}, obj); err != nil {
 		return false
 	}
-	return s.Decide(obj.Labels, obj.Annotations) == ShardServe
+	return s.Decide(obj.Labels, obj.Annotations) == Serve
 }
 
 // Replay records whether namespace ns is served; when it has just become
@@ -218,5 +223,5 @@ func (q *shardQueue) requests(ctx context.Context, ns string) []reconcile.Reques
 	if !ok {
 		return nil
 	}
-	return Listed(ctx, q.shard.Reader, list, func(client.Object) bool { return true }, client.InNamespace(ns))
+	return kernel.Listed(ctx, q.shard.Reader, list, func(client.Object) bool { return true }, client.InNamespace(ns))
 }
