@@ -26,7 +26,6 @@ import (
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
-	"github.com/gitops-service/gitops-service/extension/buildinfo"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
@@ -70,6 +69,8 @@ type Server struct {
 	// Diffs has the full diffs of PromotionPreviews; nil: the panel shows
 	// the capped diff of their status.
 	Diffs PreviewDiffs
+	// Version is the sidecar's, sent to argocd-server's callers (HeaderVersion).
+	Version string
 }
 
 // Deployment is the panel's view of the GitOps Service object behind an
@@ -233,7 +234,7 @@ func (s *Server) authenticated(next http.Handler) http.Handler {
 			writeError(w, http.StatusUnauthorized, "requests must come through argocd-server's proxy extension (header "+HeaderToken+")")
 			return
 		}
-		w.Header().Set(HeaderVersion, buildinfo.Version)
+		w.Header().Set(HeaderVersion, s.Version)
 		next.ServeHTTP(w, r)
 	})
 }

@@ -2,21 +2,23 @@ package uiproxy_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/gitops-service/gitops-service/extension/buildinfo"
 	uiproxy "github.com/gitops-service/gitops-service/ui-proxy"
 )
 
 // The version header (for `argocd gitops version` with an Argo CD login) is
 // on answers to argocd-server only.
 func TestVersionHeaderOnlyThroughArgoCDServer(t *testing.T) {
-	defer func(v string) { buildinfo.Version = v }(buildinfo.Version)
-	buildinfo.Version = "v9.8.7"
-	srv := serve(t)
+	c := fake.NewClientBuilder().WithScheme(runtime.NewScheme()).Build()
+	srv := httptest.NewServer((&uiproxy.Server{Client: c, ArgoNamespace: argoNS, Token: func() []byte { return []byte(secret) }, Version: "v9.8.7"}).Handler())
+	t.Cleanup(srv.Close)
 	for tok, want := range map[string]string{secret: "v9.8.7", "": "", "wrong": ""} {
 		req, err := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/deployment", nil)
 		require.NoError(t, err)

@@ -1,6 +1,8 @@
 // Package buildinfo is the version the binaries were built as. The Makefile
 // (hack/ldflags.sh) stamps Version and Revision with -ldflags -X; a plain
-// `go build` leaves them "dev" and "unknown".
+// `go build` leaves them "dev" and "unknown". A leaf: only the binaries'
+// packages under extension/ import it; ui-proxy is handed the version
+// (Server.Version) by the sidecar.
 package buildinfo
 
 import (

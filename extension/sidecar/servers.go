@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	generator "github.com/gitops-service/gitops-service/applicationset-generator"
+	"github.com/gitops-service/gitops-service/extension/buildinfo"
 	"github.com/gitops-service/gitops-service/reconcilers/metrics"
 	"github.com/gitops-service/gitops-service/reconcilers/sharding"
 	uiproxy "github.com/gitops-service/gitops-service/ui-proxy"
@@ -148,7 +149,7 @@ func generatorServer(o Options, c, uncached client.Reader, shard *sharding.Shard
 func uiProxyServer(o Options, c client.Client, shard *sharding.Shard) *httpRunnable {
 	const howTo = `create Secret gitops-service-ui-proxy (key "token", labelled app.kubernetes.io/part-of=argocd; README "Install") and mount it at this file`
 	s := &uiproxy.Server{
-		Client: c, Writer: c, ArgoNamespace: o.ArgoNamespace, Diffs: previewDiffs,
+		Client: c, Writer: c, ArgoNamespace: o.ArgoNamespace, Diffs: previewDiffs, Version: buildinfo.Version,
 		Token:  tokenFrom(ctrl.Log.WithName("ui-proxy"), o.UIProxyTokenFile, howTo),
 		Serves: servesOf(shard),
 	}
