@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -75,11 +77,7 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s := newCounts()
-	for _, l := range lists(src.reader) {
-		if err := l(ctx, s); err != nil {
-			ctrl.Log.WithName("metrics").Error(err, "listing from the cache for the state metrics")
-		}
-	}
+	count(ctx, src.reader, s)
 	s.emit(ch)
 }
 
@@ -91,9 +89,9 @@ type counts struct {
 func newCounts() *counts {
 	s := &counts{values: map[*prometheus.Desc]map[[2]string]float64{}}
 	// The known states are reported as 0 too, so alerts and ratios see them.
-	for _, k := range allKinds {
-		s.zero(resourcesDesc, k)
-		s.zero(resourcesWithErrorDesc, k)
+	for _, k := range kinds {
+		s.zero(resourcesDesc, k.name)
+		s.zero(resourcesWithErrorDesc, k.name)
 	}
 	for _, sy := range []string{"Synced", "OutOfSync", "Unknown"} {
 		for _, h := range []string{"Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"} {
@@ -149,153 +147,92 @@ func (s *counts) emit(ch chan<- prometheus.Metric) {
 	}
 }
 
-// The kinds reported by gitops_service_resources{kind}.
-const (
-	kindDeployment  = "GitOpsDeployment"
-	kindSyncRun     = "GitOpsDeploymentSyncRun"
-	kindManagedEnv  = "GitOpsDeploymentManagedEnvironment"
-	kindRepoCreds   = "GitOpsDeploymentRepositoryCredentials"
-	kindEnvironment = "Environment"
-	kindBinding     = "SnapshotEnvironmentBinding"
-	kindPromotion   = "PromotionRun"
-	kindClaim       = "DeploymentTargetClaim"
-	kindTarget      = "DeploymentTarget"
-)
+// kind is one kind of ours the state metrics count: how to list it, and for
+// one object, the series of its own it adds and whether it is in error.
+type kind struct {
+	name string
+	list func() client.ObjectList
+	each func(s *counts, obj runtime.Object) (failed bool)
+}
 
-var allKinds = []string{kindDeployment, kindSyncRun, kindManagedEnv, kindRepoCreds, kindEnvironment, kindBinding, kindPromotion, kindClaim, kindTarget}
+// of is a kind whose each takes its own type.
+func of[T runtime.Object](name string, list func() client.ObjectList, each func(*counts, T) bool) kind {
+	return kind{name: name, list: list, each: func(s *counts, obj runtime.Object) bool { return each(s, obj.(T)) }}
+}
 
-// lists reads each kind from r and counts it. The cache's objects are not
+// kinds are reported by gitops_service_resources{kind} and
+// gitops_service_resources_with_error{kind}, in this order.
+var kinds = []kind{
+	of("GitOpsDeployment", func() client.ObjectList { return &gitops.GitOpsDeploymentList{} }, func(s *counts, d *gitops.GitOpsDeployment) bool {
+		s.inc(gitopsDeploymentsDesc, or(string(d.Status.Sync.Status), "Unknown"), or(string(d.Status.Health.Status), "Unknown"))
+		return gitopsError(d.Status.Conditions)
+	}),
+	of("GitOpsDeploymentSyncRun", func() client.ObjectList { return &gitops.GitOpsDeploymentSyncRunList{} }, func(s *counts, r *gitops.GitOpsDeploymentSyncRun) bool {
+		s.inc(syncRunsDesc, or(string(r.Status.Phase), "Pending"))
+		return gitopsError(r.Status.Conditions)
+	}),
+	of("GitOpsDeploymentManagedEnvironment", func() client.ObjectList { return &gitops.GitOpsDeploymentManagedEnvironmentList{} }, func(_ *counts, e *gitops.GitOpsDeploymentManagedEnvironment) bool {
+		return failed(e.Status.Conditions)
+	}),
+	of("GitOpsDeploymentRepositoryCredentials", func() client.ObjectList { return &gitops.GitOpsDeploymentRepositoryCredentialsList{} }, func(_ *counts, c *gitops.GitOpsDeploymentRepositoryCredentials) bool {
+		return failed(c.Status.Conditions)
+	}),
+	of("Environment", func() client.ObjectList { return &appstudio.EnvironmentList{} }, func(_ *counts, e *appstudio.Environment) bool {
+		return failed(e.Status.Conditions)
+	}),
+	of("SnapshotEnvironmentBinding", func() client.ObjectList { return &appstudio.SnapshotEnvironmentBindingList{} }, func(s *counts, b *appstudio.SnapshotEnvironmentBinding) bool {
+		deployed := "Unknown"
+		if c := findCondition(b.Status.ComponentDeploymentConditions, appstudio.ComponentDeploymentConditionAllComponentsDeployed); c != nil {
+			deployed = or(string(c.Status), "Unknown")
+		}
+		s.inc(bindingsDesc, deployed)
+		return failed(b.Status.BindingConditions, b.Status.ComponentDeploymentConditions)
+	}),
+	of("PromotionRun", func() client.ObjectList { return &appstudio.PromotionRunList{} }, func(s *counts, r *appstudio.PromotionRun) bool {
+		result := ""
+		if r.Status.State == appstudio.PromotionRunStateCompleted {
+			result = string(r.Status.CompletionResult)
+		}
+		s.inc(promotionRunsDesc, or(string(r.Status.State), "Pending"), result)
+		return failed(r.Status.Conditions)
+	}),
+	of("DeploymentTargetClaim", func() client.ObjectList { return &appstudio.DeploymentTargetClaimList{} }, func(s *counts, c *appstudio.DeploymentTargetClaim) bool {
+		s.inc(claimsDesc, or(string(c.Status.Phase), "Pending"))
+		return failed(c.Status.Conditions)
+	}),
+	of("DeploymentTarget", func() client.ObjectList { return &appstudio.DeploymentTargetList{} }, func(s *counts, t *appstudio.DeploymentTarget) bool {
+		s.inc(targetsDesc, or(string(t.Status.Phase), "Pending"))
+		return failed(t.Status.Conditions)
+	}),
+}
+
+// count reads every kind from r and counts it. The cache's objects are not
 // copied (read only here): a scrape of thousands of CRs stays cheap.
-func lists(r client.Reader) []func(context.Context, *counts) error {
-	noCopy := client.UnsafeDisableDeepCopy
-	return []func(context.Context, *counts) error{
-		func(ctx context.Context, s *counts) error {
-			var l gitops.GitOpsDeploymentList
-			if err := r.List(ctx, &l, noCopy); err != nil {
-				return err
-			}
-			for i := range l.Items {
-				st := &l.Items[i].Status
-				s.inc(resourcesDesc, kindDeployment)
-				s.inc(gitopsDeploymentsDesc, or(string(st.Sync.Status), "Unknown"), or(string(st.Health.Status), "Unknown"))
-				if gitopsError(st.Conditions) {
-					s.inc(resourcesWithErrorDesc, kindDeployment)
-				}
+func count(ctx context.Context, r client.Reader, s *counts) {
+	for _, k := range kinds {
+		l := k.list()
+		if err := r.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
+			ctrl.Log.WithName("metrics").Error(err, "listing from the cache for the state metrics", "kind", k.name)
+			continue
+		}
+		_ = meta.EachListItem(l, func(obj runtime.Object) error {
+			s.inc(resourcesDesc, k.name)
+			if k.each(s, obj) {
+				s.inc(resourcesWithErrorDesc, k.name)
 			}
 			return nil
-		},
-		func(ctx context.Context, s *counts) error {
-			var l gitops.GitOpsDeploymentSyncRunList
-			if err := r.List(ctx, &l, noCopy); err != nil {
-				return err
-			}
-			for i := range l.Items {
-				st := &l.Items[i].Status
-				s.inc(resourcesDesc, kindSyncRun)
-				s.inc(syncRunsDesc, or(string(st.Phase), "Pending"))
-				if gitopsError(st.Conditions) {
-					s.inc(resourcesWithErrorDesc, kindSyncRun)
-				}
-			}
-			return nil
-		},
-		func(ctx context.Context, s *counts) error {
-			var l gitops.GitOpsDeploymentManagedEnvironmentList
-			if err := r.List(ctx, &l, noCopy); err != nil {
-				return err
-			}
-			for i := range l.Items {
-				countKind(s, kindManagedEnv, l.Items[i].Status.Conditions)
-			}
-			return nil
-		},
-		func(ctx context.Context, s *counts) error {
-			var l gitops.GitOpsDeploymentRepositoryCredentialsList
-			if err := r.List(ctx, &l, noCopy); err != nil {
-				return err
-			}
-			for i := range l.Items {
-				countKind(s, kindRepoCreds, l.Items[i].Status.Conditions)
-			}
-			return nil
-		},
-		func(ctx context.Context, s *counts) error {
-			var l appstudio.EnvironmentList
-			if err := r.List(ctx, &l, noCopy); err != nil {
-				return err
-			}
-			for i := range l.Items {
-				countKind(s, kindEnvironment, l.Items[i].Status.Conditions)
-			}
-			return nil
-		},
-		func(ctx context.Context, s *counts) error {
-			var l appstudio.SnapshotEnvironmentBindingList
-			if err := r.List(ctx, &l, noCopy); err != nil {
-				return err
-			}
-			for i := range l.Items {
-				st := &l.Items[i].Status
-				countKind(s, kindBinding, st.BindingConditions, st.ComponentDeploymentConditions)
-				deployed := "Unknown"
-				if c := findCondition(st.ComponentDeploymentConditions, appstudio.ComponentDeploymentConditionAllComponentsDeployed); c != nil {
-					deployed = or(string(c.Status), "Unknown")
-				}
-				s.inc(bindingsDesc, deployed)
-			}
-			return nil
-		},
-		func(ctx context.Context, s *counts) error {
-			var l appstudio.PromotionRunList
-			if err := r.List(ctx, &l, noCopy); err != nil {
-				return err
-			}
-			for i := range l.Items {
-				st := &l.Items[i].Status
-				countKind(s, kindPromotion, st.Conditions)
-				result := ""
-				if st.State == appstudio.PromotionRunStateCompleted {
-					result = string(st.CompletionResult)
-				}
-				s.inc(promotionRunsDesc, or(string(st.State), "Pending"), result)
-			}
-			return nil
-		},
-		func(ctx context.Context, s *counts) error {
-			var l appstudio.DeploymentTargetClaimList
-			if err := r.List(ctx, &l, noCopy); err != nil {
-				return err
-			}
-			for i := range l.Items {
-				countKind(s, kindClaim, l.Items[i].Status.Conditions)
-				s.inc(claimsDesc, or(string(l.Items[i].Status.Phase), "Pending"))
-			}
-			return nil
-		},
-		func(ctx context.Context, s *counts) error {
-			var l appstudio.DeploymentTargetList
-			if err := r.List(ctx, &l, noCopy); err != nil {
-				return err
-			}
-			for i := range l.Items {
-				countKind(s, kindTarget, l.Items[i].Status.Conditions)
-				s.inc(targetsDesc, or(string(l.Items[i].Status.Phase), "Pending"))
-			}
-			return nil
-		},
+		})
 	}
 }
 
-// countKind counts one CR of kind, and it as errored when any of its
-// condition lists has a True ErrorOccurred.
-func countKind(s *counts, kind string, lists ...[]metav1.Condition) {
-	s.inc(resourcesDesc, kind)
+// failed says whether any of the condition lists has a True ErrorOccurred.
+func failed(lists ...[]metav1.Condition) bool {
 	for _, conds := range lists {
 		if c := findCondition(conds, errorCondition); c != nil && c.Status == metav1.ConditionTrue {
-			s.inc(resourcesWithErrorDesc, kind)
-			return
+			return true
 		}
 	}
+	return false
 }
 
 func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
