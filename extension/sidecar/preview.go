@@ -2,7 +2,6 @@ package sidecar
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/argoproj/argo-cd/v2/reposerver/apiclient"
 	"github.com/argoproj/argo-cd/v2/util/db"
@@ -10,7 +9,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/promotionpreview"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
 )
@@ -19,17 +20,18 @@ import (
 // panel's backend.
 var previewDiffs = &promotionpreview.Diffs{}
 
-// setupPreviews registers the PromotionPreview reconciler with Argo CD's own
+// previews is the row of the PromotionPreview reconciler, with Argo CD's own
 // clients: the repo-server's gRPC client, and the settings manager and
-// database the application controller reads argocd-cm and repositories with.
-func setupPreviews(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o Options, access *tenantproject.Access) error {
+// database the application controller reads argocd-cm and repositories with;
+// nil without a repo-server.
+func previews(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o Options, access *tenantproject.Access) (*registration, error) {
 	p := o.Preview
 	if p.RepoServerAddr == "" {
-		return nil
+		return nil, nil
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	settingsMgr := settings.NewSettingsManager(ctx, kube, o.ArgoNamespace)
 	timeout := int(p.RepoServerTimeout.Seconds())
@@ -56,14 +58,13 @@ func setupPreviews(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o Op
 		Access:                access,
 		Egress:                &o.Egress,
 	}
-	if err := (&promotionpreview.Reconciler{
-		Client:   mgr.GetClient(),
-		Engine:   engine,
-		Limiter:  &promotionpreview.Limiter{PerTenant: p.PerTenant, Total: p.Total},
-		Recorder: mgr.GetEventRecorderFor("gitops-service"),
-		Diffs:    previewDiffs,
-	}).SetupWithManager(ctx, mgr, max(p.Total, 1)); err != nil {
-		return fmt.Errorf("setting up the PromotionPreview reconciler: %w", err)
-	}
-	return nil
+	return &registration{what: "the PromotionPreview reconciler", concurrency: max(p.Total, 1),
+		kinds: []client.Object{&as.PromotionPreview{}},
+		setup: &promotionpreview.Reconciler{
+			Client:   mgr.GetClient(),
+			Engine:   engine,
+			Limiter:  &promotionpreview.Limiter{PerTenant: p.PerTenant, Total: p.Total},
+			Recorder: mgr.GetEventRecorderFor("gitops-service"),
+			Diffs:    previewDiffs,
+		}}, nil
 }

@@ -3,7 +3,6 @@
 package sidecar
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -34,25 +33,11 @@ import (
 	"github.com/gitops-service/gitops-service/manifests/install"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/argocdsettings"
-	"github.com/gitops-service/gitops-service/reconcilers/deploymenttarget"
-	"github.com/gitops-service/gitops-service/reconcilers/deploymenttargetclaim"
 	"github.com/gitops-service/gitops-service/reconcilers/egress"
-	"github.com/gitops-service/gitops-service/reconcilers/environment"
-	"github.com/gitops-service/gitops-service/reconcilers/gitopsdeployment"
-	"github.com/gitops-service/gitops-service/reconcilers/managedenvironment"
 	"github.com/gitops-service/gitops-service/reconcilers/metrics"
 	"github.com/gitops-service/gitops-service/reconcilers/nontenant"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
-	"github.com/gitops-service/gitops-service/reconcilers/promotionrun"
-	"github.com/gitops-service/gitops-service/reconcilers/provisioner"
-	"github.com/gitops-service/gitops-service/reconcilers/provisioner/devsandbox"
-	nsprovisioner "github.com/gitops-service/gitops-service/reconcilers/provisioner/namespace"
-	"github.com/gitops-service/gitops-service/reconcilers/repositorycredentials"
-	shardreconciler "github.com/gitops-service/gitops-service/reconcilers/shard"
 	"github.com/gitops-service/gitops-service/reconcilers/sharding"
-	"github.com/gitops-service/gitops-service/reconcilers/snapshotenvironmentbinding"
-	"github.com/gitops-service/gitops-service/reconcilers/syncrun"
-	"github.com/gitops-service/gitops-service/reconcilers/tenant"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
 )
 
@@ -234,8 +219,10 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	for _, kind := range nontenant.Kinds() {
 		byObject[kind] = cache.ByObject{Field: refused.Exclude()}
 	}
+	scheme := NewScheme()
+	late := &lateInformers{scheme: scheme}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        NewScheme(),
+		Scheme:                        scheme,
 		Metrics:                       metricsOptions(o),
 		HealthProbeBindAddress:        o.ProbeAddr,
 		PprofBindAddress:              o.PprofAddr,
@@ -252,6 +239,11 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 			DefaultTransform: cache.TransformStripManagedFields(),
 			ByObject:         byObject,
 		},
+		NewCache: func(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
+			c, err := cache.New(cfg, opts)
+			late.Cache = c
+			return late, err
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
@@ -263,120 +255,30 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	if o.ArgoCDInstance != "" {
 		shard = &sharding.Shard{Instance: o.ArgoCDInstance, ServeUnlabelled: o.ServeUnlabelledNamespaces, Reader: mgr.GetClient(), Scheme: mgr.GetScheme()}
 		ctx = sharding.WithShard(ctx, shard)
-		if err := (&shardreconciler.Reconciler{
-			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace, Shard: shard,
-			Recorder: mgr.GetEventRecorderFor("gitops-service"), Never: refused,
-		}).SetupWithManager(mgr); err != nil {
-			return nil, fmt.Errorf("setting up the shard reconciler: %w", err)
-		}
 	}
 	// One Access for every writer of a tenant's project and for previews:
 	// they share its answers about which repositories are public.
 	access := &tenantproject.Access{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace, AllowFileRepositories: o.AllowFileRepositories, Egress: &o.Egress}
-	projects := &tenantproject.Projects{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace, Grace: o.ProjectGrace, Access: access}
-	var trees argocd.ResourceTrees
+	s := shared{shard: shard, refused: refused, access: access,
+		projects: &tenantproject.Projects{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace, Grace: o.ProjectGrace, Access: access}}
 	if o.ArgoRedis.Addr != "" {
 		rt, err := argocd.NewRedisTrees(o.ArgoRedis)
 		if err != nil {
 			return nil, fmt.Errorf("connecting to Argo CD's Redis: %w", err)
 		}
-		trees = rt
+		s.trees = rt
 	}
-	if err := (&gitopsdeployment.Reconciler{
-		Client:        mgr.GetClient(),
-		APIReader:     mgr.GetAPIReader(),
-		ArgoNamespace: o.ArgoNamespace,
-		Projects:      projects,
-		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
-		Trees:         trees,
-		// file:// repositories only for demos and tests.
-		AllowFileRepositories: o.AllowFileRepositories,
-	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
-		return nil, fmt.Errorf("setting up the GitOpsDeployment reconciler: %w", err)
-	}
-	if err := (&managedenvironment.Reconciler{
-		Client:        mgr.GetClient(),
-		APIReader:     mgr.GetAPIReader(),
-		ArgoNamespace: o.ArgoNamespace,
-		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
-		Egress:        &o.Egress,
-	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
-		return nil, fmt.Errorf("setting up the GitOpsDeploymentManagedEnvironment reconciler: %w", err)
-	}
-	if err := (&repositorycredentials.Reconciler{
-		Client:        mgr.GetClient(),
-		APIReader:     mgr.GetAPIReader(),
-		ArgoNamespace: o.ArgoNamespace,
-		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
-		Verifier:      repositorycredentials.GitVerifier{Egress: &o.Egress},
-	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
-		return nil, fmt.Errorf("setting up the GitOpsDeploymentRepositoryCredentials reconciler: %w", err)
-	}
-	if err := (&syncrun.Reconciler{
-		Client:        mgr.GetClient(),
-		ArgoNamespace: o.ArgoNamespace,
-		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
-	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
-		return nil, fmt.Errorf("setting up the GitOpsDeploymentSyncRun reconciler: %w", err)
-	}
-	sa, err := serviceAccount(ctx, cfg, o.ServiceAccount)
+	regs, err := registrations(ctx, mgr, cfg, o, s)
 	if err != nil {
 		return nil, err
 	}
-	if err := (&promotionrun.Reconciler{
-		Client:         mgr.GetClient(),
-		APIReader:      mgr.GetAPIReader(),
-		ArgoNamespace:  o.ArgoNamespace,
-		Recorder:       mgr.GetEventRecorderFor("gitops-service"),
-		Timeout:        o.PromotionTimeout,
-		ServiceAccount: sa,
-	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
-		return nil, fmt.Errorf("setting up the PromotionRun reconciler: %w", err)
-	}
-	if err := (&environment.Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorderFor("gitops-service"),
-	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
-		return nil, fmt.Errorf("setting up the Environment reconciler: %w", err)
-	}
-	if err := nontenant.Setup(mgr, refused, o.Concurrency); err != nil {
-		return nil, fmt.Errorf("setting up the refusal of namespaces that are never tenants: %w", err)
-	}
-	if err := setupDeploymentTargets(ctx, mgr, cfg, o); err != nil {
+	if err := register(ctx, mgr, regs); err != nil {
 		return nil, err
-	}
-	if err := (&tenant.Reconciler{Projects: projects}).SetupWithManager(ctx, mgr); err != nil {
-		return nil, fmt.Errorf("setting up the tenant reconciler: %w", err)
-	}
-	if err := (&tenant.PolicyReconciler{
-		Client:        mgr.GetClient(),
-		APIReader:     mgr.GetAPIReader(),
-		ArgoNamespace: o.ArgoNamespace,
-		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
-		Shard:         shard,
-		RBACConfigMap: o.ArgoSettings.Names.RBACCM,
-	}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up the tenant RBAC policy reconciler: %w", err)
 	}
 	if err := setupArgoSettings(mgr, cfg, o); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return nil, err
-	}
-	if err := (&snapshotenvironmentbinding.Reconciler{
-		Client:        mgr.GetClient(),
-		APIReader:     mgr.GetAPIReader(),
-		ArgoNamespace: o.ArgoNamespace,
-		Projects:      projects,
-		Recorder:      mgr.GetEventRecorderFor("gitops-service"),
-
-		AllowFileRepositories: o.AllowFileRepositories,
-	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
-		return nil, fmt.Errorf("setting up the SnapshotEnvironmentBinding reconciler: %w", err)
-	}
-	if err := setupPreviews(ctx, mgr, cfg, o, access); err != nil {
 		return nil, err
 	}
 	var servers []*httpRunnable
@@ -395,23 +297,8 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 			return nil, err
 		}
 	}
-	// Every informer the reconcilers use starts with the cache, not when a
-	// controller starts (its workers wait for them) or on a first read (which
-	// would stall that reconcile): so "caches synced" below also means the
-	// controllers are working. Measured: without this, the first GitOpsDeployments
-	// after a start waited ~1.2 s in the queue.
-	for _, obj := range []client.Object{
-		&corev1.Namespace{}, &corev1.Secret{},
-		&managedgitopsv1alpha1.GitOpsDeployment{}, &managedgitopsv1alpha1.GitOpsDeploymentSyncRun{},
-		&managedgitopsv1alpha1.GitOpsDeploymentManagedEnvironment{}, &managedgitopsv1alpha1.GitOpsDeploymentRepositoryCredentials{},
-		&appstudiov1alpha1.Environment{}, &appstudiov1alpha1.Snapshot{}, &appstudiov1alpha1.SnapshotEnvironmentBinding{},
-		&appstudiov1alpha1.Component{}, &appstudiov1alpha1.Application{}, &appstudiov1alpha1.PromotionRun{},
-		&appstudiov1alpha1.DeploymentTarget{}, &appstudiov1alpha1.DeploymentTargetClaim{}, &appstudiov1alpha1.DeploymentTargetClass{},
-		&argov1alpha1.Application{}, &argov1alpha1.AppProject{}, &argov1alpha1.ApplicationSet{},
-	} {
-		if _, err := mgr.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
-			return nil, fmt.Errorf("%T informer: %w", obj, err)
-		}
+	if err := startInformers(ctx, mgr.GetCache(), regs); err != nil {
+		return nil, err
 	}
 	// Our metrics read the cache at scrape time and watch runs finish.
 	if err := metrics.Attach(ctx, mgr); err != nil {
@@ -430,37 +317,6 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		return nil, err
 	}
 	return mgr, nil
-}
-
-// setupDeploymentTargets registers the binder and the reclaimer with the
-// provisioners whose APIs this cluster serves: ours always, devsandbox when
-// the SpaceRequest API is installed.
-func setupDeploymentTargets(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o Options) error {
-	provs := []provisioner.Provisioner{&nsprovisioner.Provisioner{
-		Client: mgr.GetClient(), Local: cfg, APIReader: mgr.GetAPIReader(), SidecarNamespace: o.ArgoNamespace,
-	}}
-	if devsandbox.Available(mgr.GetRESTMapper()) {
-		provs = append(provs, &devsandbox.Provisioner{Client: mgr.GetClient()})
-	}
-	set := provisioner.NewSet(provs...)
-	if err := (&deploymenttargetclaim.Reconciler{
-		Client:       mgr.GetClient(),
-		APIReader:    mgr.GetAPIReader(),
-		Recorder:     mgr.GetEventRecorderFor("gitops-service"),
-		Provisioners: set,
-	}).SetupWithManager(ctx, mgr, cmp.Or(o.BinderConcurrency, o.Concurrency)); err != nil {
-		return fmt.Errorf("setting up the DeploymentTargetClaim binder: %w", err)
-	}
-	if err := (&deploymenttarget.Reconciler{
-		Client:         mgr.GetClient(),
-		APIReader:      mgr.GetAPIReader(),
-		Recorder:       mgr.GetEventRecorderFor("gitops-service"),
-		Provisioners:   set,
-		ReleaseTimeout: o.ReleaseTimeout,
-	}).SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
-		return fmt.Errorf("setting up the DeploymentTarget reclaimer: %w", err)
-	}
-	return nil
 }
 
 // stripApplication is the cache's transform of Applications: managedFields

@@ -251,8 +251,9 @@ func isArgoCD(finalizer, name string) bool {
 }
 
 // SetupWithManager watches Namespaces: the label and the mark are all that
-// decide. Not through the shard's queue: it must see every namespace.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+// decide. Not through the shard's queue: it must see every namespace. One
+// worker, whatever the concurrency.
+func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, _ int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("shard").
 		For(&corev1.Namespace{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {

@@ -115,7 +115,7 @@ var policyRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name:
 // SetupWithManager watches namespaces: their mapping annotation, and their
 // deletion. The start lists every namespace, which also puts back a key
 // someone removed.
-func (r *PolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *PolicyReconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, _ int) error {
 	toPolicy := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{policyRequest}
 	})

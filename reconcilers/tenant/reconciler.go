@@ -182,8 +182,9 @@ func (r *Reconciler) deleteUnused(ctx context.Context, tenantNS string) error {
 	return graceOver
 }
 
-// SetupWithManager watches the objects that change what a tenant needs.
-func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+// SetupWithManager watches the objects that change what a tenant needs (one
+// worker, whatever the concurrency).
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, _ int) error {
 	if err := tenantproject.IndexApplications(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
