@@ -195,30 +195,10 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	if o.LeaderElectionNamespace == "" {
 		o.LeaderElectionNamespace = o.ArgoNamespace
 	}
-	// Only our own Argo CD objects are cached: a busy Argo CD has many more.
-	ours := labels.SelectorFromSet(labels.Set{ownership.LabelManagedBy: ownership.ManagedByValue})
-	argoOnly := cache.ByObject{Namespaces: map[string]cache.Config{o.ArgoNamespace: {}}, Label: ours}
 	if o.NeverTenants == nil {
 		o.NeverTenants = nontenant.DefaultNeverTenants
 	}
 	refused := nontenant.New(o.ArgoNamespace, o.SidecarNamespace, o.NeverTenants)
-	// The reconcilers never see a CR in a namespace that is never a tenant, so
-	// nothing can be written for one; reconcilers/nontenant refuses them.
-	// Argo CD's sync history is never read here: cached Applications go without it.
-	apps := argoOnly
-	apps.Transform = stripApplication
-	byObject := map[client.Object]cache.ByObject{
-		&argov1alpha1.Application{}:    apps,
-		&argov1alpha1.AppProject{}:     argoOnly,
-		&argov1alpha1.ApplicationSet{}: argoOnly,
-		// Only our Secrets of the Argo CD namespace are cached here; the
-		// tenants' Secrets of our two types are watched without their
-		// data (reconcilers/tenantsecret) and read one at a time.
-		&corev1.Secret{}: argoOnly,
-	}
-	for _, kind := range nontenant.Kinds() {
-		byObject[kind] = cache.ByObject{Field: refused.Exclude()}
-	}
 	scheme := NewScheme()
 	late := &lateInformers{scheme: scheme}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -233,12 +213,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		GracefulShutdownTimeout:       ptr.To(30 * time.Second),
 		// Run makes a new manager in the same process after a failure.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache: cache.Options{
-			SyncPeriod: &o.SyncPeriod,
-			// managedFields are never read here and are a large part of each object.
-			DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject:         byObject,
-		},
+		Cache:      cacheOptions(o, refused),
 		NewCache: func(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
 			c, err := cache.New(cfg, opts)
 			late.Cache = c
@@ -317,6 +292,36 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// cacheOptions are the manager's cache: only what the reconcilers need.
+func cacheOptions(o Options, refused nontenant.Namespaces) cache.Options {
+	// Only our own Argo CD objects are cached: a busy Argo CD has many more.
+	ours := labels.SelectorFromSet(labels.Set{ownership.LabelManagedBy: ownership.ManagedByValue})
+	argoOnly := cache.ByObject{Namespaces: map[string]cache.Config{o.ArgoNamespace: {}}, Label: ours}
+	// Argo CD's sync history is never read here: cached Applications go without it.
+	apps := argoOnly
+	apps.Transform = stripApplication
+	byObject := map[client.Object]cache.ByObject{
+		&argov1alpha1.Application{}:    apps,
+		&argov1alpha1.AppProject{}:     argoOnly,
+		&argov1alpha1.ApplicationSet{}: argoOnly,
+		// Only our Secrets of the Argo CD namespace are cached here; the
+		// tenants' Secrets of our two types are watched without their
+		// data (reconcilers/tenantsecret) and read one at a time.
+		&corev1.Secret{}: argoOnly,
+	}
+	// The reconcilers never see a CR in a namespace that is never a tenant, so
+	// nothing can be written for one; reconcilers/nontenant refuses them.
+	for _, kind := range nontenant.Kinds() {
+		byObject[kind] = cache.ByObject{Field: refused.Exclude()}
+	}
+	return cache.Options{
+		SyncPeriod: &o.SyncPeriod,
+		// managedFields are never read here and are a large part of each object.
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject:         byObject,
+	}
 }
 
 // stripApplication is the cache's transform of Applications: managedFields
