@@ -124,7 +124,7 @@ unit: ## Pure unit tests (no servers): every package's tests but the files tagge
 E2E_RUN_2_14 ?= TestAutomatedDeploysAndFollowsPushes|TestBindingsOfTwoTenantsWithTheSameNames|TestManualStaysOutOfSync|TestDeleteWithFinalizerRemovesResourcesFirst|TestSyncRunDeploysHeadThenAnOlderRevision|TestSyncRunDeletedWhileRunningTerminatesTheSync|TestBindingDeploysSnapshotWithConfiguration|TestPromotionRuns|TestTenantsInArgoCD|TestUIPanelThroughArgoCDServer|TestUIPanelInTheBrowser|TestResourceHealthWithDefaultArgoCDSettings|TestManagedEnvironmentDeploysToRemoteCluster|TestGatedPromotion|TestPromotionPreviewAgainstTheLiveCluster|TestPrivateRepositoryStaysPrivateOnceArgoCDHasCheckedItOut
 
 .PHONY: test
-test: test-stack verify ## Everything: unit, real API server, real Argo CD (3.5.1, then 2.14.21) end to end; e2e beside the other packages (hack/test.sh).
+test: ## Everything: the stack (built beside the rest when not cached), verify, unit, real API server, real Argo CD (3.5.1, then 2.14.21) end to end; e2e beside the other packages (hack/test.sh).
 	E2E_RUN_2_14='$(E2E_RUN_2_14)' hack/test.sh
 
 .PHONY: chaos

@@ -1,5 +1,11 @@
 #!/usr/bin/env bash
-# `make test`'s tests, in two streams at once, each with stacks of its own:
+# `make test`: the test stack, verify and the tests.
+# The stack (hack/test-stack.sh: a no-op when cached) builds in the background
+# while `make verify` runs and then while the tests run: tests wait for the
+# binaries they need (test/stack waits while hack/test-stack.sh builds), so on
+# a cold machine the API-server tests run while Argo CD still compiles, and
+# Argo CD 2.14.21 compiles while the e2e runs on 3.5.1. The tests, in two
+# streams at once, each with stacks of its own:
 #   e2e:  ./test/e2e on Argo CD 3.5.1, then its E2E_RUN_2_14 subset on 2.14.21
 #         (one after the other: every argocd-server on the machine loads the
 #         panel its browser test puts into /tmp/extensions);
@@ -45,20 +51,32 @@ rest() {
 	ARGOCD_VERSION=3.5.1 hack/gotest.sh -count=1 -timeout 45m -p 1 $pkgs
 }
 
+# apt packages first (the stack's builds and the tests both need them).
+hack/install-deps.sh || exit 1
+stream stack hack/test-stack.sh &
+stack_pid=$!
+echo "[test] verify (generated files, gofmt, go vet, staticcheck) while the stack builds"
+stream verify make verify
+if [ "$(cat "$logs/verify.rc")" -ne 0 ]; then
+	echo "=== make verify failed (its output is above, prefixed [verify]); the tests were not run"
+	builder=$(cat "${GITOPS_SERVICE_CACHE:-$HOME/.cache/gitops-service}/.building" 2>/dev/null) && kill "$builder" 2>/dev/null
+	exit 1
+fi
 echo "[test] two streams: [e2e] Argo CD 3.5.1 then 2.14.21 end to end; [rest] every other package"
 stream e2e e2e &
 e2e_pid=$!
 stream rest rest
 wait "$e2e_pid"
+wait "$stack_pid"
 
 rc=0
-for name in rest e2e; do
+for name in stack rest e2e; do
 	code=$(cat "$logs/$name.rc" 2>/dev/null || echo 1)
 	if [ "$code" -ne 0 ]; then
 		rc=1
 		echo
 		echo "=== stream $name failed (exit $code). Its failed tests and panics, in order:"
-		grep -E -e '--- FAIL|^FAIL|^panic:|test timed out' "$logs/$name.log" | head -100
+		grep -E -e '--- FAIL|^FAIL|^panic:|test timed out|ERROR' "$logs/$name.log" | head -100
 	fi
 done
 echo "[test] done in $(($(date +%s) - start))s: $([ "$rc" -eq 0 ] && echo passed || echo FAILED)"

@@ -92,7 +92,7 @@ func TestClusterSecret(t *testing.T) {
 			assert.Equal(t, "managed-env-"+string(tc.env.UID), s.Name)
 			assert.Equal(t, "argocd", s.Namespace)
 			assert.Equal(t, "cluster", s.Labels["argocd.argoproj.io/secret-type"])
-			// What the README gives admins' cluster generators leaves it out.
+			// What docs/tenant-safety.md gives admins' cluster generators leaves it out.
 			admins, err := metav1.LabelSelectorAsSelector(&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: "managed-gitops.redhat.com/tenant-cluster", Operator: metav1.LabelSelectorOpDoesNotExist}}})
 			require.NoError(t, err)

@@ -7,8 +7,8 @@ import (
 
 // Reasons of a binding's refusals that the original service reported as its
 // catch-all ErrorOccurred: the bindingConditions keep that reason (the
-// seed's), the Warning Event and Ready say which failure it is (README
-// "Ready"). The original service's own specific reasons (GitOpsRepoNotReady,
+// seed's), the Warning Event and Ready say which failure it is (docs/reference.md,
+// "Reasons of failures"). The original service's own specific reasons (GitOpsRepoNotReady,
 // DuplicateComponents, WaitingForComponentStatus, ...) are used as they are.
 // A missing input is <Kind>NotFound (ApplicationNotFound, SnapshotNotFound,
 // EnvironmentNotFound).

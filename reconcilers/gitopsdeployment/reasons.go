@@ -3,7 +3,7 @@ package gitopsdeployment
 // Reasons of a GitOpsDeployment's refusals: the Warning Event's reason, the
 // Ready condition's (False) and gitops_service_warning_events_total's label.
 // The ErrorOccurred condition keeps the seed's reason ErrorOccurred and the
-// original service's messages; these say which failure it is (README "Ready").
+// original service's messages; these say which failure it is (docs/reference.md, "Reasons of failures").
 const (
 	// ReasonInvalidSource: spec.source's path, repoURL or targetRevision.
 	ReasonInvalidSource = "InvalidSource"

@@ -218,8 +218,8 @@ func gateBypasses(ns string) map[string]func(c client.Client) error {
 }
 
 // editDeploysDirectly are the paths that edit keeps: it writes bindings as it
-// writes GitOpsDeployments, the core API, which no gate holds (README
-// "Tenants: who may do what": whoever must be held by gates gets the promoter
+// writes GitOpsDeployments, the core API, which no gate holds (docs/tenants.md,
+// "Separate duties": whoever must be held by gates gets the promoter
 // role, not edit).
 var editDeploysDirectly = map[string]bool{"point prod's binding at a Snapshot": true}
 

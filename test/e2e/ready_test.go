@@ -8,7 +8,7 @@ import (
 )
 
 // kubectlWaitReady is what a user or a kstatus-based tool does with any of our
-// kinds (README "Ready on every CR"): the real `kubectl wait
+// kinds (docs/reference.md, "`Ready` on every CR"): the real `kubectl wait
 // --for=condition=Ready`, then status.observedGeneration at the object's
 // generation (kstatus counts a status of an older generation as in progress).
 // resource is the plural.group, so that no other API's kind of the same name

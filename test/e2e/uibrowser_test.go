@@ -280,7 +280,7 @@ func (b *browserUser) screenshot(name string) {
 }
 
 // screenshotOf saves a picture of the first element matching sel (the panel
-// alone, small enough for the README).
+// alone, small enough for docs/panel.md).
 func (b *browserUser) screenshotOf(sel, name string) {
 	var png []byte
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)

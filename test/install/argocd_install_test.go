@@ -213,7 +213,7 @@ func testInstallIntoArgoCD(t *testing.T, bins *stack.BinaryPaths, version, mode 
 	intact("after our upgrade")
 	ours("after our upgrade", v2URL)
 
-	// Our uninstall, as docs/install.md and the README say.
+	// Our uninstall, as docs/install.md and docs/operations.md say.
 	side.Stop()
 	out, err := exec.CommandContext(ctx, side.Bin, "remove-argocd-settings", "--kubeconfig", side.Kubeconfig(), "--argocd-namespace", ns).CombinedOutput()
 	require.NoError(t, err, "%s", out)

@@ -66,7 +66,7 @@ func TestClusterScopedNamesAreInstanceScoped(t *testing.T) {
 	assert.Equal(t, string(want), string(got), "the overlay's instance-names.yaml is not manifests/install's")
 }
 
-// Two instances side by side (README "Several Argo CD instances"): the
+// Two instances side by side (docs/several-argocd-instances.md): the
 // second, installed as its own overlay into another namespace, changes no
 // object of the first at all (every one keeps its resourceVersion, shared
 // ones included), and each binding names its own ServiceAccount.

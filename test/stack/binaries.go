@@ -6,7 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // Versions of the components `make test-stack` builds.
@@ -115,6 +118,13 @@ func Binaries() (*BinaryPaths, error) {
 		b.Etcd, b.RedisServer, b.Git, b.Kustomize)
 }
 
+// KubeBinaries is Binaries for tests that run only the API server (and
+// kube-controller-manager, kubectl): they need not wait for Argo CD's build.
+func KubeBinaries() (*BinaryPaths, error) {
+	b := resolveBinaries()
+	return b, b.require(b.KubeAPIServer, b.KubeControllerManager, b.Kubectl, b.Etcd)
+}
+
 // aptPackages are the apt packages of the tools looked up on PATH.
 var aptPackages = map[string]string{"etcd": "etcd-server", "redis-server": "redis-server", "git": "git"}
 
@@ -154,16 +164,20 @@ func lookTool(name string) string {
 }
 
 // require checks that the given paths (fields of b) are executable files.
+// While hack/test-stack.sh is building the stack (`make test` builds it beside
+// verify and the tests on a cold machine), it waits for what is still being
+// built instead of failing, saying so once a minute.
 func (b *BinaryPaths) require(paths ...string) error {
-	var missing, missingPkgs []string
-	for _, p := range paths {
-		if !filepath.IsAbs(p) {
-			missingPkgs = append(missingPkgs, fmt.Sprintf("%s (apt package %s)", p, aptPackages[p]))
-			continue
+	missing, missingPkgs := missingPaths(paths)
+	for since := time.Now(); len(missing) > 0 && len(missingPkgs) == 0; missing, missingPkgs = missingPaths(paths) {
+		pid, building := builder(b.CacheDir)
+		if !building {
+			break
 		}
-		if st, err := os.Stat(p); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-			missing = append(missing, p)
+		if waited := time.Since(since); waited%time.Minute < buildPoll {
+			fmt.Fprintf(os.Stderr, "[stack] waiting %s for hack/test-stack.sh (pid %d) to build %s\n", waited.Round(time.Second), pid, strings.Join(missing, ", "))
 		}
+		time.Sleep(buildPoll)
 	}
 	if len(missing) == 0 && len(missingPkgs) == 0 {
 		return nil
@@ -177,4 +191,36 @@ func (b *BinaryPaths) require(paths ...string) error {
 		fmt.Fprintf(&sb, "; not installed: %s", strings.Join(missingPkgs, ", "))
 	}
 	return fmt.Errorf("%w: %s", ErrMissingBinaries, sb.String())
+}
+
+var buildPoll = 5 * time.Second
+
+// missingPaths are the paths that are not executable files, and the apt
+// packages of the tools that were not found on PATH.
+func missingPaths(paths []string) (missing, missingPkgs []string) {
+	for _, p := range paths {
+		if !filepath.IsAbs(p) {
+			missingPkgs = append(missingPkgs, fmt.Sprintf("%s (apt package %s)", p, aptPackages[p]))
+			continue
+		}
+		if st, err := os.Stat(p); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+			missing = append(missing, p)
+		}
+	}
+	return missing, missingPkgs
+}
+
+// builder is the pid of the hack/test-stack.sh that is building into cache
+// now: it writes cache/.building while it runs (a file left by a killed build
+// names a process that is gone). Its builds move each binary into place whole.
+func builder(cache string) (int, bool) {
+	b, err := os.ReadFile(filepath.Join(cache, ".building"))
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	return pid, syscall.Kill(pid, 0) == nil
 }

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// The platform's Prometheus as the README has the admin set it up: a
+// The platform's Prometheus as docs/metrics.md has the admin set it up: a
 // ServiceAccount bound to ClusterRole gitops-service-metrics-reader.
 const (
 	MetricsReaderRole      = "gitops-service-metrics-reader"
@@ -29,7 +29,7 @@ const (
 
 // MetricsReaderToken is a token of the platform's Prometheus: it applies the
 // shipped ClusterRole (manifests/rbac/metrics_reader.yaml) and binds it to
-// ServiceAccount monitoring/prometheus, as the README says.
+// ServiceAccount monitoring/prometheus, as docs/metrics.md says.
 func MetricsReaderToken(ctx context.Context, k *Kube) (string, error) {
 	cs, err := k.Clientset()
 	if err != nil {

@@ -69,7 +69,7 @@ var clusterRanges = func() []netip.Prefix {
 // tests are skipped, unless the stack is required (make test). The sidecar logs
 // at debug level with TEST_VERBOSE_SIDECAR=1.
 func RunSuite(m *testing.M, name string, setup func(*Suite) error, options ...func(*sidecar.Options)) int {
-	if _, err := Binaries(); err != nil {
+	if _, err := KubeBinaries(); err != nil {
 		if Required() {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
