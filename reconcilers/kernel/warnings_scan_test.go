@@ -20,10 +20,10 @@ var knownDirect = map[string]bool{
 	"reconcilers/promotionrun/rollback.go": true,
 }
 
-// TestWarningsOnlyThroughTheKernel: outside this package no production file
-// names the Warning event type (corev1.EventTypeWarning or "Warning"), so
-// every Warning Event passes through Warning and is counted. Tests and the
-// test/ tree (which read Events) are not scanned.
+// TestWarningsOnlyThroughTheKernel: no production file but warnings.go names
+// the Warning event type (corev1.EventTypeWarning or "Warning"), so every
+// Warning Event passes through Warning and is counted. Tests and the test/
+// tree (which read Events) are not scanned.
 func TestWarningsOnlyThroughTheKernel(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
@@ -48,12 +48,12 @@ func TestWarningsOnlyThroughTheKernel(t *testing.T) {
 			case rel == ".":
 				return nil
 			case strings.HasPrefix(d.Name(), "."), d.Name() == "vendor", d.Name() == "testdata", d.Name() == "node_modules",
-				rel == "test", rel == "bin", rel == "reconcilers/kernel":
+				rel == "test", rel == "bin":
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
+		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") || rel == "reconcilers/kernel/warnings.go" {
 			return nil
 		}
 		scanned++
