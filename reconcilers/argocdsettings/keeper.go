@@ -14,9 +14,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;patch,namespace=argocd,resourceNames=argocd-cm;argocd-cmd-params-cm;argocd-rbac-cm
