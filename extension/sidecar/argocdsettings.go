@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/gitops-service/gitops-service/reconcilers/argocdsettings"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
 // ReasonKubernetesTooOld is the Warning Event on the sidecar's Pod when the
@@ -40,7 +40,7 @@ func setupArgoSettings(mgr ctrl.Manager, cfg *rest.Config, o Options) error {
 		Names:     o.ArgoSettings.Names,
 		Mode:      o.ArgoSettings.Mode,
 		Interval:  o.ArgoSettings.Interval,
-		Event:     event,
+		Events:    event,
 		Log:       ctrl.Log.WithName("argocd-settings"),
 	})
 }
@@ -49,7 +49,7 @@ func setupArgoSettings(mgr ctrl.Manager, cfg *rest.Config, o Options) error {
 // API server lacks ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1,
 // Kubernetes 1.30): manifests/install's admission policies (who approved and
 // who requested a promotion) are then not enforced, or not even applied.
-func checkKubernetes(cfg *rest.Config, event func(eventtype, reason, message string)) {
+func checkKubernetes(cfg *rest.Config, event *kernel.ObjectEvents) {
 	log := ctrl.Log.WithName("kubernetes")
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
@@ -67,9 +67,7 @@ func checkKubernetes(cfg *rest.Config, event func(eventtype, reason, message str
 	}
 	msg := fmt.Sprintf("Kubernetes %s lacks %v: the GitOps Service needs Kubernetes 1.30 or later, where manifests/install's ValidatingAdmissionPolicies (promotion-approvals.yaml, promotion-requesters.yaml) check who approves and who requests a promotion; without them those fields are not verified", version, missing)
 	log.Error(nil, msg)
-	if event != nil {
-		event(corev1.EventTypeWarning, ReasonKubernetesTooOld, msg)
-	}
+	event.Warning(ReasonKubernetesTooOld, msg)
 }
 
 // MissingAPIs are the APIs the install needs that the server does not serve.

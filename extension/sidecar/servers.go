@@ -42,7 +42,7 @@ type httpRunnable struct {
 	missing atomic.Bool
 	// event, when set, records an Event on the sidecar's Pod, so that
 	// `kubectl describe pod` names the missing Secret too.
-	event func(eventtype, reason, message string)
+	event *kernel.ObjectEvents
 }
 
 // Reasons of the Events on the sidecar's Pod about a server's token.
@@ -53,11 +53,11 @@ const (
 
 // podEvents records Events on the sidecar's own Pod; nil when the Pod is
 // unknown (POD_NAME not set, e.g. outside a cluster).
-func podEvents(rec record.EventRecorder, pod *corev1.ObjectReference) func(eventtype, reason, message string) {
+func podEvents(rec record.EventRecorder, pod *corev1.ObjectReference) *kernel.ObjectEvents {
 	if pod == nil || pod.Name == "" {
 		return nil
 	}
-	return func(eventtype, reason, message string) { rec.Event(pod, eventtype, reason, message) }
+	return &kernel.ObjectEvents{Recorder: rec, Object: pod}
 }
 
 // check is its readiness check.
@@ -76,17 +76,13 @@ func (g *httpRunnable) check(*http.Request) error {
 		err = fmt.Errorf("the %s has no token (%v): %s", g.what, err, g.howTo)
 		if !g.missing.Swap(true) {
 			ctrl.Log.WithName(g.name).Error(err, "not ready", "file", g.tokenFile)
-			if g.event != nil {
-				g.event(corev1.EventTypeWarning, ReasonTokenMissing, err.Error())
-			}
+			g.event.Warning(ReasonTokenMissing, err.Error())
 		}
 		return err
 	}
 	if g.missing.Swap(false) {
 		ctrl.Log.WithName(g.name).Info("token found: ready", "file", g.tokenFile)
-		if g.event != nil {
-			g.event(corev1.EventTypeNormal, ReasonTokenFound, fmt.Sprintf("the %s has its token (%s): ready", g.what, g.tokenFile))
-		}
+		g.event.Normal(ReasonTokenFound, fmt.Sprintf("the %s has its token (%s): ready", g.what, g.tokenFile))
 	}
 	return nil
 }

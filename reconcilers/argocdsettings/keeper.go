@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;patch,namespace=argocd,resourceNames=argocd-cm;argocd-cmd-params-cm;argocd-rbac-cm
@@ -73,9 +75,9 @@ type Keeper struct {
 	Names     Names
 	Mode      Mode
 	Interval  time.Duration
-	// Event records an Event on the sidecar's Pod; nil: only the log.
-	Event func(eventtype, reason, message string)
-	Log   logr.Logger
+	// Events records Events on the sidecar's Pod; nil: only the log.
+	Events *kernel.ObjectEvents
+	Log    logr.Logger
 
 	// last is the last report, so an unchanged state is not logged again.
 	last string
@@ -162,7 +164,7 @@ func (k *Keeper) Check(ctx context.Context) error {
 	if len(written) > 0 {
 		msg := "wrote the GitOps Service's keys into Argo CD's ConfigMaps (" + strings.Join(written, "; ") + "); argocd-server and the applicationset controller read argocd-cmd-params-cm only when they start"
 		k.Log.Info(msg)
-		k.event(corev1.EventTypeNormal, ReasonSettingsWritten, msg)
+		k.Events.Normal(ReasonSettingsWritten, msg)
 	}
 	report := strings.Join(problems, "; ")
 	if len(left) > 0 {
@@ -173,7 +175,7 @@ func (k *Keeper) Check(ctx context.Context) error {
 		if len(left) > 0 {
 			msg := "left keys someone else set to other values as they are (" + strings.Join(left, "; ") + ")"
 			k.Log.Info(msg)
-			k.event(corev1.EventTypeNormal, ReasonSettingsLeft, msg)
+			k.Events.Normal(ReasonSettingsLeft, msg)
 		}
 		if len(problems) > 0 {
 			msg := "Argo CD's settings for the GitOps Service are not complete: " + strings.Join(problems, "; ")
@@ -181,7 +183,7 @@ func (k *Keeper) Check(ctx context.Context) error {
 				msg += " (--argocd-settings=verify: set them where Argo CD's ConfigMaps are managed, docs/install.md)"
 			}
 			k.Log.Info(msg)
-			k.event(corev1.EventTypeWarning, ReasonSettingsMissing, msg)
+			k.Events.Warning(ReasonSettingsMissing, msg)
 		}
 	}
 	return errorsJoin(errs)
@@ -200,12 +202,6 @@ func (k *Keeper) apply(ctx context.Context, cm *corev1.ConfigMap, data map[strin
 		return fmt.Errorf("applying our keys to %s/%s: %w", cm.Namespace, cm.Name, err)
 	}
 	return nil
-}
-
-func (k *Keeper) event(eventtype, reason, msg string) {
-	if k.Event != nil {
-		k.Event(eventtype, reason, msg)
-	}
 }
 
 func without(all, drop []string) []string {

@@ -123,7 +123,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, gd *v1.GitOpsDeploymen
 		return current, env, refusal
 	}
 	if target.Project, err = r.Projects.Ensure(ctx, gd.Namespace, gd.Spec.Source.RepoURL); err != nil {
-		if errors.Is(err, tenantproject.ErrNotOurs) {
+		if errors.Is(err, kernel.ErrNotOurs) {
 			// A squatted AppProject is not watched (not ours): look again
 			// for the admin's removal of it.
 			return current, env, refuse(ReasonAppProjectNotOurs, "%s", err.Error()).Retry(kernel.UnwatchedRecheck)

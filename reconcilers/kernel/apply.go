@@ -46,15 +46,6 @@ type Owned struct {
 	Locked bool
 }
 
-// NotOursError: an object of the name we need exists and is not ours.
-type NotOursError struct {
-	Kind, Namespace, Name string
-}
-
-func (e *NotOursError) Error() string {
-	return fmt.Sprintf("%s %s/%s exists and was not created by the GitOps Service", e.Kind, e.Namespace, e.Name)
-}
-
 // Apply makes the object named as desired carry desired's fields. current
 // is the object as cached and already checked to be ours, or nil (also a nil
 // pointer) when the cache has none. Nothing is sent when current already carries every field of

@@ -37,8 +37,12 @@
 // reconcileNormal returns a *Refusal (the user must fix something), a *Waiting
 // (another object or a time), ErrStaleCache (our write is not cached yet) or
 // any other error (transient: backoff; Transient says which, and then the
-// status stays as it was); see errors.go. No string comparison
-// decides control flow, and requeue intervals are the kernel's named ones.
+// status stays as it was); see errors.go. A function that may refuse returns
+// the *Refusal as its error, never beside one. An object that is in the way
+// and not ours is a *NotOursError, which the caller turns into a Refusal of
+// its own reason. No string comparison decides control flow, and requeue
+// intervals are the kernel's named ones. Every Warning Event goes through
+// Warning (counted); a test fails on one emitted past it.
 //
 // Decisions (what to write, which state comes next) are pure functions of what
 // was read, table-tested in `make unit`; the Reconcile around them reads and

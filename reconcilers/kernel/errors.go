@@ -19,6 +19,9 @@ import (
 //     condition but no Warning Event; looked at again after its After.
 //   - ErrStaleCache: our own write is not in the cache yet; its watch event
 //     requeues us and StaleCacheRetry covers a lost one.
+//   - *NotOursError: an object we need (of our name, or one we would use)
+//     exists and is not ours. It is never touched nor used; each caller turns
+//     it into a Refusal of its own reason (unconverted it is transient).
 //   - anything else is transient: returned, so controller-runtime backs off.
 //     A conflict is transient too but retried at once (someone else wrote
 //     first; the next read sees it).
@@ -91,6 +94,36 @@ func (r *Refusal) Retry(after time.Duration) *Refusal {
 	r.After = after
 	return r
 }
+
+// NotOursError: an object of the name we need, or one we were about to
+// use, exists and was not made by the GitOps Service for what we need it for.
+// Whoever finds one never touches or uses it. It is the one "not ours" error:
+// errors.As finds what and why; errors.Is(err, ErrNotOurs) says only that.
+type NotOursError struct {
+	// What: the object.
+	Kind, Namespace, Name string
+	// Why continues the message: for what it would have to have been made and
+	// what follows ("for this environment"); "" when the name says it all.
+	Why string
+}
+
+func (e *NotOursError) Error() string {
+	what := e.Name
+	if e.Namespace != "" {
+		what = e.Namespace + "/" + e.Name
+	}
+	msg := e.Kind + " " + what + " exists and was not created by the GitOps Service"
+	if e.Why != "" {
+		msg += " " + e.Why
+	}
+	return msg
+}
+
+// ErrNotOurs is what every *NotOursError is for errors.Is.
+var ErrNotOurs = errors.New("exists and was not created by the GitOps Service")
+
+// Is makes errors.Is(err, ErrNotOurs) true for every *NotOursError.
+func (e *NotOursError) Is(target error) bool { return target == ErrNotOurs }
 
 // ErrStaleCache says our own write has not reached the cache yet.
 var ErrStaleCache = errors.New("the cache does not show an object we wrote yet")

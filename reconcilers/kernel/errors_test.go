@@ -53,3 +53,38 @@ func TestRefusalAndWaitingAreFoundThroughWrapping(t *testing.T) {
 		t.Fatalf("AsWaiting = %+v", got)
 	}
 }
+
+// One "not ours" error: what and why in its message, found by errors.As and
+// errors.Is(ErrNotOurs) through wrapping, and by nothing else.
+func TestNotOursError(t *testing.T) {
+	cases := []struct {
+		err  *NotOursError
+		want string
+	}{
+		{&NotOursError{Kind: "ApplicationSet", Namespace: "argocd", Name: "x"}, "ApplicationSet argocd/x exists and was not created by the GitOps Service"},
+		{&NotOursError{Kind: "ClusterRole", Name: "r"}, "ClusterRole r exists and was not created by the GitOps Service"},
+		{&NotOursError{Kind: "ServiceAccount", Namespace: "kube-system", Name: "sa", Why: "for this environment"},
+			"ServiceAccount kube-system/sa exists and was not created by the GitOps Service for this environment"},
+	}
+	for _, c := range cases {
+		if got := c.err.Error(); got != c.want {
+			t.Errorf("Error() = %q, want %q", got, c.want)
+		}
+		wrapped := fmt.Errorf("applying: %w", c.err)
+		var found *NotOursError
+		if !errors.As(wrapped, &found) || found != c.err {
+			t.Errorf("errors.As does not find %q", c.want)
+		}
+		if !errors.Is(wrapped, ErrNotOurs) {
+			t.Errorf("errors.Is(%q, ErrNotOurs) is false", c.want)
+		}
+	}
+	for _, other := range []error{errors.New("exists and was not created by the GitOps Service"), Refuse("NotOurs", "x"), ErrStaleCache} {
+		if errors.Is(other, ErrNotOurs) && other != ErrNotOurs {
+			t.Errorf("errors.Is(%v, ErrNotOurs) is true", other)
+		}
+		if errors.As(other, new(*NotOursError)) {
+			t.Errorf("errors.As finds a *NotOursError in %v", other)
+		}
+	}
+}

@@ -31,3 +31,25 @@ func kindOf(obj runtime.Object) string {
 	}
 	return t.Name()
 }
+
+// ObjectEvents records the Events of one object no reconciler owns (the
+// sidecar's own Pod): its Warnings pass through Warning like every other.
+// A nil *ObjectEvents records nothing (no Pod known, e.g. outside a cluster).
+type ObjectEvents struct {
+	Recorder record.EventRecorder
+	Object   runtime.Object
+}
+
+// Normal records a Normal Event.
+func (e *ObjectEvents) Normal(reason, msg string) {
+	if e != nil {
+		e.Recorder.Event(e.Object, corev1.EventTypeNormal, reason, msg)
+	}
+}
+
+// Warning records a Warning Event, counted.
+func (e *ObjectEvents) Warning(reason, msg string) {
+	if e != nil {
+		Warning(e.Recorder, e.Object, reason, msg)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 
@@ -46,5 +47,28 @@ func TestWarningEventsAreCounted(t *testing.T) {
 	}
 	if len(rec.Events) != 3 {
 		t.Errorf("%d Events, want 3", len(rec.Events))
+	}
+}
+
+// The Events of an object no reconciler owns (the sidecar's Pod): Warnings
+// are counted like the others, under the object's kind; nil records nothing.
+func TestObjectEvents(t *testing.T) {
+	rec := record.NewFakeRecorder(10)
+	pod := &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: "argocd", Name: "gitops-service-x"}
+	before := testutil.ToFloat64(metrics.WarningEvents.WithLabelValues("Pod", "TestMissing"))
+	e := &ObjectEvents{Recorder: rec, Object: pod}
+	e.Warning("TestMissing", "no token")
+	e.Normal("TestFound", "token")
+	if got := testutil.ToFloat64(metrics.WarningEvents.WithLabelValues("Pod", "TestMissing")) - before; got != 1 {
+		t.Errorf("counted %v Warnings of the Pod, want 1", got)
+	}
+	if got := []string{<-rec.Events, <-rec.Events}; got[0] != "Warning TestMissing no token" || got[1] != "Normal TestFound token" {
+		t.Errorf("Events %q", got)
+	}
+	var none *ObjectEvents
+	none.Warning("TestMissing", "no token")
+	none.Normal("TestFound", "token")
+	if len(rec.Events) != 0 {
+		t.Errorf("a nil ObjectEvents recorded %d Events", len(rec.Events))
 	}
 }

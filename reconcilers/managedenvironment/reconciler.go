@@ -108,10 +108,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, env *v1.GitOpsDeployme
 	if err != nil {
 		return err
 	}
-	creds, refusal, err := r.credentials(ctx, env, current)
-	if err != nil {
+	creds, err := r.credentials(ctx, env, current)
+	if kernel.Transient(err) {
 		return err
 	}
+	refusal := kernel.AsRefusal(err)
 	collided, err := r.secrets.Sync(ctx, env, v1.FinalizerManagedEnvironment, current, refusal, func(project string) *corev1.Secret {
 		return argocd.ClusterSecret(r.ArgoNamespace, env, project, creds)
 	})
@@ -128,76 +129,76 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, env *v1.GitOpsDeployme
 
 // credentials runs the checks, in the original service's order (but the
 // namespace list is checked before anything is done on the cluster), and
-// returns what Argo CD should connect with.
-func (r *Reconciler) credentials(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment, current *corev1.Secret) (argocd.ClusterCredentials, *kernel.Refusal, error) {
+// returns what Argo CD should connect with, or a *kernel.Refusal saying why
+// it may not connect, or a transient error.
+func (r *Reconciler) credentials(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment, current *corev1.Secret) (argocd.ClusterCredentials, error) {
 	none := argocd.ClusterCredentials{}
 	if refusal := kubeconfig.ValidateAPIURL(env.Spec.APIURL); refusal != nil {
-		return none, refusal, nil
+		return none, refusal
 	}
-	kc, refusal, err := r.readKubeconfig(ctx, env)
-	if err != nil || refusal != nil {
-		return none, refusal, err
+	kc, err := r.readKubeconfig(ctx, env)
+	if err != nil {
+		return none, err
 	}
 	namespaces, refusal := kubeconfig.ValidateNamespaces(env.Spec.Namespaces)
 	if refusal != nil {
-		return none, refusal, nil
+		return none, refusal
 	}
 	user := argocd.ClusterCredentials{BearerToken: kc.Token, CAData: kc.CAData, Insecure: env.Spec.AllowInsecureSkipTLSVerify}
 	userClient, err := r.RemoteClient(r.restConfig(env.Spec.APIURL, user))
 	if err != nil {
 		return none, kernel.Refuse(v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials,
-			"Unable to create a client of the cluster with the provided credentials: %s", describe(err)), nil
+			"Unable to create a client of the cluster with the provided credentials: %s", describe(err))
 	}
 	creds, check := user, userClient
 	if env.Spec.CreateNewServiceAccount {
 		// What we install must be removable: the finalizer goes on first.
 		if err := kernel.AddFinalizer(ctx, r.Client, env, v1.FinalizerManagedEnvironment); err != nil {
-			return none, nil, err
+			return none, err
 		}
 		token, err := installServiceAccount(ctx, userClient, env.Namespace, env.UID, namespaces)
 		if err != nil {
 			return none, kernel.Refuse(v1.ManagedEnvironmentReasonUnableToInstallServiceAccount,
-				"Unable to install a ServiceAccount on the cluster with the credentials of Secret '%s': %s", env.Spec.ClusterCredentialsSecret, err), nil
+				"Unable to install a ServiceAccount on the cluster with the credentials of Secret '%s': %s", env.Spec.ClusterCredentialsSecret, err)
 		}
 		creds = argocd.ClusterCredentials{BearerToken: token, CAData: kc.CAData, Insecure: user.Insecure, ServiceAccount: ServiceAccountRef(env.UID)}
 		if check, err = r.RemoteClient(r.restConfig(env.Spec.APIURL, creds)); err != nil {
-			return none, nil, fmt.Errorf("creating a client of the cluster: %w", err)
+			return none, fmt.Errorf("creating a client of the cluster: %w", err)
 		}
 	} else if current != nil && current.Annotations[argocd.AnnotationServiceAccount] != "" {
 		// createNewServiceAccount was turned off: what we installed goes.
 		if err := uninstallServiceAccount(ctx, userClient, env.UID, namespaces); err != nil {
-			r.Recorder.Eventf(env, corev1.EventTypeWarning, "ServiceAccountCleanupFailed",
+			kernel.Warning(r.Recorder, env, "ServiceAccountCleanupFailed", fmt.Sprintf(
 				"createNewServiceAccount was turned off, but the ServiceAccount %s and its roles could not be removed from the cluster, remove them by hand: %s",
-				current.Annotations[argocd.AnnotationServiceAccount], err)
+				current.Annotations[argocd.AnnotationServiceAccount], err))
 		}
 	}
 	if msg := verify(ctx, check, namespaces); msg != "" {
-		return none, kernel.Refuse(v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials, "%s", msg), nil
+		return none, kernel.Refuse(v1.ManagedEnvironmentReasonUnableToValidateClusterCredentials, "%s", msg)
 	}
-	return creds, nil, nil
+	return creds, nil
 }
 
 // readKubeconfig reads the credentials Secret, uncached and only from the
-// environment's own namespace, and parses its kubeconfig.
-func (r *Reconciler) readKubeconfig(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (kubeconfig.Kubeconfig, *kernel.Refusal, error) {
+// environment's own namespace, and parses its kubeconfig. A Secret that is
+// missing or unusable is a *kernel.Refusal.
+func (r *Reconciler) readKubeconfig(ctx context.Context, env *v1.GitOpsDeploymentManagedEnvironment) (kubeconfig.Kubeconfig, error) {
 	name := env.Spec.ClusterCredentialsSecret
 	secret, err := tenantsecret.Read(ctx, r.APIReader, env.Namespace, name, kernel.Refuse(v1.ManagedEnvironmentReasonSecretNotFound,
 		"secret '%s' referenced by managed environment '%s' in '%s', could not be retrieved: not found", name, env.Name, env.Namespace))
-	if refusal := kernel.AsRefusal(err); refusal != nil {
-		return kubeconfig.Kubeconfig{}, refusal, nil
-	} else if err != nil {
-		return kubeconfig.Kubeconfig{}, nil, err
+	if err != nil {
+		return kubeconfig.Kubeconfig{}, err
 	}
 	if secret.Type != v1.ManagedEnvironmentSecretType {
 		return kubeconfig.Kubeconfig{}, kernel.Refuse(v1.ManagedEnvironmentReasonInvalidSecretType,
-			"invalid secret type: %s (expected %s)", secret.Type, v1.ManagedEnvironmentSecretType), nil
+			"invalid secret type: %s (expected %s)", secret.Type, v1.ManagedEnvironmentSecretType)
 	}
 	data, ok := secret.Data[kubeconfig.KubeconfigKey]
 	if !ok || len(data) == 0 {
-		return kubeconfig.Kubeconfig{}, kernel.Refuse(v1.ManagedEnvironmentReasonMissingKubeConfigField, "missing %s field in Secret", kubeconfig.KubeconfigKey), nil
+		return kubeconfig.Kubeconfig{}, kernel.Refuse(v1.ManagedEnvironmentReasonMissingKubeConfigField, "missing %s field in Secret", kubeconfig.KubeconfigKey)
 	}
 	kc, refusal := kubeconfig.ParseKubeconfig(data, env.Spec.APIURL)
-	return kc, refusal, nil
+	return kc, refusal.AsError()
 }
 
 func collision(name string) *kernel.Refusal {
@@ -235,10 +236,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, env *v1.GitOpsDeployme
 			if !permanent && time.Since(env.DeletionTimestamp.Time) < r.CleanupTimeout {
 				// The Event says what failed; the cluster's state is not
 				// watched, so look again until CleanupTimeout.
-				r.Recorder.Event(env, corev1.EventTypeWarning, "CleanupFailed", msg)
+				kernel.Warning(r.Recorder, env, "CleanupFailed", msg)
 				return kernel.Wait("CleanupFailed", kernel.UnwatchedRecheck, "the target cluster to allow the cleanup")
 			}
-			r.Recorder.Event(env, corev1.EventTypeWarning, "CleanupAbandoned",
+			kernel.Warning(r.Recorder, env, "CleanupAbandoned",
 				msg+". Giving up: remove ServiceAccount "+ServiceAccountRef(env.UID)+" and its roles from the cluster by hand.")
 			ctrl.LoggerFrom(ctx).Info("gave up removing the ServiceAccount from the target cluster", "serviceAccount", ServiceAccountRef(env.UID), "error", err.Error())
 		}
@@ -253,12 +254,11 @@ func (r *Reconciler) cleanupTarget(ctx context.Context, env *v1.GitOpsDeployment
 	if refusal := kubeconfig.ValidateAPIURL(env.Spec.APIURL); refusal != nil {
 		return true, refusal
 	}
-	kc, refusal, err := r.readKubeconfig(ctx, env)
-	if err != nil {
-		return false, err
-	}
-	if refusal != nil {
+	kc, err := r.readKubeconfig(ctx, env)
+	if refusal := kernel.AsRefusal(err); refusal != nil {
 		return true, errors.New(refusal.Message)
+	} else if err != nil {
+		return false, err
 	}
 	namespaces, _ := kubeconfig.ValidateNamespaces(env.Spec.Namespaces)
 	c, err := r.RemoteClient(r.restConfig(env.Spec.APIURL, argocd.ClusterCredentials{BearerToken: kc.Token, CAData: kc.CAData, Insecure: env.Spec.AllowInsecureSkipTLSVerify}))

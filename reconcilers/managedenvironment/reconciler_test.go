@@ -588,6 +588,32 @@ func TestNameCollisionIsNeverAdopted(t *testing.T) {
 	require.NoError(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(squatter), after), "someone else's Secret was deleted")
 }
 
+// TestServiceAccountNotOursIsNeverAdopted: a ServiceAccount on the target
+// cluster under the name we would give ours, that we did not make, is left
+// as it is, and the condition names it (not a connection failure).
+func TestServiceAccountNotOursIsNeverAdopted(t *testing.T) {
+	t.Parallel()
+	rk := remote(t)
+	ns := tenant(t)
+	env := newEnv(t, ns, "sa-taken", "creds", func(e *envT) { e.Spec.CreateNewServiceAccount = true })
+	got := waitCondition(t, env, metav1.ConditionFalse, v1.ManagedEnvironmentReasonSecretNotFound, "")
+	sa, _, _, _, _, _ := remoteObjects(got.UID)
+	sa.Labels = map[string]string{"team": "other"}
+	require.NoError(t, remoteK8s.Create(context.Background(), sa))
+	t.Cleanup(func() { _ = remoteK8s.Delete(context.Background(), sa) })
+	credentialsSecret(t, ns, "creds", remoteKubeconfig(t, rk.AdminToken, nil))
+	waitConditionWithin(t, watched, env, metav1.ConditionFalse, v1.ManagedEnvironmentReasonUnableToInstallServiceAccount,
+		"ServiceAccount kube-system/"+sa.Name+" exists and was not created by the GitOps Service for this environment")
+	assertNoClusterSecret(t, env)
+	after := &corev1.ServiceAccount{}
+	require.NoError(t, remoteK8s.Get(context.Background(), client.ObjectKeyFromObject(sa), after))
+	assert.Equal(t, sa.ResourceVersion, after.ResourceVersion, "someone else's ServiceAccount was modified")
+
+	require.NoError(t, k8s.Delete(context.Background(), env))
+	waitGone(t, k8s, env)
+	require.NoError(t, remoteK8s.Get(context.Background(), client.ObjectKeyFromObject(sa), after), "someone else's ServiceAccount was deleted")
+}
+
 // TestDeploymentAndProjectUseTheEnvironment: a GitOpsDeployment of the tenant
 // targets the connected environment's cluster, and the tenant's AppProject
 // allows exactly that cluster's namespaces; when the environment fails, the

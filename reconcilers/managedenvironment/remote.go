@@ -58,8 +58,6 @@ func ServiceAccountRef(uid types.UID) string {
 	return serviceAccountNamespace + "/" + serviceAccountName(uid)
 }
 
-var errNotOurs = errors.New("exists and was not created by the GitOps Service for this environment")
-
 // remoteScheme has the types we read and write on target clusters.
 var remoteScheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
@@ -199,11 +197,13 @@ func ownerLabels(into map[string]string, namespace string, uid types.UID) map[st
 }
 
 // ensure creates obj or brings an existing one of ours in line with mutate;
-// someone else's object of the same name is never touched.
+// someone else's object of the same name is never touched: a
+// *kernel.NotOursError.
 func ensure(ctx context.Context, c client.Client, obj client.Object, uid types.UID, mutate func()) error {
 	err := kernel.Ensure(ctx, c, c, obj, func(o client.Object) bool { return ownedBy(o, uid) }, mutate)
-	if errors.As(err, new(*kernel.NotOursError)) {
-		err = errNotOurs
+	if notOurs := (*kernel.NotOursError)(nil); errors.As(err, &notOurs) {
+		notOurs.Why = "for this environment"
+		return notOurs
 	}
 	if err != nil {
 		return &remoteError{what: describeKey(obj), err: err}

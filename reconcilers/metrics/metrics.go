@@ -39,8 +39,10 @@ const (
 )
 
 var (
-	// WarningEvents counts the Warning Events the kernel emits with an error
-	// condition (refusals and errors), by the CR's kind and the reason.
+	// WarningEvents counts every Warning Event, all emitted by the kernel
+	// (kernel.Warning): refusals and errors with their conditions, and those
+	// on objects without one (the sidecar's Pod, a tenant Namespace), by the
+	// object's kind and the reason.
 	WarningEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: WarningEventsName,
 		Help: "Warning Events emitted with an error condition (refusals and errors), by the CR's kind and the condition's reason.",

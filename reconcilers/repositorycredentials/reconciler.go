@@ -113,10 +113,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, rc *v1.GitOpsDeploymen
 	if collided {
 		return Verdict{}, collision(name)
 	}
-	creds, refusal, err := r.credentials(ctx, rc)
-	if err != nil {
+	creds, err := r.credentials(ctx, rc)
+	if kernel.Transient(err) {
 		return Verdict{}, err
 	}
+	refusal := kernel.AsRefusal(err)
 	collided, err = r.secrets.Sync(ctx, rc, v1.FinalizerRepositoryCredentials, current, refusal, func(project string) *corev1.Secret {
 		return argocd.RepositorySecret(r.ArgoNamespace, rc, project, creds)
 	})
@@ -140,29 +141,31 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, rc *v1.GitOpsDeploymen
 	return r.Verifier.Verify(ctx, strings.TrimSpace(rc.Spec.Repository), creds, Trust{Roots: roots, KnownHosts: knownHosts}), nil
 }
 
-// credentials runs the checks that decide whether Argo CD gets the credentials.
-func (r *Reconciler) credentials(ctx context.Context, rc *v1.GitOpsDeploymentRepositoryCredentials) (argocd.RepositoryCredentials, *kernel.Refusal, error) {
+// credentials runs the checks that decide whether Argo CD gets the
+// credentials: it returns them, or a *kernel.Refusal saying why not, or a
+// transient error.
+func (r *Reconciler) credentials(ctx context.Context, rc *v1.GitOpsDeploymentRepositoryCredentials) (argocd.RepositoryCredentials, error) {
 	none := argocd.RepositoryCredentials{}
 	if refusal := ValidateURL(rc.Spec.Repository); refusal != nil {
-		return none, refusal, nil
+		return none, refusal
 	}
-	if older, err := r.olderDuplicate(ctx, rc); err != nil || older != "" {
+	if older, err := r.olderDuplicate(ctx, rc); err != nil {
+		return none, err
+	} else if older != "" {
 		return none, kernel.Refuse(v1.RepositoryCredentialReasonDuplicate,
-			"GitOpsDeploymentRepositoryCredentials '%s' of this namespace already gives credentials for %s; delete one of them", older, rc.Spec.Repository), err
+			"GitOpsDeploymentRepositoryCredentials '%s' of this namespace already gives credentials for %s; delete one of them", older, rc.Spec.Repository)
 	}
 	name := rc.Spec.Secret
 	if name == "" {
-		return none, kernel.Refuse(v1.RepositoryCredentialReasonSecretNotSpecified, "spec.secret is empty: name the Secret holding the credentials"), nil
+		return none, kernel.Refuse(v1.RepositoryCredentialReasonSecretNotSpecified, "spec.secret is empty: name the Secret holding the credentials")
 	}
 	secret, err := tenantsecret.Read(ctx, r.APIReader, rc.Namespace, name,
 		kernel.Refuse(v1.RepositoryCredentialReasonSecretNotFound, "Secret '%s' was not found in namespace '%s'", name, rc.Namespace))
-	if refusal := kernel.AsRefusal(err); refusal != nil {
-		return none, refusal, nil
-	} else if err != nil {
-		return none, nil, err
+	if err != nil {
+		return none, err
 	}
 	creds, refusal := Credentials(rc, secret)
-	return creds, refusal, nil
+	return creds, refusal.AsError()
 }
 
 // olderDuplicate returns the name of an older RepositoryCredentials of the

@@ -130,7 +130,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, seb *as.SnapshotEnviro
 		repos = append(repos, p.RepoURL)
 	}
 	if _, err := r.Projects.Ensure(ctx, seb.Namespace, repos...); err != nil {
-		if errors.Is(err, tenantproject.ErrNotOurs) {
+		if errors.Is(err, kernel.ErrNotOurs) {
 			return 0, binding.Refuse(ReasonAppProjectNotOurs, "%s", err.Error())
 		}
 		var unreadable *tenantproject.NotReadableError

@@ -5,10 +5,8 @@ import (
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	synccommon "github.com/argoproj/gitops-engine/pkg/sync/common"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
 
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
@@ -109,34 +107,44 @@ func operation(run *v1.GitOpsDeploymentSyncRun, gd *v1.GitOpsDeployment, app *ar
 	return op
 }
 
-// progress records the state of the run's sync from the Application in
-// run.Status, and its end as an Event.
-func progress(rec record.EventRecorder, run *v1.GitOpsDeploymentSyncRun, app *argov1alpha1.Application, now metav1.Time) {
-	if run.Status.StartedAt == nil {
+// progressed is what the Application says of a run being followed: the
+// run's status from now on and, once its sync ended, how.
+type progressed struct {
+	status v1.GitOpsDeploymentSyncRunStatus
+	// ended: the sync ended (status.Phase says how); failure is the message
+	// of one that did not succeed.
+	ended   bool
+	failure string
+}
+
+// progress is the state of the run's sync read from the Application.
+func progress(run *v1.GitOpsDeploymentSyncRun, app *argov1alpha1.Application, now metav1.Time) progressed {
+	p := progressed{status: *run.Status.DeepCopy()}
+	if p.status.StartedAt == nil {
 		// Started by an earlier incarnation of the sidecar whose status write was lost.
-		run.Status.StartedAt = &now
+		p.status.StartedAt = &now
 	}
 	st := app.Status.OperationState
 	if st == nil || !ours(&st.Operation, run.UID) || !st.Phase.Completed() || !comparedSince(app, st, run.Spec.RevisionID != "", now) {
-		run.Status.Phase = v1.OperationRunning
-		return
+		p.status.Phase = v1.OperationRunning
+		return p
 	}
-	run.Status.Phase = v1.OperationPhase(st.Phase)
+	p.ended = true
+	p.status.Phase = v1.OperationPhase(st.Phase)
 	if st.SyncResult != nil {
-		run.Status.Revision = st.SyncResult.Revision
+		p.status.Revision = st.SyncResult.Revision
 	}
-	run.Status.SyncStatus = v1.SyncStatusCode(app.Status.Sync.Status)
-	run.Status.Health = v1.HealthStatusCode(app.Status.Health.Status)
+	p.status.SyncStatus = v1.SyncStatusCode(app.Status.Sync.Status)
+	p.status.Health = v1.HealthStatusCode(app.Status.Health.Status)
 	if st.Phase == synccommon.OperationSucceeded {
-		run.Status.Conditions = v1.SetCondition(run.Status.Conditions, v1.GitOpsDeploymentConditionErrorOccurred,
+		p.status.Conditions = v1.SetCondition(p.status.Conditions, v1.GitOpsDeploymentConditionErrorOccurred,
 			v1.GitOpsConditionStatusFalse, v1.GitOpsDeploymentReasonErrorOccurred, MsgSucceeded, now)
-		rec.Event(run, corev1.EventTypeNormal, "SyncSucceeded", MsgSucceeded)
-		return
+		return p
 	}
-	msg := "The synchronize operation " + string(st.Phase) + ": " + st.Message
-	run.Status.Conditions = v1.SetCondition(run.Status.Conditions, v1.GitOpsDeploymentConditionErrorOccurred,
-		v1.GitOpsConditionStatusTrue, v1.GitOpsDeploymentReasonErrorOccurred, msg, now)
-	rec.Event(run, corev1.EventTypeWarning, "SyncFailed", msg)
+	p.failure = "The synchronize operation " + string(st.Phase) + ": " + st.Message
+	p.status.Conditions = v1.SetCondition(p.status.Conditions, v1.GitOpsDeploymentConditionErrorOccurred,
+		v1.GitOpsConditionStatusTrue, v1.GitOpsDeploymentReasonErrorOccurred, p.failure, now)
+	return p
 }
 
 // termination is the change to the Application that stops the run's

@@ -197,7 +197,12 @@ func TestProgress(t *testing.T) {
 			run := run.DeepCopy()
 			run.Spec.RevisionID = tc.runRevision
 			rec := record.NewFakeRecorder(5)
-			progress(rec, run, tc.app, at(tc.now))
+			given, app := run.DeepCopy(), tc.app.DeepCopy()
+			p := progress(run, tc.app, at(tc.now))
+			assert.Equal(t, given, run, "progress is pure: the run is left as it was")
+			assert.Equal(t, app, tc.app, "progress is pure: the Application is left as it was")
+			assert.Equal(t, tc.phase == v1.OperationSucceeded || tc.phase == v1.OperationFailed, p.ended)
+			advance(rec, run, p)
 			assert.Equal(t, tc.phase, run.Status.Phase)
 			require.NotNil(t, run.Status.StartedAt, "a run followed has started")
 			assert.Equal(t, tc.errorMsg, kernel.ErrorMessage(run.Status.Conditions))

@@ -125,12 +125,23 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, run *v1.GitOpsDeployme
 	case start:
 		return ctrl.Result{}, r.start(ctx, run, gd, app)
 	case follow:
-		if progress(r.Recorder, run, app, r.Now.Now()); run.Status.Phase == v1.OperationRunning {
+		if advance(r.Recorder, run, progress(run, app, r.Now.Now())); run.Status.Phase == v1.OperationRunning {
 			// Argo CD's updates requeue us; this covers a comparison that never comes.
 			return ctrl.Result{RequeueAfter: kernel.PollInterval}, nil
 		}
 	}
 	return ctrl.Result{}, why
+}
+
+// advance records p in run's status and the end of its sync as an Event.
+func advance(rec record.EventRecorder, run *v1.GitOpsDeploymentSyncRun, p progressed) {
+	run.Status = p.status
+	switch {
+	case p.ended && p.failure != "":
+		kernel.Warning(rec, run, "SyncFailed", p.failure)
+	case p.ended:
+		rec.Event(run, corev1.EventTypeNormal, "SyncSucceeded", MsgSucceeded)
+	}
 }
 
 // read reads the run's deployment, its Application (nil for one not found)

@@ -56,6 +56,12 @@ func (r *PolicyReconciler) rbacConfigMap() string {
 	return argocd.RBACConfigMap
 }
 
+// invalidSubjects is the Warning for the entries of annotation that are ignored.
+func invalidSubjects(annotation string, invalid []string) string {
+	return fmt.Sprintf("annotation %s: ignoring %q: Argo CD subjects are user or group names without quotes, '#' or line breaks, and not role: or proj: subjects",
+		annotation, strings.Join(invalid, ", "))
+}
+
 // Reconcile rebuilds the policy from every annotated namespace.
 func (r *PolicyReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
 	var nss corev1.NamespaceList
@@ -73,16 +79,12 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.
 		valid, invalid := argocd.ParseSubjects(ns.Annotations[argocd.AnnotationArgoCDSubjects])
 		subjects = append(subjects, valid...)
 		if len(invalid) > 0 && r.Recorder != nil {
-			r.Recorder.Eventf(ns, corev1.EventTypeWarning, ReasonInvalidArgoCDSubjects,
-				"annotation %s: ignoring %q: Argo CD subjects are user or group names without quotes, '#' or line breaks, and not role: or proj: subjects",
-				argocd.AnnotationArgoCDSubjects, strings.Join(invalid, ", "))
+			kernel.Warning(r.Recorder, ns, ReasonInvalidArgoCDSubjects, invalidSubjects(argocd.AnnotationArgoCDSubjects, invalid))
 		}
 		// The release managers grant nothing in Argo CD (the panel's backend
 		// reads them), but a bad entry is reported the same way.
 		if _, invalid := argocd.ParseSubjects(ns.Annotations[argocd.AnnotationArgoCDReleaseManagers]); len(invalid) > 0 && r.Recorder != nil {
-			r.Recorder.Eventf(ns, corev1.EventTypeWarning, ReasonInvalidArgoCDSubjects,
-				"annotation %s: ignoring %q: Argo CD subjects are user or group names without quotes, '#' or line breaks, and not role: or proj: subjects",
-				argocd.AnnotationArgoCDReleaseManagers, strings.Join(invalid, ", "))
+			kernel.Warning(r.Recorder, ns, ReasonInvalidArgoCDSubjects, invalidSubjects(argocd.AnnotationArgoCDReleaseManagers, invalid))
 		}
 	}
 	cm := &corev1.ConfigMap{

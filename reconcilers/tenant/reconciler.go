@@ -74,7 +74,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, tenantNS string) error
 		// Fenced above; its deletion waits for the old Applications (deleteUnused).
 		return nil
 	}
-	if errors.Is(err, tenantproject.ErrNotOurs) {
+	if errors.Is(err, kernel.ErrNotOurs) {
 		// The CRs of the tenant carry the condition and look again; the
 		// admin's removal of the squatter is not ours to wait for here.
 		return nil

@@ -27,11 +27,6 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 )
 
-// ErrNotOurs is returned by Ensure when the tenant's AppProject name is taken by
-// a project the GitOps Service did not create for this namespace: it is never
-// used (its destinations could be anything), so nothing is deployed.
-var ErrNotOurs = errors.New("AppProject name taken")
-
 // Projects writes tenant AppProjects. It is the one writer of each: the
 // reconcilers that need a tenant's project share one Projects and take turns
 // per project, and each write is conditional on the version read, so no
@@ -282,9 +277,12 @@ func (p *Projects) read(ctx context.Context, key types.NamespacedName, known str
 
 func (p *Projects) grace() time.Duration { return cmp.Or(p.Grace, DefaultGrace) }
 
+// notOurs is Ensure's error when the tenant's AppProject name is taken by a
+// project the GitOps Service did not create for this namespace: it is never
+// used (its destinations could be anything), so nothing is deployed.
 func (p *Projects) notOurs(name, namespace string) error {
-	return fmt.Errorf("%w: the Argo CD AppProject %s/%s was not created by the GitOps Service for namespace %s and is never used: nothing is deployed until the platform admin removes it",
-		ErrNotOurs, p.ArgoNamespace, name, namespace)
+	return &kernel.NotOursError{Kind: "AppProject", Namespace: p.ArgoNamespace, Name: name,
+		Why: "for namespace " + namespace + " and is never used: nothing is deployed until the platform admin removes it"}
 }
 
 // used are the repositories of the tenant's existing Applications and ApplicationSets.
@@ -442,40 +440,44 @@ func MadeFor(app *argov1alpha1.Application, tenantNS, tenantUID string) (kind st
 	return "", types.NamespacedName{}, false
 }
 
-// ErrNotMade: an Application is not one we made for a CR that still exists.
-var ErrNotMade = errors.New("not an Application of the GitOps Service")
+// ErrNotMade is kernel.ErrNotOurs under the name ui-proxy/proxy.go still
+// uses; it goes once that file says kernel.ErrNotOurs (issue 34, at merge).
+var ErrNotMade = kernel.ErrNotOurs
 
 // OwnerOf is the CR app was made for (a *GitOpsDeployment or a
 // *SnapshotEnvironmentBinding), read through c: MadeFor with the UID of the
 // namespace the labels name, and that namespace's CR of the labelled name
-// with the labelled UID. Anything else is ErrNotMade; other errors are
-// transient.
+// with the labelled UID. Anything else is a *kernel.NotOursError; other
+// errors are transient.
 func OwnerOf(ctx context.Context, c client.Reader, app *argov1alpha1.Application) (client.Object, error) {
+	notMade := func(why string) error {
+		return &kernel.NotOursError{Kind: "Application", Namespace: app.Namespace, Name: app.Name, Why: why}
+	}
 	tenantNS := app.Labels[ownership.LabelTenantNS]
 	if tenantNS == "" {
-		return nil, ErrNotMade
+		return nil, notMade("for a tenant namespace (it names none)")
 	}
 	ns := &corev1.Namespace{}
 	if err := c.Get(ctx, types.NamespacedName{Name: tenantNS}, ns); apierrors.IsNotFound(err) {
-		return nil, ErrNotMade
+		return nil, notMade("for namespace " + tenantNS + ", which does not exist")
 	} else if err != nil {
 		return nil, err
 	}
 	kind, key, ok := MadeFor(app, ns.Name, string(ns.UID))
 	if !ok {
-		return nil, ErrNotMade
+		return nil, notMade("for a GitOpsDeployment or SnapshotEnvironmentBinding of namespace " + tenantNS)
 	}
 	var owner client.Object = &v1.GitOpsDeployment{}
 	if kind == ownership.KindBinding {
 		owner = &appstudiov1alpha1.SnapshotEnvironmentBinding{}
 	}
 	if err := c.Get(ctx, key, owner); apierrors.IsNotFound(err) {
-		return nil, ErrNotMade
+		return nil, notMade("for " + kind + " " + key.String() + ", which does not exist")
 	} else if err != nil {
 		return nil, err
 	}
 	if uid := string(owner.GetUID()); uid == "" || uid != app.Labels[ownership.LabelOwnerUID] {
-		return nil, ErrNotMade
+		return nil, notMade("for " + kind + " " + key.String() + " (it names another UID)")
 	}
 	return owner, nil
 }
