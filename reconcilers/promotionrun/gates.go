@@ -64,6 +64,38 @@ type gateInput struct {
 	Now      time.Time
 }
 
+// gates is what holds the run back from one of the Environments names (the
+// first one that does), or nil. snap is the Snapshot the gates decide on,
+// nil when it does not exist. When the Snapshot was verified in a parent
+// Environment (its soak time) is read from the steps of the namespace's
+// runs, this run's as planned so far. A missing Environment has no gates
+// here: the promotion refuses it.
+func gates(w *world, run *as.PromotionRun, names []string, snap *as.Snapshot) *kernel.Waiting {
+	runs := append(slices.DeleteFunc(slices.Clone(w.Runs), func(o as.PromotionRun) bool { return o.UID == run.UID }), *run)
+	for _, name := range names {
+		env := w.environment(name)
+		if env == nil {
+			continue
+		}
+		in := gateInput{Application: run.Spec.Application, Snapshot: run.Spec.Snapshot, Env: env, Approvals: w.Approvals, Previews: w.Previews,
+			Identity: w.Identity, Now: w.Now.Time, Rollback: run.Spec.IsRollback()}
+		if snap != nil {
+			in.SnapshotID, in.SnapshotCreated = snap.Identity(), snap.CreationTimestamp.Time
+		}
+		if claim := env.Spec.Configuration.Target.DeploymentTargetClaim.ClaimName; claim != "" {
+			in.Claim = w.Claims[claim]
+		}
+		if p := env.Spec.ParentEnvironment; p != "" {
+			in.Parent = w.environment(p)
+			in.VerifiedInParent = verifiedAt(runs, run.Spec.Application, run.Spec.Snapshot, in.SnapshotID, p)
+		}
+		if wt := gate(in); wt != nil {
+			return wt
+		}
+	}
+	return nil
+}
+
 // gate returns what holds the promotion back from in.Env, or nil when it may
 // enter: the first of the ladder's policies that holds it. The Waiting's
 // message says what it waits for and until when; its After is when the gate

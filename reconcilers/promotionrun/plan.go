@@ -57,164 +57,154 @@ type bindWrite struct {
 	From, To *as.SnapshotEnvironmentBinding
 }
 
-// planner builds the next of one pass on its own copy of the run.
-type planner struct {
-	w   *world
-	run *as.PromotionRun
-	out next
-}
-
 // plan decides the pass over w.Run: a run that is not Active starts when it
 // is its turn and the gates of its first Environment let it in; an Active
 // one deploys its current step and, once that is verified, enters the next.
 func plan(w *world) next {
-	p := &planner{w: w, run: w.Run.DeepCopy()}
+	var n next
+	run := w.Run.DeepCopy() // the plan's own
 	if w.Starting {
-		p.start()
+		start(w, run, &n)
 	} else {
-		p.promote()
-		p.out.Entries = records(w, p.run)
+		promote(w, run, &n)
+		n.Entries = records(w, run)
 	}
-	p.out.Status = p.run.Status
-	return p.out
+	n.Status = run.Status
+	return n
 }
 
-func (p *planner) event(reason, format string, args ...any) {
-	p.out.Events = append(p.out.Events, note{reason, fmt.Sprintf(format, args...)})
+// note adds a Normal Event.
+func (n *next) note(reason, format string, args ...any) {
+	n.Events = append(n.Events, note{reason, fmt.Sprintf(format, args...)})
 }
-
-func (p *planner) wait(w *kernel.Waiting) { p.out.Wait = w }
 
 // start makes the run Active when no run of its application holds it up
 // (blocker) and the gates of its first Environment let it in; else it waits.
 // The next pass promotes.
-func (p *planner) start() {
-	run := p.run
-	if b := blocker(run, p.w.Runs); b != "" {
+func start(w *world, run *as.PromotionRun, n *next) {
+	if b := blocker(run, w.Runs); b != "" {
 		run.Status.State = as.PromotionRunStateWaiting
 		// Its completion or deletion wakes this run (setup.go).
-		p.wait(kernel.Wait(as.WaitingReasonRunActive, kernel.WaitingRetry, "PromotionRun %s of Application %s to complete", b, run.Spec.Application))
+		n.Wait = kernel.Wait(as.WaitingReasonRunActive, kernel.WaitingRetry, "PromotionRun %s of Application %s to complete", b, run.Spec.Application)
 		return
 	}
 	// Decided on the Snapshot as it is now, whose identity the run keeps (a
 	// missing one: the promotion refuses it).
-	snap := p.w.snapshot(run.Spec.Snapshot)
-	if w := gates(p.w, run, []string{first(run)}, snap); w != nil {
+	snap := w.snapshot(run.Spec.Snapshot)
+	if wait := gates(w, run, []string{first(run)}, snap); wait != nil {
 		run.Status.State = as.PromotionRunStateWaiting
-		p.wait(w)
+		n.Wait = wait
 		return
 	}
 	run.Status.State = as.PromotionRunStateActive
-	run.Status.PromotionStartTime = p.w.Now
+	run.Status.PromotionStartTime = w.Now
 	if snap != nil && !run.Spec.IsRollback() {
 		// What the gates let in; a rollback records the Snapshot it returns to.
 		run.Status.SnapshotIdentity = snap.Identity()
 	}
-	p.out.Result = ctrl.Result{Requeue: true}
+	n.Result = ctrl.Result{Requeue: true}
 }
 
 // promote moves an Active run on: it checks its inputs, binds the current
 // step's Environments to the Snapshot and records how far they are; a
 // verified step lets the next one in once its gates do.
-func (p *planner) promote() {
-	run := p.run
+func promote(w *world, run *as.PromotionRun, n *next) {
 	if len(run.Status.EnvironmentStatus) == 0 {
-		if refusal := rejectedRefusal(run, p.w.Histories); refusal != nil {
-			p.fail(refusal)
+		if refusal := rejectedRefusal(run, w.Histories); refusal != nil {
+			fail(run, n, refusal)
 			return
 		}
 		if run.Spec.IsRollback() && run.Status.Rollback == nil {
-			if refusal := p.startRollback(); refusal != nil {
-				p.fail(refusal)
+			if refusal := startRollback(w, run, n); refusal != nil {
+				fail(run, n, refusal)
 				return
 			}
 		}
 	}
-	snap := p.w.snapshot(snapshotOf(run))
+	snap := w.snapshot(snapshotOf(run))
 	if snap == nil {
-		p.fail(notFound("Snapshot", snapshotOf(run)))
+		fail(run, n, notFound("Snapshot", snapshotOf(run)))
 		return
 	}
 	if refusal := sameSnapshot(run, snap); refusal != nil {
-		p.fail(refusal)
+		fail(run, n, refusal)
 		return
 	}
 	if snap.Spec.Application != run.Spec.Application {
-		p.fail(kernel.Refuse(ReasonSnapshotOfAnotherApplication, "Snapshot %q is of Application %q, not %q", snap.Name, snap.Spec.Application, run.Spec.Application))
+		fail(run, n, kernel.Refuse(ReasonSnapshotOfAnotherApplication, "Snapshot %q is of Application %q, not %q", snap.Name, snap.Spec.Application, run.Spec.Application))
 		return
 	}
-	if !p.w.Application {
-		p.fail(notFound("Application", run.Spec.Application))
+	if !w.Application {
+		fail(run, n, notFound("Application", run.Spec.Application))
 		return
 	}
 	level, entering := current(run), true
 	switch {
 	case len(level) == 0 && len(run.Status.EnvironmentStatus) == 0:
 		level = []string{first(run)}
-		p.addSteps(level)
+		addSteps(run, level, w.Now)
 	case len(level) == 0:
 		// Every step is verified and the next ones wait at their gates:
 		// those are looked at again, the verified ones are not.
 		level, entering = promoted(run), false
 	}
 	for {
-		if entering && !p.enter(snap, level) {
+		if entering && !enter(w, run, n, snap, level) {
 			return
 		}
 		var next, manual []string
 		if run.Spec.AutomatedPromotion != nil {
-			next, manual = nextLevel(p.w.Environments, level, promoted(run))
-			if w := holdOf(p.w, run, level, next); w != nil {
-				p.wait(w)
+			next, manual = nextLevel(w.Environments, level, promoted(run))
+			if wait := holdOf(w, run, level, next); wait != nil {
+				n.Wait = wait
 				return
 			}
 		}
 		if len(manual) > 0 && entering {
-			p.event("ManualEnvironment", "Not promoting to %s: deploymentStrategy is Manual", strings.Join(manual, ", "))
+			n.note("ManualEnvironment", "Not promoting to %s: deploymentStrategy is Manual", strings.Join(manual, ", "))
 		}
 		if len(next) == 0 {
-			p.complete(as.PromotionRunCompleteResultSuccess, nil)
+			complete(run, n, as.PromotionRunCompleteResultSuccess, nil)
 			return
 		}
 		// The next Environments are entered together, once the gates of each let the run in.
-		if w := gates(p.w, run, next, snap); w != nil {
-			p.wait(w)
+		if wait := gates(w, run, next, snap); wait != nil {
+			n.Wait = wait
 			return
 		}
-		p.addSteps(next)
+		addSteps(run, next, w.Now)
 		level, entering = next, true
 	}
 }
 
 // enter deploys the Snapshot to the level's Environments and says whether
 // all of them run it; when not, the run waits (or timed out, or failed).
-func (p *planner) enter(snap *as.Snapshot, level []string) bool {
+func enter(w *world, run *as.PromotionRun, n *next, snap *as.Snapshot, level []string) bool {
 	for _, name := range level {
-		if p.w.environment(name) == nil {
-			p.fail(notFound("Environment", name))
+		if w.environment(name) == nil {
+			fail(run, n, notFound("Environment", name))
 			return false
 		}
 	}
-	if p.deploy(snap, level) {
+	if deploy(w, run, n, snap, level) {
 		return true
 	}
-	if p.run.Status.State != as.PromotionRunStateCompleted {
-		p.waitOrTimeout()
+	if run.Status.State != as.PromotionRunStateCompleted {
+		waitOrTimeout(w, run, n)
 	}
 	return false
 }
 
 // deploy binds each Environment of the level to the Snapshot and records
 // whether it is deployed; a binding that cannot be used fails the run.
-func (p *planner) deploy(snap *as.Snapshot, level []string) bool {
-	run := p.run
+func deploy(w *world, run *as.PromotionRun, n *next, snap *as.Snapshot, level []string) bool {
 	run.Status.ActiveBindings = nil
 	all := true
 	for _, env := range level {
-		seb, respecced, refusal := p.bind(env)
+		seb, respecced, refusal := bind(w, run, n, env)
 		if refusal != nil {
 			setStep(run, env, as.PromotionRunEnvironmentStatusFailure, refusal.Message)
-			p.complete(as.PromotionRunCompleteResultFailure, refusal)
+			complete(run, n, as.PromotionRunCompleteResultFailure, refusal)
 			return false
 		}
 		run.Status.ActiveBindings = append(run.Status.ActiveBindings, seb.Name)
@@ -227,9 +217,9 @@ func (p *planner) deploy(snap *as.Snapshot, level []string) bool {
 			all = false
 			continue
 		}
-		if ok, progress := verdict(snap, p.w.Generated[seb.UID]); ok {
+		if ok, progress := verdict(snap, w.Generated[seb.UID]); ok {
 			setStep(run, env, as.PromotionRunEnvironmentStatusSuccess, progress)
-			verified(run, env, p.w.Now)
+			verified(run, env, w.Now)
 		} else {
 			setStep(run, env, as.PromotionRunEnvironmentStatusInProgress, progress)
 			all = false
@@ -243,14 +233,13 @@ func (p *planner) deploy(snap *as.Snapshot, level []string) bool {
 // is none, created), with the write that points it; respecced says its spec
 // changes (its status then speaks of the spec before). It refuses a binding
 // the API server refused.
-func (p *planner) bind(env string) (seb *as.SnapshotEnvironmentBinding, respecced bool, refusal *kernel.Refusal) {
-	run := p.run
-	if r := p.w.Refused[env]; r != nil {
+func bind(w *world, run *as.PromotionRun, n *next, env string) (seb *as.SnapshotEnvironmentBinding, respecced bool, refusal *kernel.Refusal) {
+	if r := w.Refused[env]; r != nil {
 		return nil, false, r
 	}
 	name := snapshotOf(run)
 	b, recorded := boundSnapshot(run)
-	seb = binding.Of(p.w.Bindings, run.Spec.Application, env)
+	seb = binding.Of(w.Bindings, run.Spec.Application, env)
 	if seb == nil {
 		seb = &as.SnapshotEnvironmentBinding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: run.Namespace, Name: binding.GeneratedName(run.Spec.Application, env),
@@ -260,7 +249,7 @@ func (p *planner) bind(env string) (seb *as.SnapshotEnvironmentBinding, respecce
 		if recorded {
 			seb.Annotations = map[string]string{as.AnnotationBoundSnapshot: b}
 		}
-		p.out.Binds = append(p.out.Binds, bindWrite{Env: env, Create: seb})
+		n.Binds = append(n.Binds, bindWrite{Env: env, Create: seb})
 		return seb, true, nil
 	}
 	if seb.Spec.Snapshot == name && (!recorded || seb.Annotations[as.AnnotationBoundSnapshot] == b) {
@@ -276,14 +265,14 @@ func (p *planner) bind(env string) (seb *as.SnapshotEnvironmentBinding, respecce
 		}
 		to.Annotations[as.AnnotationBoundSnapshot] = b
 	}
-	p.out.Binds = append(p.out.Binds, bindWrite{Env: env, From: seb, To: to})
+	n.Binds = append(n.Binds, bindWrite{Env: env, From: seb, To: to})
 	return to, seb.Spec.Snapshot != name, nil
 }
 
 // waitOrTimeout fails the run when the step in progress is past its deadline:
 // the run may take Timeout per Environment promoted to so far.
-func (p *planner) waitOrTimeout() {
-	run, timeout, now := p.run, p.w.Timeout, p.w.Now.Time
+func waitOrTimeout(w *world, run *as.PromotionRun, n *next) {
+	timeout, now := w.Timeout, w.Now.Time
 	deadline := run.Status.PromotionStartTime.Add(time.Duration(len(run.Status.EnvironmentStatus)) * timeout)
 	// Time spent at a gate does not count: a step may take Timeout from when it entered its Environment.
 	for _, s := range run.Status.EnvironmentStatus {
@@ -292,7 +281,7 @@ func (p *planner) waitOrTimeout() {
 		}
 	}
 	if left := deadline.Sub(now); left > 0 {
-		p.out.Result = ctrl.Result{RequeueAfter: min(left, kernel.UnwatchedRecheck)}
+		n.Result = ctrl.Result{RequeueAfter: min(left, kernel.UnwatchedRecheck)}
 		return
 	}
 	var msg string
@@ -304,34 +293,33 @@ func (p *planner) waitOrTimeout() {
 			}
 		}
 	}
-	p.complete(as.PromotionRunCompleteResultFailure, kernel.Refuse(ReasonTimedOut, "%s", msg))
+	complete(run, n, as.PromotionRunCompleteResultFailure, kernel.Refuse(ReasonTimedOut, "%s", msg))
 }
 
 // fail ends the run when its inputs are refused (a PromotionRun is not retried).
-func (p *planner) fail(refusal *kernel.Refusal) {
-	for _, env := range current(p.run) {
-		setStep(p.run, env, as.PromotionRunEnvironmentStatusFailure, refusal.Message)
+func fail(run *as.PromotionRun, n *next, refusal *kernel.Refusal) {
+	for _, env := range current(run) {
+		setStep(run, env, as.PromotionRunEnvironmentStatusFailure, refusal.Message)
 	}
-	p.complete(as.PromotionRunCompleteResultFailure, refusal)
+	complete(run, n, as.PromotionRunCompleteResultFailure, refusal)
 }
 
 // complete ends the run; failed says why it failed.
-func (p *planner) complete(result as.PromotionRunCompleteResult, failed *kernel.Refusal) {
-	p.run.Status.State = as.PromotionRunStateCompleted
-	p.run.Status.CompletionResult = result
-	p.out.Result = ctrl.Result{}
+func complete(run *as.PromotionRun, n *next, result as.PromotionRunCompleteResult, failed *kernel.Refusal) {
+	run.Status.State = as.PromotionRunStateCompleted
+	run.Status.CompletionResult = result
+	n.Result = ctrl.Result{}
 	if result == as.PromotionRunCompleteResultSuccess {
-		p.event("PromotionSucceeded", "Snapshot %s promoted to %s", snapshotOf(p.run), strings.Join(promoted(p.run), ", "))
+		n.note("PromotionSucceeded", "Snapshot %s promoted to %s", snapshotOf(run), strings.Join(promoted(run), ", "))
 		return
 	}
-	p.out.Failed = failed
+	n.Failed = failed
 }
 
-func (p *planner) addSteps(envs []string) {
-	now := p.w.Now
+func addSteps(run *as.PromotionRun, envs []string, now metav1.Time) {
 	for _, e := range envs {
-		p.run.Status.EnvironmentStatus = append(p.run.Status.EnvironmentStatus, as.PromotionRunEnvironmentStatus{
-			Step: len(p.run.Status.EnvironmentStatus) + 1, EnvironmentName: e,
+		run.Status.EnvironmentStatus = append(run.Status.EnvironmentStatus, as.PromotionRunEnvironmentStatus{
+			Step: len(run.Status.EnvironmentStatus) + 1, EnvironmentName: e,
 			Status: as.PromotionRunEnvironmentStatusInProgress, DisplayStatus: "Promoting", StartTime: &now,
 		})
 	}
@@ -348,6 +336,18 @@ func first(run *as.PromotionRun) string {
 		return run.Spec.ManualPromotion.TargetEnvironment
 	}
 	return run.Spec.AutomatedPromotion.InitialEnvironment
+}
+
+// snapshotOf is the Snapshot the run deploys: for a rollback, the one it
+// rolls back to (known once it started).
+func snapshotOf(run *as.PromotionRun) string {
+	if run.Spec.IsRollback() {
+		if run.Status.Rollback == nil {
+			return ""
+		}
+		return run.Status.Rollback.Snapshot
+	}
+	return run.Spec.Snapshot
 }
 
 // current is the step in progress: its Environments.

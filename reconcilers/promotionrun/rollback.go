@@ -22,18 +22,6 @@ import (
 
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionruns,verbs=create
 
-// snapshotOf is the Snapshot the run deploys: for a rollback, the one it
-// rolls back to (known once it started).
-func snapshotOf(run *as.PromotionRun) string {
-	if run.Spec.IsRollback() {
-		if run.Status.Rollback == nil {
-			return ""
-		}
-		return run.Status.Rollback.Snapshot
-	}
-	return run.Spec.Snapshot
-}
-
 // sameIdentity says whether two records of Snapshots of one name are of the
 // same Snapshot: their identities match, or one is unknown (a record
 // written before identities were, a Snapshot gone): then the name decides,
@@ -151,15 +139,14 @@ func rejectedRefusal(run *as.PromotionRun, histories []as.PromotionHistory) *ker
 // refuses when there is nothing to roll back to or the Environment deploys
 // something else by now (a second click: the first rollback already moved
 // it), changing nothing then.
-func (p *planner) startRollback() *kernel.Refusal {
-	run := p.run
+func startRollback(w *world, run *as.PromotionRun, n *next) *kernel.Refusal {
 	env, bad := run.Spec.ManualPromotion.TargetEnvironment, run.Spec.Snapshot
-	if p.w.environment(env) == nil {
+	if w.environment(env) == nil {
 		return notFound("Environment", env)
 	}
 	target, targetID := "", as.SnapshotIdentity{}
-	for _, c := range rollbackCandidates(byEnvironment(p.w.Histories)[env], bad, p.w.Histories) {
-		if snap := p.w.snapshot(c.Snapshot); snap != nil && rollbackTarget(c, snap) {
+	for _, c := range rollbackCandidates(byEnvironment(w.Histories)[env], bad, w.Histories) {
+		if snap := w.snapshot(c.Snapshot); snap != nil && rollbackTarget(c, snap) {
 			target, targetID = c.Snapshot, snap.Identity()
 			break
 		}
@@ -167,18 +154,18 @@ func (p *planner) startRollback() *kernel.Refusal {
 	if target == "" {
 		return kernel.Refuse(reason, "no Snapshot other than %s was verified in Environment %s for Application %s: nothing to roll back to", bad, env, run.Spec.Application)
 	}
-	if seb := binding.Of(p.w.Bindings, run.Spec.Application, env); seb != nil && seb.Spec.Snapshot != bad && seb.Spec.Snapshot != target {
+	if seb := binding.Of(w.Bindings, run.Spec.Application, env); seb != nil && seb.Spec.Snapshot != bad && seb.Spec.Snapshot != target {
 		return kernel.Refuse(reason, "Environment %s deploys Snapshot %s of Application %s, not %s: nothing to roll back", env, seb.Spec.Snapshot, run.Spec.Application, bad)
 	}
 	// What is rejected is the Snapshot of that name now; gone, every one of the name.
 	var badID as.SnapshotIdentity
-	if snap := p.w.snapshot(bad); snap != nil {
+	if snap := w.snapshot(bad); snap != nil {
 		badID = snap.Identity()
 	}
-	p.out.Rollback = &rollbackRecord{Env: env, Bad: bad, BadID: badID}
+	n.Rollback = &rollbackRecord{Env: env, Bad: bad, BadID: badID}
 	run.Status.Rollback = &as.RollbackStatus{Snapshot: target}
 	run.Status.SnapshotIdentity = targetID
-	p.event("RollingBack", "Rolling Environment %s back from Snapshot %s to %s; %s is rejected for Application %s and automated promotion out of %s holds until released",
+	n.note("RollingBack", "Rolling Environment %s back from Snapshot %s to %s; %s is rejected for Application %s and automated promotion out of %s holds until released",
 		env, bad, target, bad, run.Spec.Application, env)
 	return nil
 }
