@@ -20,28 +20,28 @@ import (
 // writes it last, and only when act succeeded. A binding the API server
 // refuses fails the run there: the plan is made again with that fact and its
 // remaining writes made.
-func (r *Reconciler) act(ctx context.Context, w *world, next *next) error {
+func (r *Reconciler) act(ctx context.Context, w *world, d *decision) error {
 	run := w.Run
-	if rb := next.Rollback; rb != nil {
+	if rb := d.Rollback; rb != nil {
 		if err := r.updateHistory(ctx, run.Namespace, run.Spec.Application, rb.Env, func(st *as.PromotionHistoryStatus) bool {
 			return applyRollback(st, run.Name, rb.Bad, rb.BadID, w.Now)
 		}); err != nil {
 			return err
 		}
 	}
-	for _, b := range next.Binds {
+	for _, b := range d.Binds {
 		err := r.bind(ctx, run, b)
 		if refusal := kernel.AsRefusal(err); refusal != nil {
 			w.Refused = map[string]*kernel.Refusal{b.Env: refusal}
-			*next = plan(w)
-			next.Rollback, next.Binds = nil, nil // written already
+			*d = plan(w)
+			d.Rollback, d.Binds = nil, nil // written already
 			break
 		}
 		if err != nil {
 			return err
 		}
 	}
-	for _, h := range next.Entries {
+	for _, h := range d.Entries {
 		if err := r.updateHistory(ctx, run.Namespace, run.Spec.Application, h.Env, func(st *as.PromotionHistoryStatus) bool {
 			return upsertEntry(st, h.Entry)
 		}); err != nil {
@@ -53,7 +53,7 @@ func (r *Reconciler) act(ctx context.Context, w *world, next *next) error {
 			}
 		}
 	}
-	for _, e := range next.Events {
+	for _, e := range d.Events {
 		r.Recorder.Event(run, corev1.EventTypeNormal, e.Reason, e.Message)
 	}
 	return nil

@@ -20,7 +20,7 @@ import (
 // pure function of what was read and of the clock (gate, below: an ordered
 // list of policies); the plan asks it before a run starts (its first
 // Environment) and before each next step of an automated promotion enters
-// its Environments (gatesOf).
+// its Environments (gates, which reads their inputs from the world).
 //
 // Soak time is counted from the VerifiedTime of the latest successful step of
 // any PromotionRun of the Application that promoted the Snapshot (this

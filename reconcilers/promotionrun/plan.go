@@ -20,8 +20,8 @@ import (
 
 // The plan of a pass: a pure function of the world gathered for it.
 
-// next is what a pass does: the run's next status and what act writes for it.
-type next struct {
+// decision is what a pass does: the run's next status and what act writes for it.
+type decision struct {
 	Status as.PromotionRunStatus
 	// Wait: the run waits (its turn, a gate, a hold); nil when it moves or ends.
 	Wait   *kernel.Waiting
@@ -60,32 +60,32 @@ type bindWrite struct {
 // plan decides the pass over w.Run: a run that is not Active starts when it
 // is its turn and the gates of its first Environment let it in; an Active
 // one deploys its current step and, once that is verified, enters the next.
-func plan(w *world) next {
-	var n next
+func plan(w *world) decision {
+	var d decision
 	run := w.Run.DeepCopy() // the plan's own
 	if w.Starting {
-		start(w, run, &n)
+		start(w, run, &d)
 	} else {
-		promote(w, run, &n)
-		n.Entries = records(w, run)
+		promote(w, run, &d)
+		d.Entries = records(w, run)
 	}
-	n.Status = run.Status
-	return n
+	d.Status = run.Status
+	return d
 }
 
 // note adds a Normal Event.
-func (n *next) note(reason, format string, args ...any) {
-	n.Events = append(n.Events, note{reason, fmt.Sprintf(format, args...)})
+func (d *decision) note(reason, format string, args ...any) {
+	d.Events = append(d.Events, note{reason, fmt.Sprintf(format, args...)})
 }
 
 // start makes the run Active when no run of its application holds it up
 // (blocker) and the gates of its first Environment let it in; else it waits.
 // The next pass promotes.
-func start(w *world, run *as.PromotionRun, n *next) {
+func start(w *world, run *as.PromotionRun, d *decision) {
 	if b := blocker(run, w.Runs); b != "" {
 		run.Status.State = as.PromotionRunStateWaiting
 		// Its completion or deletion wakes this run (setup.go).
-		n.Wait = kernel.Wait(as.WaitingReasonRunActive, kernel.WaitingRetry, "PromotionRun %s of Application %s to complete", b, run.Spec.Application)
+		d.Wait = kernel.Wait(as.WaitingReasonRunActive, kernel.WaitingRetry, "PromotionRun %s of Application %s to complete", b, run.Spec.Application)
 		return
 	}
 	// Decided on the Snapshot as it is now, whose identity the run keeps (a
@@ -93,7 +93,7 @@ func start(w *world, run *as.PromotionRun, n *next) {
 	snap := w.snapshot(run.Spec.Snapshot)
 	if wait := gates(w, run, []string{first(run)}, snap); wait != nil {
 		run.Status.State = as.PromotionRunStateWaiting
-		n.Wait = wait
+		d.Wait = wait
 		return
 	}
 	run.Status.State = as.PromotionRunStateActive
@@ -102,40 +102,40 @@ func start(w *world, run *as.PromotionRun, n *next) {
 		// What the gates let in; a rollback records the Snapshot it returns to.
 		run.Status.SnapshotIdentity = snap.Identity()
 	}
-	n.Result = ctrl.Result{Requeue: true}
+	d.Result = ctrl.Result{Requeue: true}
 }
 
 // promote moves an Active run on: it checks its inputs, binds the current
 // step's Environments to the Snapshot and records how far they are; a
 // verified step lets the next one in once its gates do.
-func promote(w *world, run *as.PromotionRun, n *next) {
+func promote(w *world, run *as.PromotionRun, d *decision) {
 	if len(run.Status.EnvironmentStatus) == 0 {
 		if refusal := rejectedRefusal(run, w.Histories); refusal != nil {
-			fail(run, n, refusal)
+			fail(run, d, refusal)
 			return
 		}
 		if run.Spec.IsRollback() && run.Status.Rollback == nil {
-			if refusal := startRollback(w, run, n); refusal != nil {
-				fail(run, n, refusal)
+			if refusal := startRollback(w, run, d); refusal != nil {
+				fail(run, d, refusal)
 				return
 			}
 		}
 	}
 	snap := w.snapshot(snapshotOf(run))
 	if snap == nil {
-		fail(run, n, notFound("Snapshot", snapshotOf(run)))
+		fail(run, d, notFound("Snapshot", snapshotOf(run)))
 		return
 	}
 	if refusal := sameSnapshot(run, snap); refusal != nil {
-		fail(run, n, refusal)
+		fail(run, d, refusal)
 		return
 	}
 	if snap.Spec.Application != run.Spec.Application {
-		fail(run, n, kernel.Refuse(ReasonSnapshotOfAnotherApplication, "Snapshot %q is of Application %q, not %q", snap.Name, snap.Spec.Application, run.Spec.Application))
+		fail(run, d, kernel.Refuse(ReasonSnapshotOfAnotherApplication, "Snapshot %q is of Application %q, not %q", snap.Name, snap.Spec.Application, run.Spec.Application))
 		return
 	}
 	if !w.Application {
-		fail(run, n, notFound("Application", run.Spec.Application))
+		fail(run, d, notFound("Application", run.Spec.Application))
 		return
 	}
 	level, entering := current(run), true
@@ -149,27 +149,27 @@ func promote(w *world, run *as.PromotionRun, n *next) {
 		level, entering = promoted(run), false
 	}
 	for {
-		if entering && !enter(w, run, n, snap, level) {
+		if entering && !enter(w, run, d, snap, level) {
 			return
 		}
 		var next, manual []string
 		if run.Spec.AutomatedPromotion != nil {
 			next, manual = nextLevel(w.Environments, level, promoted(run))
 			if wait := holdOf(w, run, level, next); wait != nil {
-				n.Wait = wait
+				d.Wait = wait
 				return
 			}
 		}
 		if len(manual) > 0 && entering {
-			n.note("ManualEnvironment", "Not promoting to %s: deploymentStrategy is Manual", strings.Join(manual, ", "))
+			d.note("ManualEnvironment", "Not promoting to %s: deploymentStrategy is Manual", strings.Join(manual, ", "))
 		}
 		if len(next) == 0 {
-			complete(run, n, as.PromotionRunCompleteResultSuccess, nil)
+			complete(run, d, as.PromotionRunCompleteResultSuccess, nil)
 			return
 		}
 		// The next Environments are entered together, once the gates of each let the run in.
 		if wait := gates(w, run, next, snap); wait != nil {
-			n.Wait = wait
+			d.Wait = wait
 			return
 		}
 		addSteps(run, next, w.Now)
@@ -179,32 +179,32 @@ func promote(w *world, run *as.PromotionRun, n *next) {
 
 // enter deploys the Snapshot to the level's Environments and says whether
 // all of them run it; when not, the run waits (or timed out, or failed).
-func enter(w *world, run *as.PromotionRun, n *next, snap *as.Snapshot, level []string) bool {
+func enter(w *world, run *as.PromotionRun, d *decision, snap *as.Snapshot, level []string) bool {
 	for _, name := range level {
 		if w.environment(name) == nil {
-			fail(run, n, notFound("Environment", name))
+			fail(run, d, notFound("Environment", name))
 			return false
 		}
 	}
-	if deploy(w, run, n, snap, level) {
+	if deploy(w, run, d, snap, level) {
 		return true
 	}
 	if run.Status.State != as.PromotionRunStateCompleted {
-		waitOrTimeout(w, run, n)
+		waitOrTimeout(w, run, d)
 	}
 	return false
 }
 
 // deploy binds each Environment of the level to the Snapshot and records
 // whether it is deployed; a binding that cannot be used fails the run.
-func deploy(w *world, run *as.PromotionRun, n *next, snap *as.Snapshot, level []string) bool {
+func deploy(w *world, run *as.PromotionRun, d *decision, snap *as.Snapshot, level []string) bool {
 	run.Status.ActiveBindings = nil
 	all := true
 	for _, env := range level {
-		seb, respecced, refusal := bind(w, run, n, env)
+		seb, respecced, refusal := bind(w, run, d, env)
 		if refusal != nil {
 			setStep(run, env, as.PromotionRunEnvironmentStatusFailure, refusal.Message)
-			complete(run, n, as.PromotionRunCompleteResultFailure, refusal)
+			complete(run, d, as.PromotionRunCompleteResultFailure, refusal)
 			return false
 		}
 		run.Status.ActiveBindings = append(run.Status.ActiveBindings, seb.Name)
@@ -233,7 +233,7 @@ func deploy(w *world, run *as.PromotionRun, n *next, snap *as.Snapshot, level []
 // is none, created), with the write that points it; respecced says its spec
 // changes (its status then speaks of the spec before). It refuses a binding
 // the API server refused.
-func bind(w *world, run *as.PromotionRun, n *next, env string) (seb *as.SnapshotEnvironmentBinding, respecced bool, refusal *kernel.Refusal) {
+func bind(w *world, run *as.PromotionRun, d *decision, env string) (seb *as.SnapshotEnvironmentBinding, respecced bool, refusal *kernel.Refusal) {
 	if r := w.Refused[env]; r != nil {
 		return nil, false, r
 	}
@@ -249,7 +249,7 @@ func bind(w *world, run *as.PromotionRun, n *next, env string) (seb *as.Snapshot
 		if recorded {
 			seb.Annotations = map[string]string{as.AnnotationBoundSnapshot: b}
 		}
-		n.Binds = append(n.Binds, bindWrite{Env: env, Create: seb})
+		d.Binds = append(d.Binds, bindWrite{Env: env, Create: seb})
 		return seb, true, nil
 	}
 	if seb.Spec.Snapshot == name && (!recorded || seb.Annotations[as.AnnotationBoundSnapshot] == b) {
@@ -265,13 +265,13 @@ func bind(w *world, run *as.PromotionRun, n *next, env string) (seb *as.Snapshot
 		}
 		to.Annotations[as.AnnotationBoundSnapshot] = b
 	}
-	n.Binds = append(n.Binds, bindWrite{Env: env, From: seb, To: to})
+	d.Binds = append(d.Binds, bindWrite{Env: env, From: seb, To: to})
 	return to, seb.Spec.Snapshot != name, nil
 }
 
 // waitOrTimeout fails the run when the step in progress is past its deadline:
 // the run may take Timeout per Environment promoted to so far.
-func waitOrTimeout(w *world, run *as.PromotionRun, n *next) {
+func waitOrTimeout(w *world, run *as.PromotionRun, d *decision) {
 	timeout, now := w.Timeout, w.Now.Time
 	deadline := run.Status.PromotionStartTime.Add(time.Duration(len(run.Status.EnvironmentStatus)) * timeout)
 	// Time spent at a gate does not count: a step may take Timeout from when it entered its Environment.
@@ -281,7 +281,7 @@ func waitOrTimeout(w *world, run *as.PromotionRun, n *next) {
 		}
 	}
 	if left := deadline.Sub(now); left > 0 {
-		n.Result = ctrl.Result{RequeueAfter: min(left, kernel.UnwatchedRecheck)}
+		d.Result = ctrl.Result{RequeueAfter: min(left, kernel.UnwatchedRecheck)}
 		return
 	}
 	var msg string
@@ -293,27 +293,27 @@ func waitOrTimeout(w *world, run *as.PromotionRun, n *next) {
 			}
 		}
 	}
-	complete(run, n, as.PromotionRunCompleteResultFailure, kernel.Refuse(ReasonTimedOut, "%s", msg))
+	complete(run, d, as.PromotionRunCompleteResultFailure, kernel.Refuse(ReasonTimedOut, "%s", msg))
 }
 
 // fail ends the run when its inputs are refused (a PromotionRun is not retried).
-func fail(run *as.PromotionRun, n *next, refusal *kernel.Refusal) {
+func fail(run *as.PromotionRun, d *decision, refusal *kernel.Refusal) {
 	for _, env := range current(run) {
 		setStep(run, env, as.PromotionRunEnvironmentStatusFailure, refusal.Message)
 	}
-	complete(run, n, as.PromotionRunCompleteResultFailure, refusal)
+	complete(run, d, as.PromotionRunCompleteResultFailure, refusal)
 }
 
 // complete ends the run; failed says why it failed.
-func complete(run *as.PromotionRun, n *next, result as.PromotionRunCompleteResult, failed *kernel.Refusal) {
+func complete(run *as.PromotionRun, d *decision, result as.PromotionRunCompleteResult, failed *kernel.Refusal) {
 	run.Status.State = as.PromotionRunStateCompleted
 	run.Status.CompletionResult = result
-	n.Result = ctrl.Result{}
+	d.Result = ctrl.Result{}
 	if result == as.PromotionRunCompleteResultSuccess {
-		n.note("PromotionSucceeded", "Snapshot %s promoted to %s", snapshotOf(run), strings.Join(promoted(run), ", "))
+		d.note("PromotionSucceeded", "Snapshot %s promoted to %s", snapshotOf(run), strings.Join(promoted(run), ", "))
 		return
 	}
-	n.Failed = failed
+	d.Failed = failed
 }
 
 func addSteps(run *as.PromotionRun, envs []string, now metav1.Time) {

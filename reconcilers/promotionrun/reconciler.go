@@ -127,11 +127,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	result := ctrl.Result{}
 	w, err := r.gather(ctx, run, starting)
 	if err == nil {
-		next := plan(w)
+		d := plan(w)
 		// The status says what was done: it changes only once every write
 		// it records is made (a completed run is not looked at again).
-		if err = r.act(ctx, w, &next); err == nil {
-			result, err = r.apply(run, next)
+		if err = r.act(ctx, w, &d); err == nil {
+			result, err = r.apply(run, d)
 		}
 	}
 	run.Status.ObservedGeneration = run.Generation
@@ -142,17 +142,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 // apply makes the planned status the run's, with the failure's condition and
 // Warning when it failed, and returns the pass's outcome.
-func (r *Reconciler) apply(run *as.PromotionRun, next next) (ctrl.Result, error) {
-	run.Status = next.Status
-	if f := next.Failed; f != nil {
+func (r *Reconciler) apply(run *as.PromotionRun, d decision) (ctrl.Result, error) {
+	run.Status = d.Status
+	if f := d.Failed; f != nil {
 		// One Warning, named after the failure: a completed run is done.
 		kernel.SetConditionWarning(r.Recorder, run, &run.Status.Conditions, metav1.Condition{Type: as.PromotionRunConditionErrorOccurred, Status: metav1.ConditionTrue,
 			Reason: reason, Message: f.Message, ObservedGeneration: run.Generation}, f.Reason, r.now())
 	}
-	if next.Wait != nil {
-		return next.Result, next.Wait
+	if d.Wait != nil {
+		return d.Result, d.Wait
 	}
-	return next.Result, nil
+	return d.Result, nil
 }
 
 // lock takes the lock of the run's application (key ns/app) and returns its release.

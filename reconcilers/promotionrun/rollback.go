@@ -139,7 +139,7 @@ func rejectedRefusal(run *as.PromotionRun, histories []as.PromotionHistory) *ker
 // refuses when there is nothing to roll back to or the Environment deploys
 // something else by now (a second click: the first rollback already moved
 // it), changing nothing then.
-func startRollback(w *world, run *as.PromotionRun, n *next) *kernel.Refusal {
+func startRollback(w *world, run *as.PromotionRun, d *decision) *kernel.Refusal {
 	env, bad := run.Spec.ManualPromotion.TargetEnvironment, run.Spec.Snapshot
 	if w.environment(env) == nil {
 		return notFound("Environment", env)
@@ -162,10 +162,10 @@ func startRollback(w *world, run *as.PromotionRun, n *next) *kernel.Refusal {
 	if snap := w.snapshot(bad); snap != nil {
 		badID = snap.Identity()
 	}
-	n.Rollback = &rollbackRecord{Env: env, Bad: bad, BadID: badID}
+	d.Rollback = &rollbackRecord{Env: env, Bad: bad, BadID: badID}
 	run.Status.Rollback = &as.RollbackStatus{Snapshot: target}
 	run.Status.SnapshotIdentity = targetID
-	n.note("RollingBack", "Rolling Environment %s back from Snapshot %s to %s; %s is rejected for Application %s and automated promotion out of %s holds until released",
+	d.note("RollingBack", "Rolling Environment %s back from Snapshot %s to %s; %s is rejected for Application %s and automated promotion out of %s holds until released",
 		env, bad, target, bad, run.Spec.Application, env)
 	return nil
 }

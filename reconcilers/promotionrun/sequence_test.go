@@ -94,7 +94,7 @@ func (s *seq) synced(env, snapshot string, healthy bool) {
 }
 
 // next plans a pass, logs it, and applies to the world what act writes.
-func (s *seq) next() next {
+func (s *seq) next() decision {
 	s.pass++
 	n := plan(s.w)
 	s.write(n)
@@ -102,7 +102,7 @@ func (s *seq) next() next {
 	return n
 }
 
-func (s *seq) write(n next) {
+func (s *seq) write(n decision) {
 	b := &s.log
 	fmt.Fprintf(b, "pass %d at %s (%s)\n", s.pass, s.w.Now.UTC().Format("15:04"), map[bool]string{true: "starting", false: "active"}[s.w.Starting])
 	st := n.Status
@@ -155,7 +155,7 @@ func (s *seq) write(n next) {
 }
 
 // apply is what act writes, as the next pass reads it.
-func (s *seq) apply(n next) {
+func (s *seq) apply(n decision) {
 	w := s.w
 	if r := n.Rollback; r != nil {
 		applyRollback(&s.history(r.Env).Status, w.Run.Name, r.Bad, r.BadID, w.Now)

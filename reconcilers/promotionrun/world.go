@@ -41,7 +41,8 @@ type world struct {
 	// Environments of the namespace, with those the run names confirmed on
 	// the API server when the cache does not show them.
 	Environments []as.Environment
-	// Claims by name: those of the Environments the run may enter.
+	// Claims by name: the namespace's, as the cache has them, and those of
+	// the Environments the run may enter confirmed on the API server.
 	Claims map[string]*as.DeploymentTargetClaim
 	// Bindings of the namespace.
 	Bindings []as.SnapshotEnvironmentBinding
@@ -135,16 +136,26 @@ func (r *Reconciler) gather(ctx context.Context, run *as.PromotionRun, starting 
 // enforced, each only when one of them asks for it.
 func (r *Reconciler) gatherGates(ctx context.Context, w *world) error {
 	run := w.Run
-	needIdentity := !w.Starting && run.Spec.RequestedBy != nil // for history entries (promotedBy)
+	// Who requested and approved what a step deployed goes into its history entry.
+	needIdentity := !w.Starting && (run.Spec.RequestedBy != nil || slices.ContainsFunc(promoted(run), func(name string) bool { return asksApprovals(w.environment(name)) }))
 	needPreviews := false
-	for _, name := range append(ahead(run, w.Environments, w.Starting), promoted(run)...) {
+	// Every claim the cache has; those of the Environments ahead confirmed
+	// when it has not (a gate is never skipped because the cache lags).
+	if slices.ContainsFunc(w.Environments, func(e as.Environment) bool { return e.Spec.Configuration.Target.DeploymentTargetClaim.ClaimName != "" }) {
+		var claims as.DeploymentTargetClaimList
+		if err := r.Client.List(ctx, &claims, client.InNamespace(run.Namespace)); err != nil {
+			return err
+		}
+		for i := range claims.Items {
+			w.Claims[claims.Items[i].Name] = &claims.Items[i]
+		}
+	}
+	for _, name := range ahead(run, w.Environments, w.Starting) {
 		env := w.environment(name)
 		if env == nil {
 			continue
 		}
-		if g := env.Spec.Gates; g != nil && g.Approvals != nil {
-			needIdentity = true
-		}
+		needIdentity = needIdentity || asksApprovals(env)
 		needPreviews = needPreviews || env.Spec.Preview != nil
 		if claim := env.Spec.Configuration.Target.DeploymentTargetClaim.ClaimName; claim != "" && w.Claims[claim] == nil {
 			c := &as.DeploymentTargetClaim{}
@@ -229,6 +240,11 @@ func (r *Reconciler) gatherActive(ctx context.Context, w *world) error {
 		w.Generated[seb.UID] = tenantproject.ByOwner(apps.Items, ownership.KindBinding, string(seb.UID), seb.Namespace, string(tenant.UID))
 	}
 	return nil
+}
+
+// asksApprovals says whether env has an approval gate.
+func asksApprovals(env *as.Environment) bool {
+	return env != nil && env.Spec.Gates != nil && env.Spec.Gates.Approvals != nil
 }
 
 // confirmed reads the Snapshot name into snaps, confirming on the API
