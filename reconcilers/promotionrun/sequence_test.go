@@ -19,6 +19,7 @@ import (
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/manifests/install"
 	"github.com/gitops-service/gitops-service/reconcilers/binding"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
 // Golden sequences: a promotion as a step-by-step log of the plan over a
@@ -353,4 +354,22 @@ func TestSequenceTimeout(t *testing.T) {
 	n := s.next()
 	require.Equal(t, ReasonTimedOut, n.Failed.Reason)
 	s.golden("timeout")
+}
+
+// TestSequenceBindingRefused: the API server refuses the binding a promotion
+// creates (act finds out); the plan made again with that fact fails the run
+// there and records the failure.
+func TestSequenceBindingRefused(t *testing.T) {
+	s := newSeq(t, manualRun("p1", "s1", "prod", false), env("prod", "", as.DeploymentStrategyManual))
+	s.w.Runs = []as.PromotionRun{*s.w.Run}
+	s.next()
+	s.pass++
+	first := plan(s.w)
+	s.write(first)
+	s.step("the API server refuses %s: its name is taken", first.Binds[0].Create.Name)
+	s.w.Refused = map[string]*kernel.Refusal{"prod": kernel.Refuse(ReasonBindingNameTaken,
+		"SnapshotEnvironmentBinding app-prod-generated-binding exists for Application %q and Environment %q", "other", "dev")}
+	n := s.next()
+	require.Equal(t, ReasonBindingNameTaken, n.Failed.Reason)
+	s.golden("binding-refused")
 }
