@@ -45,11 +45,6 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
 )
 
-// bindingSuffix names the binding a PromotionRun creates for an Environment
-// that has none (promotionrun.BindingSuffix: the preview names the
-// Applications that binding would generate).
-const bindingSuffix = "-generated-binding"
-
 // ssaManager is the field manager of Argo CD's server-side applies
 // (common.ArgoCDSSAManager): the dry-run applies as Argo CD would.
 const ssaManager = "argocd-controller"
@@ -185,16 +180,11 @@ func (e *Engine) resolve(ctx context.Context, pp *as.PromotionPreview) (*as.Snap
 	if err := e.Client.List(ctx, &list, client.InNamespace(pp.Namespace)); err != nil {
 		return nil, nil, err
 	}
-	var seb *as.SnapshotEnvironmentBinding
-	for i := range list.Items {
-		b := &list.Items[i]
-		if b.Spec.Application == pp.Spec.Application && b.Spec.Environment == pp.Spec.TargetEnvironment && (seb == nil || kernel.Older(b, seb)) {
-			seb = b
-		}
-	}
+	seb := binding.Of(list.Items, pp.Spec.Application, pp.Spec.TargetEnvironment)
 	if seb == nil {
+		// The one the PromotionRun would create: the preview names its Applications.
 		seb = &as.SnapshotEnvironmentBinding{}
-		seb.Namespace, seb.Name = pp.Namespace, pp.Spec.Application+"-"+pp.Spec.TargetEnvironment+bindingSuffix
+		seb.Namespace, seb.Name = pp.Namespace, binding.GeneratedName(pp.Spec.Application, pp.Spec.TargetEnvironment)
 		seb.Spec = as.SnapshotEnvironmentBindingSpec{Application: pp.Spec.Application, Environment: pp.Spec.TargetEnvironment}
 	}
 	seb = seb.DeepCopy()

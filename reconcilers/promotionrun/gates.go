@@ -17,9 +17,10 @@ import (
 // enters the Environment: the freeze switch, the freeze windows, the soak
 // time of its parent Environment and the approvals; so does its
 // .spec.preview (a clean PromotionPreview, preview_gate.go). Whether one holds it is a
-// pure function of what was read and of the clock (gate, below); the
-// reconciler calls it before a run starts (its first Environment) and before
-// each next step of an automated promotion enters its Environments.
+// pure function of what was read and of the clock (gate, below: an ordered
+// list of policies); the plan asks it before a run starts (its first
+// Environment) and before each next step of an automated promotion enters
+// its Environments (gates, which reads their inputs from the world).
 //
 // Soak time is counted from the VerifiedTime of the latest successful step of
 // any PromotionRun of the Application that promoted the Snapshot (this
@@ -63,40 +64,124 @@ type gateInput struct {
 	Now      time.Time
 }
 
+// gates is what holds the run back from one of the Environments names (the
+// first one that does), or nil. snap is the Snapshot the gates decide on,
+// nil when it does not exist. When the Snapshot was verified in a parent
+// Environment (its soak time) is read from the steps of the namespace's
+// runs, this run's as planned so far. A missing Environment has no gates
+// here: the promotion refuses it.
+func gates(w *world, run *as.PromotionRun, names []string, snap *as.Snapshot) *kernel.Waiting {
+	runs := append(slices.DeleteFunc(slices.Clone(w.Runs), func(o as.PromotionRun) bool { return o.UID == run.UID }), *run)
+	for _, name := range names {
+		env := w.environment(name)
+		if env == nil {
+			continue
+		}
+		in := gateInput{Application: run.Spec.Application, Snapshot: run.Spec.Snapshot, Env: env, Approvals: w.Approvals, Previews: w.Previews,
+			Identity: w.Identity, Now: w.Now.Time, Rollback: run.Spec.IsRollback()}
+		if snap != nil {
+			in.SnapshotID, in.SnapshotCreated = snap.Identity(), snap.CreationTimestamp.Time
+		}
+		if claim := env.Spec.Configuration.Target.DeploymentTargetClaim.ClaimName; claim != "" {
+			in.Claim = w.Claims[claim]
+		}
+		if p := env.Spec.ParentEnvironment; p != "" {
+			in.Parent = w.environment(p)
+			in.VerifiedInParent = verifiedAt(runs, run.Spec.Application, run.Spec.Snapshot, in.SnapshotID, p)
+		}
+		if wt := gate(in); wt != nil {
+			return wt
+		}
+	}
+	return nil
+}
+
 // gate returns what holds the promotion back from in.Env, or nil when it may
-// enter. The Waiting's message says what it waits for and until when; its
-// After is when the gate opens (a window closing, a soak ending), or
-// WaitingRetry when a change of an object (the Environment, an approval)
-// opens it and wakes the run.
+// enter: the first of the ladder's policies that holds it. The Waiting's
+// message says what it waits for and until when; its After is when the gate
+// opens (a window closing, a soak ending), or WaitingRetry when a change of
+// an object (the Environment, an approval) opens it and wakes the run.
 func gate(in gateInput) *kernel.Waiting {
+	for _, p := range ladder {
+		if w := p.holds(in); w != nil {
+			return w
+		}
+	}
+	return nil
+}
+
+// policy is one rung of the ladder: what holds a promotion back from
+// in.Env, or nil. rollbacks says whether it holds a rollback too.
+type policy struct {
+	check     func(gateInput) *kernel.Waiting
+	rollbacks func(*as.RollbackGates) bool
+}
+
+// The gates, in the order they are reported: the claim first (nothing
+// deploys without it), the preview last (it counts only for requiredWithin,
+// so it is asked for once nothing else holds the promotion).
+var ladder = []policy{
+	{claimBound, always},
+	{frozen, func(rb *as.RollbackGates) bool { return rb.Freeze }},
+	{freezeWindow, func(rb *as.RollbackGates) bool { return rb.Freeze }},
+	{soaked, never},
+	{approved, func(rb *as.RollbackGates) bool { return rb.Approvals }},
+	previewRung,
+}
+
+func always(*as.RollbackGates) bool { return true }
+func never(*as.RollbackGates) bool  { return false }
+
+// holds is the policy's verdict on in, with the rollback exemption: a
+// rollback passes a gate unless the Environment's .spec.gates.rollbacks
+// says that gate holds rollbacks too (the claim always does; soak time and
+// previews never: a rollback returns to a Snapshot that ran there before).
+func (p policy) holds(in gateInput) *kernel.Waiting {
+	if in.Rollback && !p.rollbacks(rollbackGates(in.Env)) {
+		return nil
+	}
+	return p.check(in)
+}
+
+// rollbackGates is what Env says of rollbacks (none hold them by default).
+func rollbackGates(env *as.Environment) *as.RollbackGates {
+	if g := env.Spec.Gates; g != nil && g.Rollbacks != nil {
+		return g.Rollbacks
+	}
+	return &as.RollbackGates{}
+}
+
+// claimBound holds the promotion until the DeploymentTargetClaim Env deploys through is bound.
+func claimBound(in gateInput) *kernel.Waiting {
 	if c := in.Claim; c != nil && c.Status.Phase != as.DeploymentTargetClaimPhaseBound {
 		return kernel.Wait(as.WaitingReasonClaimNotBound, kernel.WaitingRetry, "DeploymentTargetClaim %s of Environment %s to be bound (phase %s)",
 			c.Name, in.Env.Name, orPending(c.Status.Phase))
 	}
-	g := in.Env.Spec.Gates
-	rb := &as.RollbackGates{}
-	if g != nil && g.Rollbacks != nil {
-		rb = g.Rollbacks
+	return nil
+}
+
+// frozen holds the promotion while Env's freeze switch is on.
+func frozen(in gateInput) *kernel.Waiting {
+	if g := in.Env.Spec.Gates; g != nil && g.Freeze != nil && g.Freeze.Frozen {
+		return kernel.Wait(as.WaitingReasonFrozen, kernel.WaitingRetry, "Environment %s is frozen%s: until it is unfrozen", in.Env.Name, freezeDetail(g.Freeze))
 	}
-	if g != nil && (!in.Rollback || rb.Freeze) {
-		if f := g.Freeze; f != nil && f.Frozen {
-			return kernel.Wait(as.WaitingReasonFrozen, kernel.WaitingRetry, "Environment %s is frozen%s: until it is unfrozen", in.Env.Name, freezeDetail(f))
-		}
-		if w := windowGate(in.Env.Name, g.FreezeWindows, in.Now); w != nil {
-			return w
-		}
+	return nil
+}
+
+// freezeWindow holds the promotion while a freeze window of Env is open (windowGate).
+func freezeWindow(in gateInput) *kernel.Waiting {
+	if g := in.Env.Spec.Gates; g != nil {
+		return windowGate(in.Env.Name, g.FreezeWindows, in.Now)
 	}
-	if w := soakGate(in); w != nil && !in.Rollback {
-		return w
+	return nil
+}
+
+// approved holds the promotion until enough approvals count (approvalGate).
+func approved(in gateInput) *kernel.Waiting {
+	if g := in.Env.Spec.Gates; g != nil && g.Approvals != nil {
+		return approvalGate(in, g.Approvals)
 	}
-	if g != nil && g.Approvals != nil && (!in.Rollback || rb.Approvals) {
-		if w := approvalGate(in, g.Approvals); w != nil {
-			return w
-		}
-	}
-	// Last: a preview counts only for requiredWithin, so it is asked for
-	// once nothing else holds the promotion.
-	return previewGate(in)
+	return nil
 }
 
 func orPending(p as.DeploymentTargetClaimPhase) string {
@@ -120,9 +205,9 @@ func freezeDetail(f *as.FreezeSwitch) string {
 	return b.String()
 }
 
-// soakGate holds the Snapshot in the parent Environment until it has run
+// soaked holds the Snapshot in the parent Environment until it has run
 // there, verified, for the parent's soak time.
-func soakGate(in gateInput) *kernel.Waiting {
+func soaked(in gateInput) *kernel.Waiting {
 	if in.Parent == nil || in.Parent.Spec.Gates == nil || in.Parent.Spec.Gates.SoakTime == nil || in.VerifiedInParent == nil {
 		return nil
 	}

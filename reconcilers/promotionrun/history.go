@@ -1,26 +1,21 @@
 package promotionrun
 
 import (
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
+	"maps"
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/manifests/install"
-	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
 // The history of an (Application, Environment) is a PromotionHistory whose
 // status this reconciler alone writes: an entry per run's step there, once the
-// step ended (verified or failed), so it outlives the PromotionRun.
+// step ended (verified or failed), so it outlives the PromotionRun. The plan
+// says which entries a pass adds (records); act writes them before the run's
+// status that ends the step, so a completed run, never looked at again, has
+// every entry.
 
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionhistories,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionhistories/status,verbs=get;update;patch
@@ -85,127 +80,47 @@ func recorded(h *as.PromotionHistory, uid string) bool {
 	return h != nil && slices.ContainsFunc(h.Status.Entries, func(o as.PromotionHistoryEntry) bool { return o.PromotionRunUID == uid })
 }
 
-// promoteAndRecord moves the run on and records its ended steps in their
-// histories. When recording fails, the run's status stays as it was, so that
-// the next pass records again (a run is not looked at once completed).
-func (r *Reconciler) promoteAndRecord(ctx context.Context, run *as.PromotionRun) (ctrl.Result, error) {
-	before := run.Status.DeepCopy()
-	result, err := r.promote(ctx, run)
-	if kernel.Transient(err) {
-		return result, err
-	}
-	if rerr := r.record(ctx, run); rerr != nil {
-		run.Status = *before
-		return ctrl.Result{}, rerr
-	}
-	return result, err
+// historyWrite is the entry of a step that ended, for its Environment's
+// history; Rollback: the Environment asks for an automatic rollback of it.
+type historyWrite struct {
+	Env      string
+	Entry    as.PromotionHistoryEntry
+	Rollback bool
 }
 
-// record writes the entries of the run's ended steps, and asks for the
-// automatic rollbacks of the Environments that want one.
-func (r *Reconciler) record(ctx context.Context, run *as.PromotionRun) error {
+// records are the history entries of run's ended steps (as planned) that
+// its application's histories do not have yet, by Environment name; each
+// says whether it asks for the automatic rollback of its Environment.
+func records(w *world, run *as.PromotionRun) []historyWrite {
 	name := snapshotOf(run)
 	if name == "" {
 		return nil
 	}
 	// The Snapshot the run deployed (a re-created one of the name is not it).
 	var created *metav1.Time
-	snap := &as.Snapshot{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, snap); err == nil && run.Status.SnapshotIdentity.Matches(snap.Identity()) {
+	if snap := w.snapshot(name); snap != nil && run.Status.SnapshotIdentity.Matches(snap.Identity()) {
 		created = snap.CreationTimestamp.DeepCopy()
-	} else if err != nil && !apierrors.IsNotFound(err) {
-		return err
 	}
-	entries := historyEntries(run, created, "", r.now())
-	if len(entries) == 0 {
-		return nil
-	}
-	// Who approved and requested, read once and only for an entry to write
-	// (a run's pass sees its ended steps again and again).
-	var enforcement *install.Enforcement
-	var approvals as.PromotionApprovalList
-	histories, err := r.histories(ctx, run.Namespace, run.Spec.Application)
-	if err != nil {
-		return err
-	}
-	byEnv := byEnvironment(histories)
-	for env, e := range entries {
-		if recorded(byEnv[env], e.PromotionRunUID) {
-			continue
+	entries := historyEntries(run, created, promotedBy(run, w.Identity), w.Now)
+	byEnv := byEnvironment(w.Histories)
+	var out []historyWrite
+	for _, env := range slices.Sorted(maps.Keys(entries)) {
+		e := entries[env]
+		envObj := w.environment(env)
+		if recorded(byEnv[env], e.PromotionRunUID) || envObj == nil {
+			continue // recorded already; or refused for a missing Environment: it ran nowhere
 		}
-		envObj := &as.Environment{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: env}, envObj); apierrors.IsNotFound(err) {
-			continue // a step refused for a missing Environment ran nowhere
-		} else if err != nil {
-			return err
-		}
-		if enforcement == nil {
-			enf, err := r.identityEnforcement(ctx)
-			if err != nil {
-				return err
-			}
-			if err := r.APIReader.List(ctx, &approvals, client.InNamespace(run.Namespace)); err != nil {
-				return err
-			}
-			enforcement = &enf
-		}
-		e.PromotedBy = promotedBy(run, *enforcement)
 		// The approvals the gate counts for what was deployed.
 		in := gateInput{Application: run.Spec.Application, Snapshot: name, SnapshotID: run.Status.SnapshotIdentity, Env: envObj,
-			Approvals: approvals.Items, Identity: *enforcement, Rollback: run.Spec.IsRollback()}
+			Approvals: w.Approvals, Identity: w.Identity, Rollback: run.Spec.IsRollback()}
 		if created != nil {
 			in.SnapshotCreated = created.Time
 		}
 		e.ApprovedBy = approvedBy(in)
-		if err := r.updateHistory(ctx, run.Namespace, run.Spec.Application, env, func(st *as.PromotionHistoryStatus) bool {
-			return upsertEntry(st, e)
-		}); err != nil {
-			return err
-		}
-		if e.Result == as.PromotionRunCompleteResultFailure && e.Kind == as.PromotionKindPromotion &&
-			envObj.Spec.Rollback != nil && envObj.Spec.Rollback.Automatic {
-			if err := r.rollbackAutomatically(ctx, run, env); err != nil {
-				return err
-			}
-		}
+		out = append(out, historyWrite{Env: env, Entry: e, Rollback: e.Result == as.PromotionRunCompleteResultFailure && e.Kind == as.PromotionKindPromotion &&
+			envObj.Spec.Rollback != nil && envObj.Spec.Rollback.Automatic})
 	}
-	return nil
-}
-
-// rollbackAutomatically creates <run>-rollback, the rollback of the run's
-// Snapshot out of env; it starts after the run (one run at a time).
-func (r *Reconciler) rollbackAutomatically(ctx context.Context, run *as.PromotionRun, env string) error {
-	name := run.Name + "-rollback"
-	if len(name) > 253 {
-		sum := sha256.Sum256([]byte(run.Name))
-		name = run.Name[:253-len("-rollback")-17] + "-" + hex.EncodeToString(sum[:8]) + "-rollback"
-	}
-	rb := &as.PromotionRun{
-		ObjectMeta: metav1.ObjectMeta{Namespace: run.Namespace, Name: name, Labels: map[string]string{as.LabelApplication: run.Spec.Application, as.LabelEnvironment: env}},
-		Spec: as.PromotionRunSpec{Snapshot: run.Spec.Snapshot, Application: run.Spec.Application,
-			ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: env, Rollback: true}},
-	}
-	if len(run.Spec.Application) > 63 {
-		rb.Labels = nil // not a label value; the spec names them anyway
-	}
-	err := r.Client.Create(ctx, rb)
-	if apierrors.IsAlreadyExists(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("creating the automatic rollback %s: %w", name, err)
-	}
-	r.Recorder.Eventf(run, corev1.EventTypeNormal, "RollbackRequested", "Environment %s asks for a rollback when a promotion fails: created PromotionRun %s", env, name)
-	return nil
-}
-
-// histories are the PromotionHistories of app in ns.
-func (r *Reconciler) histories(ctx context.Context, ns, app string) ([]as.PromotionHistory, error) {
-	var list as.PromotionHistoryList
-	if err := r.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		return nil, err
-	}
-	return slices.DeleteFunc(list.Items, func(h as.PromotionHistory) bool { return h.Spec.Application != app }), nil
+	return out
 }
 
 // byEnvironment indexes an application's histories by Environment.
@@ -215,36 +130,4 @@ func byEnvironment(histories []as.PromotionHistory) map[string]*as.PromotionHist
 		byEnv[histories[i].Spec.Environment] = &histories[i]
 	}
 	return byEnv
-}
-
-// updateHistory applies mutate to the status of the history of app in env,
-// creating it first, and writes it when mutate says it changed it (under the
-// optimistic lock: a conflict is retried on a fresh read).
-func (r *Reconciler) updateHistory(ctx context.Context, ns, app, env string, mutate func(*as.PromotionHistoryStatus) bool) error {
-	h := &as.PromotionHistory{}
-	key := client.ObjectKey{Namespace: ns, Name: HistoryName(app, env)}
-	err := r.Client.Get(ctx, key, h)
-	if apierrors.IsNotFound(err) {
-		h = &as.PromotionHistory{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name},
-			Spec:       as.PromotionHistorySpec{Application: app, Environment: env},
-		}
-		if len(app) <= 63 {
-			h.Labels = map[string]string{as.LabelApplication: app, as.LabelEnvironment: env}
-		}
-		err = r.Client.Create(ctx, h)
-		if apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("PromotionHistory %s: %w", key.Name, kernel.ErrStaleCache)
-		}
-	}
-	if err != nil {
-		return err
-	}
-	if h.Spec.Application != app || h.Spec.Environment != env {
-		return kernel.Refuse(reason, "PromotionHistory %s is of Application %q and Environment %q", h.Name, h.Spec.Application, h.Spec.Environment)
-	}
-	if !mutate(&h.Status) {
-		return nil
-	}
-	return r.Client.Status().Update(ctx, h)
 }

@@ -21,8 +21,9 @@ import (
 // Who approved and who promoted count only when the API server enforces
 // it: the admission policies the install ships (manifests/install) must be
 // live as shipped, bound with Deny to the sidecar's own ServiceAccount. The
-// sidecar reads them, uncached, whenever a gate needs approvals and when a
-// step's history entry is written, and watches them to wake waiting runs
+// sidecar reads them, uncached, in a pass whose run may enter or has entered
+// an Environment that asks for approvals, or names who requested it (its
+// history entries say so), and watches them to wake waiting runs
 // (docs/gates.md "Identity").
 
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get;list;watch

@@ -71,3 +71,21 @@ func TestBlocker(t *testing.T) {
 		})
 	}
 }
+
+// TestAheadCoversEveryEnvironmentThePlanMayGate: gather reads the claims,
+// previews and approvals of the Environments ahead; the plan gates no other.
+func TestAheadCoversEveryEnvironmentThePlanMayGate(t *testing.T) {
+	auto, manual := as.DeploymentStrategyAppStudioAutomated, as.DeploymentStrategyManual
+	tree := []as.Environment{env("dev", "", auto), env("staging", "dev", auto), env("qa", "dev", manual), env("prod", "staging", auto), env("perf", "prod", auto)}
+	steps := func(r *as.PromotionRun, envs ...string) *as.PromotionRun {
+		for _, e := range envs {
+			r.Status.EnvironmentStatus = append(r.Status.EnvironmentStatus, as.PromotionRunEnvironmentStatus{EnvironmentName: e})
+		}
+		return r
+	}
+	auto1 := func() *as.PromotionRun { return automated("r", "s1", "dev") }
+	assert.Equal(t, []string{"dev"}, ahead(auto1(), tree, true), "a run that starts: its first Environment")
+	assert.Equal(t, []string{"staging", "prod", "perf"}, ahead(steps(auto1(), "dev"), tree, false), "every automated descendant, never a Manual one")
+	assert.Equal(t, []string{"perf"}, ahead(steps(auto1(), "dev", "staging", "prod"), tree, false))
+	assert.Empty(t, ahead(steps(manualRun("m", "s1", "staging", false), "staging"), tree, false), "a manual promotion enters no other")
+}

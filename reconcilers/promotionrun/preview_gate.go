@@ -9,18 +9,23 @@ import (
 // Environment it is about to enter asks for (spec.preview.requiredWithin).
 const ReasonPreviewRequired = as.WaitingReasonPreviewRequired
 
-// previewGate says whether the promotion may enter in.Env: when in.Env
+// previewGate is the preview rung as the ladder applies it (gate): a
+// rollback passes it (policy.holds).
+func previewGate(in gateInput) *kernel.Waiting { return previewRung.holds(in) }
+
+// previewRung: previews never hold a rollback. A rollback returns to a
+// Snapshot that ran in the Environment before, chosen only once it starts
+// (its spec names the Snapshot rolled back, of which a preview says nothing).
+var previewRung = policy{previewed, never}
+
+// previewed says whether the promotion may enter in.Env: when in.Env
 // requires a preview, one of the same Snapshot and Application for in.Env
 // must have completed for its current spec, without a render or dry-run
 // error, at most requiredWithin before now; otherwise the promotion waits
 // (reason PreviewRequired). A preview that ran into errors does not count:
 // another one must run clean. A completed preview wakes the run (setup.go).
-//
-// It does not hold a rollback: a rollback returns to a Snapshot that ran in
-// the Environment before, chosen only once it starts (its spec names the
-// Snapshot rolled back, of which a preview says nothing).
-func previewGate(in gateInput) *kernel.Waiting {
-	if in.Env.Spec.Preview == nil || in.Rollback {
+func previewed(in gateInput) *kernel.Waiting {
+	if in.Env.Spec.Preview == nil {
 		return nil
 	}
 	within := in.Env.Spec.Preview.RequiredWithin.Duration

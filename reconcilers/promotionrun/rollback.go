@@ -1,18 +1,15 @@
 package promotionrun
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/binding"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
@@ -24,18 +21,6 @@ import (
 // Application's active run like any run (one at a time per Application).
 
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionruns,verbs=create
-
-// snapshotOf is the Snapshot the run deploys: for a rollback, the one it
-// rolls back to (known once it started).
-func snapshotOf(run *as.PromotionRun) string {
-	if run.Spec.IsRollback() {
-		if run.Status.Rollback == nil {
-			return ""
-		}
-		return run.Status.Rollback.Snapshot
-	}
-	return run.Spec.Snapshot
-}
 
 // sameIdentity says whether two records of Snapshots of one name are of the
 // same Snapshot: their identities match, or one is unknown (a record
@@ -149,95 +134,50 @@ func rejectedRefusal(run *as.PromotionRun, histories []as.PromotionHistory) *ker
 		r.Snapshot, env, r.PromotionRun, r.Time.UTC().Format(time.RFC3339), run.Spec.Application, hint)
 }
 
-// checkRollback runs before a run deploys anything: a rollback starts (see
-// startRollback); a promotion of a rejected Snapshot is refused.
-func (r *Reconciler) checkRollback(ctx context.Context, run *as.PromotionRun) error {
-	if len(run.Status.EnvironmentStatus) > 0 {
-		return nil
-	}
-	histories, err := r.histories(ctx, run.Namespace, run.Spec.Application)
-	if err != nil {
-		return err
-	}
-	if refusal := rejectedRefusal(run, histories); refusal != nil {
-		r.Recorder.Event(run, corev1.EventTypeWarning, refusal.Reason, refusal.Message)
-		return refusal
-	}
-	if !run.Spec.IsRollback() || run.Status.Rollback != nil {
-		return nil
-	}
-	return r.startRollback(ctx, run, histories)
-}
-
-// startRollback picks the Snapshot to roll back to and records the rollback in
-// the Environment's history; it refuses when there is nothing to roll back to
-// or the Environment deploys something else by now (a second click: the first
-// rollback already moved it), changing nothing then.
-func (r *Reconciler) startRollback(ctx context.Context, run *as.PromotionRun, histories []as.PromotionHistory) error {
+// startRollback picks the Snapshot to roll back to and plans its record in
+// the Environment's history (act writes it before anything is deployed); it
+// refuses when there is nothing to roll back to or the Environment deploys
+// something else by now (a second click: the first rollback already moved
+// it), changing nothing then.
+func startRollback(w *world, run *as.PromotionRun, d *decision) *kernel.Refusal {
 	env, bad := run.Spec.ManualPromotion.TargetEnvironment, run.Spec.Snapshot
-	if err := r.get(ctx, run.Namespace, env, &as.Environment{}, "Environment"); err != nil {
-		return err
-	}
-	var h *as.PromotionHistory
-	for i := range histories {
-		if histories[i].Spec.Environment == env {
-			h = &histories[i]
-		}
+	if w.environment(env) == nil {
+		return notFound("Environment", env)
 	}
 	target, targetID := "", as.SnapshotIdentity{}
-	for _, c := range rollbackCandidates(h, bad, histories) {
-		snap := &as.Snapshot{}
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: c.Snapshot}, snap)
-		if err == nil && rollbackTarget(c, snap) {
+	for _, c := range rollbackCandidates(byEnvironment(w.Histories)[env], bad, w.Histories) {
+		if snap := w.snapshot(c.Snapshot); snap != nil && rollbackTarget(c, snap) {
 			target, targetID = c.Snapshot, snap.Identity()
 			break
-		}
-		if err != nil && !apierrors.IsNotFound(err) {
-			return err
 		}
 	}
 	if target == "" {
 		return kernel.Refuse(reason, "no Snapshot other than %s was verified in Environment %s for Application %s: nothing to roll back to", bad, env, run.Spec.Application)
 	}
-	seb, err := r.bindingOf(ctx, run.Namespace, run.Spec.Application, env)
-	if err != nil {
-		return err
-	}
-	if seb != nil && seb.Spec.Snapshot != bad && seb.Spec.Snapshot != target {
+	if seb := binding.Of(w.Bindings, run.Spec.Application, env); seb != nil && seb.Spec.Snapshot != bad && seb.Spec.Snapshot != target {
 		return kernel.Refuse(reason, "Environment %s deploys Snapshot %s of Application %s, not %s: nothing to roll back", env, seb.Spec.Snapshot, run.Spec.Application, bad)
 	}
 	// What is rejected is the Snapshot of that name now; gone, every one of the name.
 	var badID as.SnapshotIdentity
-	badSnap := &as.Snapshot{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: bad}, badSnap); err == nil {
-		badID = badSnap.Identity()
-	} else if !apierrors.IsNotFound(err) {
-		return err
+	if snap := w.snapshot(bad); snap != nil {
+		badID = snap.Identity()
 	}
-	now := r.now()
-	if err := r.updateHistory(ctx, run.Namespace, run.Spec.Application, env, func(st *as.PromotionHistoryStatus) bool {
-		return applyRollback(st, run.Name, bad, badID, now)
-	}); err != nil {
-		return err
-	}
+	d.Rollback = &rollbackRecord{Env: env, Bad: bad, BadID: badID}
 	run.Status.Rollback = &as.RollbackStatus{Snapshot: target}
 	run.Status.SnapshotIdentity = targetID
-	r.Recorder.Eventf(run, corev1.EventTypeNormal, "RollingBack", "Rolling Environment %s back from Snapshot %s to %s; %s is rejected for Application %s and automated promotion out of %s holds until released",
+	d.note("RollingBack", "Rolling Environment %s back from Snapshot %s to %s; %s is rejected for Application %s and automated promotion out of %s holds until released",
 		env, bad, target, bad, run.Spec.Application, env)
 	return nil
 }
 
-// checkHold makes an automated run wait before it leaves a held Environment.
-func (r *Reconciler) checkHold(ctx context.Context, run *as.PromotionRun, envs []as.Environment, level, next []string) error {
+// holdOf makes an automated run wait before it leaves a held Environment of
+// level for next.
+func holdOf(w *world, run *as.PromotionRun, level, next []string) *kernel.Waiting {
 	if len(next) == 0 {
 		return nil
 	}
-	histories, err := r.histories(ctx, run.Namespace, run.Spec.Application)
-	if err != nil {
-		return err
-	}
-	byEnv := byEnvironment(histories)
-	held := heldParents(envs, level, next, func(env string) bool { return byEnv[env].Held() })
+	byEnv := byEnvironment(w.Histories)
+	held := heldParents(w.Environments, level, next, func(env string) bool { return byEnv[env].Held() })
 	if len(held) == 0 {
 		return nil
 	}
@@ -249,24 +189,4 @@ func (r *Reconciler) checkHold(ctx context.Context, run *as.PromotionRun, envs [
 	}
 	// A release (the history's spec) wakes the run (setup.go).
 	return kernel.Wait(as.PromotionRunReasonPromotionHeld, kernel.WaitingRetry, "the hold on automated promotion out of Environment %s to be released", strings.Join(why, ", "))
-}
-
-// bindingOf is the binding that deploys app in env: the oldest one for the pair
-// (any other is a duplicate), or nil.
-func (r *Reconciler) bindingOf(ctx context.Context, ns, app, env string) (*as.SnapshotEnvironmentBinding, error) {
-	var list as.SnapshotEnvironmentBindingList
-	if err := r.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		return nil, err
-	}
-	var seb *as.SnapshotEnvironmentBinding
-	for i := range list.Items {
-		b := &list.Items[i]
-		if b.Spec.Application != app || b.Spec.Environment != env {
-			continue
-		}
-		if seb == nil || kernel.Older(b, seb) {
-			seb = b
-		}
-	}
-	return seb, nil
 }

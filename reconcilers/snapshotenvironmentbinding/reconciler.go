@@ -148,20 +148,15 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, seb *as.SnapshotEnviro
 }
 
 // olderDuplicate refuses seb when an older binding has the same application
-// and environment.
+// and environment (binding.Duplicate: the older one deploys the pair).
 func (r *Reconciler) olderDuplicate(ctx context.Context, seb *as.SnapshotEnvironmentBinding) error {
 	var list as.SnapshotEnvironmentBindingList
 	if err := r.Client.List(ctx, &list, client.InNamespace(seb.Namespace)); err != nil {
 		return err
 	}
-	for _, o := range list.Items {
-		if o.UID == seb.UID || o.Spec.Application != seb.Spec.Application || o.Spec.Environment != seb.Spec.Environment {
-			continue
-		}
-		if kernel.Older(&o, seb) {
-			return binding.Refuse(ReasonDuplicateBinding, "duplicate combination of Application (%s) and Environment (%s). Duplicated by: %s",
-				seb.Spec.Application, seb.Spec.Environment, o.Name)
-		}
+	if o := binding.Duplicate(list.Items, seb); o != nil {
+		return binding.Refuse(ReasonDuplicateBinding, "duplicate combination of Application (%s) and Environment (%s). Duplicated by: %s",
+			seb.Spec.Application, seb.Spec.Environment, o.Name)
 	}
 	return nil
 }
