@@ -27,6 +27,7 @@ import (
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
 )
@@ -291,7 +292,7 @@ func (s *Server) application(r *http.Request) (*argov1alpha1.Application, int, s
 	// Labels alone are forged by anyone who may create an Application in
 	// some project: the Application must be in its owner's tenant project and
 	// the owner must exist with the labelled UID.
-	if _, err := tenantproject.OwnerOf(r.Context(), s.Client, app); errors.Is(err, tenantproject.ErrNotMade) {
+	if _, err := tenantproject.OwnerOf(r.Context(), s.Client, app); errors.Is(err, kernel.ErrNotOurs) {
 		return nil, http.StatusNotFound, (&ownerGone{what: "the owner of Application " + name}).Error() + ", or the Application was not made by the GitOps Service for it"
 	} else if err != nil {
 		ctrl.LoggerFrom(r.Context()).Error(err, "ui-proxy: reading the owner of an Application", "application", name)

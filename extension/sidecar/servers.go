@@ -20,6 +20,7 @@ import (
 
 	generator "github.com/gitops-service/gitops-service/applicationset-generator"
 	"github.com/gitops-service/gitops-service/extension/buildinfo"
+	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/metrics"
 	"github.com/gitops-service/gitops-service/reconcilers/sharding"
 	uiproxy "github.com/gitops-service/gitops-service/ui-proxy"

@@ -12,14 +12,6 @@ import (
 	"testing"
 )
 
-// knownDirect are the files (from the module root) still allowed to name the
-// Warning event type. reconcilers/promotionrun/rollback.go: issue 34's
-// PromotionRun rework (helper H1) routes it through Warning; delete this
-// entry when that branch is merged.
-var knownDirect = map[string]bool{
-	"reconcilers/promotionrun/rollback.go": true,
-}
-
 // TestWarningsOnlyThroughTheKernel: no production file but warnings.go names
 // the Warning event type (corev1.EventTypeWarning or "Warning"), so every
 // Warning Event passes through Warning and is counted. Tests and the test/
@@ -36,7 +28,7 @@ func TestWarningsOnlyThroughTheKernel(t *testing.T) {
 	if got := namesWarning(t, filepath.Join(root, "reconcilers", "kernel", "warnings.go")); len(got) == 0 {
 		t.Fatal("the scan does not see warnings.go's own corev1.EventTypeWarning")
 	}
-	scanned, stillDirect := 0, map[string]bool{}
+	scanned := 0
 	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -58,10 +50,6 @@ func TestWarningsOnlyThroughTheKernel(t *testing.T) {
 		}
 		scanned++
 		for _, at := range namesWarning(t, path) {
-			if knownDirect[rel] {
-				stillDirect[rel] = true
-				continue
-			}
 			t.Errorf("%s:%s emits a Warning Event past the kernel: use kernel.Warning (or kernel.ObjectEvents), which counts it in gitops_service_warning_events_total", rel, at)
 		}
 		return nil
@@ -71,11 +59,6 @@ func TestWarningsOnlyThroughTheKernel(t *testing.T) {
 	}
 	if scanned < 100 {
 		t.Fatalf("scanned only %d Go files under %s", scanned, root)
-	}
-	for rel := range knownDirect {
-		if !stillDirect[rel] {
-			t.Errorf("%s no longer names the Warning event type: delete it from knownDirect", rel)
-		}
 	}
 }
 

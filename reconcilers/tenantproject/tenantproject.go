@@ -440,10 +440,6 @@ func MadeFor(app *argov1alpha1.Application, tenantNS, tenantUID string) (kind st
 	return "", types.NamespacedName{}, false
 }
 
-// ErrNotMade is kernel.ErrNotOurs under the name ui-proxy/proxy.go still
-// uses; it goes once that file says kernel.ErrNotOurs (issue 34, at merge).
-var ErrNotMade = kernel.ErrNotOurs
-
 // OwnerOf is the CR app was made for (a *GitOpsDeployment or a
 // *SnapshotEnvironmentBinding), read through c: MadeFor with the UID of the
 // namespace the labels name, and that namespace's CR of the labelled name
