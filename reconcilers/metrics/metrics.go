@@ -3,7 +3,7 @@
 // scrape time), Warning Events by reason, PromotionRun and SyncRun durations,
 // the generator's and ui-proxy's request durations, reads of Argo CD's Redis
 // and the build. They are registered on controller-runtime's registry, so they
-// are served with its own metrics. The README's "Metrics" section lists them.
+// are served with its own metrics. docs/metrics.md lists them.
 //
 // No label names a CR or a namespace: a platform may have thousands of
 // tenants, and a label per tenant multiplies every series by that many. The
@@ -20,7 +20,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// Names of the metrics (README "Metrics").
+// Names of the metrics (docs/metrics.md).
 const (
 	BuildInfoName            = "gitops_service_build_info"
 	WarningEventsName        = "gitops_service_warning_events_total"

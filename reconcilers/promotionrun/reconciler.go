@@ -50,7 +50,7 @@ const (
 	reason = as.PromotionRunReasonErrorOccurred
 )
 
-// Reasons of a failed run's Warning Event (README "Ready"). A missing input is
+// Reasons of a failed run's Warning Event (docs/reference.md, "Reasons of failures"). A missing input is
 // <Kind>NotFound (SnapshotNotFound, ApplicationNotFound, EnvironmentNotFound).
 const (
 	ReasonSnapshotOfAnotherApplication = "SnapshotOfAnotherApplication"

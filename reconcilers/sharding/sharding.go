@@ -25,7 +25,7 @@ import (
 // The platform admin labels a tenant namespace with the instance that serves it; the serving sidecar marks the
 // namespace with the annotation while it holds objects for the tenant in its
 // Argo CD namespace, so a new instance takes a moved tenant over only once
-// the old one has released it (README "Several Argo CD instances").
+// the old one has released it (docs/several-argocd-instances.md).
 const (
 	// LabelArgoCDInstance names the instance (a sidecar's --argocd-instance)
 	// that serves the namespace. Only the platform admin sets it: tenants
