@@ -74,6 +74,15 @@ func shown(ns string, apps int) error {
 
 func kindKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
 
+// through is the Application obj (of kind, found or made by this backend)
+// is acted on through.
+func (b *argoBackend) through(kind string, obj client.Object) (*panelObject, error) {
+	if via := b.via[kindKey(kind, obj.GetNamespace(), obj.GetName())]; via != nil {
+		return via, nil
+	}
+	return nil, fmt.Errorf("%s %s was not found through Argo CD", kind, obj.GetName())
+}
+
 func (b *argoBackend) remember(kind string, obj client.Object, via *panelObject) {
 	b.via[kindKey(kind, obj.GetNamespace(), obj.GetName())] = via
 }
@@ -198,7 +207,10 @@ func sortedKeys(m map[string]bool) []string {
 }
 
 func (b *argoBackend) sync(ctx context.Context, gd *v1.GitOpsDeployment, revision string) (*v1.GitOpsDeploymentSyncRun, error) {
-	via := b.via[kindKey(ownership.KindGitOpsDeployment, gd.Namespace, gd.Name)]
+	via, err := b.through(ownership.KindGitOpsDeployment, gd)
+	if err != nil {
+		return nil, err
+	}
 	act, err := b.a.act(ctx, via.app, panel.PathSync, panel.SyncRequest{Revision: revision})
 	if err != nil {
 		return nil, err
@@ -329,7 +341,10 @@ func (b *argoBackend) histories(ctx context.Context, env, application string) ([
 }
 
 func (b *argoBackend) release(ctx context.Context, h *as.PromotionHistory) (*as.PromotionHistory, error) {
-	via := b.via[kindKey("PromotionHistory", h.Namespace, h.Name)]
+	via, err := b.through("PromotionHistory", h)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := b.a.act(ctx, via.app, panel.PathRelease, panel.ReleaseRequest{Environment: h.Spec.Environment}); err != nil {
 		return nil, err
 	}
@@ -421,10 +436,10 @@ func (b *argoBackend) freeze(ctx context.Context, env string, frozen bool, reaso
 // few in a row (a blip of the network does not stop following).
 func (b *argoBackend) follow(ctx context.Context, obj client.Object, done func() bool) error {
 	var refresh func(context.Context, *panelObject) error
-	var via *panelObject
+	var kind string
 	switch o := obj.(type) {
 	case *v1.GitOpsDeploymentSyncRun:
-		via = b.via[kindKey("SyncRun", o.Namespace, o.Name)]
+		kind = "SyncRun"
 		refresh = func(ctx context.Context, via *panelObject) error {
 			d, _, err := b.a.deployment(ctx, via.app)
 			for _, r := range dOrEmpty(d).SyncRuns {
@@ -435,7 +450,7 @@ func (b *argoBackend) follow(ctx context.Context, obj client.Object, done func()
 			return err
 		}
 	case *as.PromotionRun:
-		via = b.via[kindKey("PromotionRun", o.Namespace, o.Name)]
+		kind = "PromotionRun"
 		refresh = func(ctx context.Context, via *panelObject) error {
 			d, _, err := b.a.deployment(ctx, via.app)
 			for _, r := range dOrEmpty(d).PromotionRuns {
@@ -446,7 +461,7 @@ func (b *argoBackend) follow(ctx context.Context, obj client.Object, done func()
 			return err
 		}
 	case *as.PromotionPreview:
-		via = b.via[kindKey("PromotionPreview", o.Namespace, o.Name)]
+		kind = "PromotionPreview"
 		refresh = func(ctx context.Context, via *panelObject) error {
 			v := &panel.Preview{}
 			_, err := b.a.do(ctx, http.MethodGet, b.a.extension(panel.PathPreview), url.Values{"name": {o.Name}}, appHeaders(via.app), nil, v)
@@ -456,8 +471,9 @@ func (b *argoBackend) follow(ctx context.Context, obj client.Object, done func()
 			return err
 		}
 	}
-	if via == nil {
-		return fmt.Errorf("cannot follow %s: not made through Argo CD", obj.GetName())
+	via, err := b.through(kind, obj)
+	if err != nil {
+		return err
 	}
 	failures := 0
 	for {
