@@ -75,7 +75,7 @@ func (s *Server) histories(w http.ResponseWriter, r *http.Request) {
 	for i := range list.Items {
 		h := &list.Items[i]
 		if h.Spec.Environment == env && (application == "" || h.Spec.Application == application) {
-			out.Items = append(out.Items, *HistoryOf(h))
+			out.Items = append(out.Items, *api.HistoryOf(h))
 		}
 	}
 	slices.SortFunc(out.Items, func(a, b History) int { return strings.Compare(a.Application, b.Application) })

@@ -21,6 +21,3 @@ type (
 	Histories        = api.Histories
 	Preview          = api.Preview
 )
-
-// HistoryOf is the view of a PromotionHistory that GET /api/v1/history answers.
-var HistoryOf = api.HistoryOf
