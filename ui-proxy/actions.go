@@ -19,6 +19,7 @@ import (
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/ui-proxy/api"
 )
 
 // Headers argocd-server sets to the user it authenticated, each only when
@@ -38,27 +39,6 @@ const (
 		argocd.AnnotationArgoCDReleaseManagers + " of namespace %s, users only, group entries are not trusted); freezing, promoting and approving need only the tenant mapping"
 )
 
-// Action is what the panel gets back from an action: the run it created, to
-// follow in the deployment's syncRuns or promotionRuns.
-type Action struct {
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-}
-
-// syncRequest is the optional body of POST /api/v1/sync.
-type syncRequest struct {
-	// Revision to sync to (the SyncRun's revisionID; the SyncRun reconciler
-	// checks it); empty: the deployment's target revision.
-	Revision string `json:"revision,omitempty"`
-}
-
-// promoteRequest is the body of POST /api/v1/promote.
-type promoteRequest struct {
-	// Environment is the manual promotion's target Environment.
-	Environment string `json:"environment"`
-}
-
 // refusal is an action refused with a message that says why.
 type refusal struct {
 	status int
@@ -70,7 +50,7 @@ func (e *refusal) Error() string { return e.msg }
 // sync creates a GitOpsDeploymentSyncRun for the GitOpsDeployment behind the
 // Application, in its namespace.
 func (s *Server) sync(w http.ResponseWriter, r *http.Request) {
-	var req syncRequest
+	var req api.SyncRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil && !errors.Is(err, io.EOF) {
 		writeError(w, http.StatusBadRequest, `the body must be empty or {"revision": "<revision to sync to>"}`)
 		return
@@ -88,7 +68,7 @@ func (s *Server) sync(w http.ResponseWriter, r *http.Request) {
 // promote creates a PromotionRun of the binding's Snapshot to the Environment
 // the request names, in the binding's namespace.
 func (s *Server) promote(w http.ResponseWriter, r *http.Request) {
-	var req promoteRequest
+	var req api.PromoteRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil || req.Environment == "" {
 		writeError(w, http.StatusBadRequest, `the body must be {"environment": "<Environment to promote to>"}`)
 		return
@@ -98,9 +78,7 @@ func (s *Server) promote(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, err
 		}
-		return &as.PromotionRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: runName(snap.Name + "-to-" + env.Name)},
-			Spec: as.PromotionRunSpec{Snapshot: snap.Name, Application: seb.Spec.Application, RequestedBy: requester(r),
-				ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: env.Name}}}, nil
+		return as.NewPromotion(ns, seb.Spec.Application, snap.Name, env.Name, "", requester(r)), nil
 	})
 }
 
@@ -261,11 +239,16 @@ func (s *Server) names(r *http.Request, ns, annotation, user string) (bool, erro
 	return user != "" && slices.Contains(subjects, user), nil
 }
 
-// runName is the generateName prefix of a run made from the panel (names are
-// at most 253 characters; generateName adds 5).
+// runName is the generateName prefix of a SyncRun, approval or preview made
+// from the panel (PromotionRuns are named by their constructors in the API
+// package, as every client makes them).
 func runName(base string) string {
-	if len(base) > 200 {
-		base = base[:200]
+	return as.GenerateName(truncate(base, 200) + "-panel")
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
 	}
-	return strings.TrimSuffix(base, "-") + "-panel-"
+	return s
 }

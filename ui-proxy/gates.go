@@ -12,6 +12,7 @@ import (
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/ui-proxy/api"
 )
 
 // ArgoCDIdentityPrefix marks an approver that argocd-server authenticated (the
@@ -19,26 +20,11 @@ import (
 // approves on their behalf, and the admission policy lets only it use the prefix.
 const ArgoCDIdentityPrefix = "argocd:"
 
-// approveRequest is the body of POST /api/v1/approve.
-type approveRequest struct {
-	Environment string `json:"environment"`
-	Snapshot    string `json:"snapshot"`
-	// Application: the approval only for this Application's promotions (optional).
-	Application string `json:"application,omitempty"`
-	Comment     string `json:"comment,omitempty"`
-}
-
-// freezeRequest is the body of POST /api/v1/freeze and /api/v1/unfreeze.
-type freezeRequest struct {
-	Environment string `json:"environment"`
-	Reason      string `json:"reason,omitempty"`
-}
-
 // approve creates a PromotionApproval of a Snapshot into an Environment of
 // the binding's namespace, for the Argo CD user argocd-server authenticated
 // (argocd:<user>; the user's groups are not trusted, see authorize).
 func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
-	var req approveRequest
+	var req api.ApproveRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil || req.Environment == "" || req.Snapshot == "" {
 		writeError(w, http.StatusBadRequest, `the body must be {"environment": "<Environment>", "snapshot": "<Snapshot to approve into it>"}`)
 		return
@@ -72,7 +58,7 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
 // freezes; only the tenant's release managers unfreeze.
 func (s *Server) freeze(frozen bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var req freezeRequest
+		var req api.FreezeRequest
 		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil || req.Environment == "" {
 			writeError(w, http.StatusBadRequest, `the body must be {"environment": "<Environment>", "reason": "<why, optional>"}`)
 			return

@@ -10,6 +10,7 @@ import (
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
+	"github.com/gitops-service/gitops-service/ui-proxy/api"
 )
 
 // promotionPath reads the tenant's Environments, the application's bindings
@@ -136,17 +137,7 @@ func (s *Server) syncRuns(r *http.Request, ns, deployment string) ([]SyncRun, er
 		if sr.Spec.GitopsDeploymentName != deployment || len(out) == maxSyncRuns {
 			continue
 		}
-		run := SyncRun{Name: sr.Name, Revision: sr.Status.Revision, Phase: string(sr.Status.Phase), Sync: string(sr.Status.SyncStatus),
-			Health: string(sr.Status.Health), Created: timestamp(sr.CreationTimestamp)}
-		if run.Revision == "" {
-			run.Revision = sr.Spec.RevisionID
-		}
-		for _, c := range sr.Status.Conditions {
-			if c.Type == v1.GitOpsDeploymentConditionErrorOccurred && c.Status == v1.GitOpsConditionStatusTrue {
-				run.Message = c.Message
-			}
-		}
-		out = append(out, run)
+		out = append(out, api.SyncRunOf(&sr))
 	}
 	return out, nil
 }
@@ -165,5 +156,3 @@ func withoutUserInfo(raw string) string {
 func newestFirst[T any](items []T, created func(*T) *metav1.Time) {
 	sort.SliceStable(items, func(i, j int) bool { return created(&items[j]).Before(created(&items[i])) })
 }
-
-func timestamp(t metav1.Time) string { return t.UTC().Format("2006-01-02T15:04:05Z") }

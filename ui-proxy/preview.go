@@ -13,6 +13,7 @@ import (
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/ui-proxy/api"
 )
 
 // PreviewDiffs holds the full diff of the previews the sidecar ran (a
@@ -21,31 +22,11 @@ type PreviewDiffs interface {
 	Get(key types.NamespacedName, generation int64) (string, error)
 }
 
-// Preview is the panel's view of a PromotionPreview of the Application's
-// application: what promoting its Snapshot to an Environment would change.
-type Preview struct {
-	Namespace   string `json:"namespace"`
-	Name        string `json:"name"`
-	Snapshot    string `json:"snapshot"`
-	Environment string `json:"environment"`
-	// Completed: the preview ran; Clean: without render or dry-run errors.
-	Completed   bool                         `json:"completed"`
-	CompletedAt *metav1.Time                 `json:"completedAt,omitempty"`
-	Clean       bool                         `json:"clean"`
-	Components  []as.PreviewComponentSummary `json:"components,omitempty"`
-	// Diff is the full diff when the sidecar still has it (Full), else the
-	// status's capped one (Truncated says it was cut).
-	Diff       string      `json:"diff,omitempty"`
-	Full       bool        `json:"full"`
-	Truncated  bool        `json:"truncated,omitempty"`
-	Conditions []Condition `json:"conditions,omitempty"`
-}
-
 // preview creates a PromotionPreview of the binding's Snapshot to the
 // Environment the request names, in the binding's namespace, with the checks
 // of promote (the user must be named by the tenant mapping).
 func (s *Server) createPreview(w http.ResponseWriter, r *http.Request) {
-	var req promoteRequest
+	var req api.PromoteRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil || req.Environment == "" {
 		writeError(w, http.StatusBadRequest, `the body must be {"environment": "<Environment to preview a promotion to>"}`)
 		return
@@ -105,7 +86,7 @@ func (s *Server) previewView(pp *as.PromotionPreview) Preview {
 	done := st.CompletedAt != nil && st.ObservedGeneration == pp.Generation
 	v := Preview{Namespace: pp.Namespace, Name: pp.Name, Snapshot: pp.Spec.Snapshot, Environment: pp.Spec.TargetEnvironment,
 		Completed: done, Clean: done && st.Clean, Components: st.Components, Diff: st.Diff, Truncated: st.DiffTruncated,
-		Conditions: conditions(st.Conditions)}
+		Conditions: api.ConditionsOf(st.Conditions)}
 	if done {
 		v.CompletedAt = st.CompletedAt
 	}

@@ -26,25 +26,25 @@ import (
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
-	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
+	"github.com/gitops-service/gitops-service/ui-proxy/api"
 )
 
 // Headers argocd-server sends (the Application and project the user asked
 // about, checked by its RBAC) and the secret one our extension.config adds.
 const (
-	HeaderApplication = "Argocd-Application-Name"
-	HeaderProject     = "Argocd-Project-Name"
+	HeaderApplication = api.HeaderApplication
+	HeaderProject     = api.HeaderProject
 	HeaderToken       = "Gitops-Service-Token"
 	// HeaderVersion is on every answer: the sidecar's version, for
 	// `argocd gitops version` with an Argo CD login.
-	HeaderVersion = "Gitops-Service-Version"
+	HeaderVersion = api.HeaderVersion
 	// ExtensionName is the name of the proxy extension in argocd-cm: the UI
 	// calls /extensions/<ExtensionName>/api/v1/deployment.
 	// The tenants' Argo CD policy grants invoking it by this name.
-	ExtensionName = argocd.UIExtensionName
+	ExtensionName = api.ExtensionName
 	// maxPromotionRuns bounds the PromotionRuns shown for a binding, and
 	// maxSyncRuns the SyncRuns shown for a GitOpsDeployment.
 	maxPromotionRuns = 10
@@ -74,148 +74,22 @@ type Server struct {
 	Version string
 }
 
-// Deployment is the panel's view of the GitOps Service object behind an
-// Application.
-type Deployment struct {
-	// Kind is GitOpsDeployment or SnapshotEnvironmentBinding.
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	// Conditions of the object (errors the user must see).
-	Conditions []Condition `json:"conditions,omitempty"`
-
-	// GitOpsDeployment: its type, what it deploys where, the sync/health it
-	// reports and its latest SyncRuns.
-	Type        string       `json:"type,omitempty"`
-	Sync        string       `json:"sync,omitempty"`
-	Health      string       `json:"health,omitempty"`
-	Source      *Source      `json:"source,omitempty"`
-	Destination *Destination `json:"destination,omitempty"`
-	SyncRuns    []SyncRun    `json:"syncRuns,omitempty"`
-
-	// SnapshotEnvironmentBinding: what it deploys and this Application's part.
-	Application   string           `json:"application,omitempty"`
-	Environment   string           `json:"environment,omitempty"`
-	Snapshot      string           `json:"snapshot,omitempty"`
-	Component     string           `json:"component,omitempty"`
-	Image         string           `json:"image,omitempty"`
-	Components    []ComponentState `json:"components,omitempty"`
-	PromotionRuns []PromotionRun   `json:"promotionRuns,omitempty"`
-	// Path is the application's promotion path: every Environment of the
-	// tenant's digraph, parents before children, with what runs there.
-	Path []EnvironmentState `json:"path,omitempty"`
-	// History is what ran in the binding's Environment (rollback.go).
-	History *History `json:"history,omitempty"`
-}
-
-// Source is where a GitOpsDeployment deploys from (the repository URL
-// without any user info).
-type Source struct {
-	RepoURL        string `json:"repoURL"`
-	Path           string `json:"path,omitempty"`
-	TargetRevision string `json:"targetRevision,omitempty"`
-}
-
-// Destination is where a GitOpsDeployment deploys to: a ManagedEnvironment
-// (empty: the tenant's own cluster) and namespace.
-type Destination struct {
-	Environment string `json:"environment,omitempty"`
-	Namespace   string `json:"namespace,omitempty"`
-}
-
-// SyncRun is a GitOpsDeploymentSyncRun of the deployment, newest first.
-type SyncRun struct {
-	Name     string `json:"name"`
-	Revision string `json:"revision,omitempty"`
-	Phase    string `json:"phase,omitempty"`
-	Sync     string `json:"sync,omitempty"`
-	Health   string `json:"health,omitempty"`
-	// Message of its ErrorOccurred condition.
-	Message string `json:"message,omitempty"`
-	Created string `json:"created"`
-}
-
-// EnvironmentState is one Environment of the promotion path and what the
-// application runs there.
-type EnvironmentState struct {
-	Name        string `json:"name"`
-	DisplayName string `json:"displayName,omitempty"`
-	Parent      string `json:"parent,omitempty"`
-	Strategy    string `json:"strategy,omitempty"`
-	// Depth is the number of ancestors (0 for a root of the digraph).
-	Depth int `json:"depth"`
-	// Current is the Environment of the Application being looked at.
-	Current bool `json:"current,omitempty"`
-	// Gates are the Environment's promotion gates (soak, freeze, approvals), as in its spec.
-	Gates *as.PromotionGates `json:"gates,omitempty"`
-	// Binding and Snapshot are empty when the application does not run here.
-	Binding    string           `json:"binding,omitempty"`
-	Snapshot   string           `json:"snapshot,omitempty"`
-	Components []ComponentState `json:"components,omitempty"`
-	// Changed are the components whose image differs from the parent
-	// Environment's (or that only one of them runs).
-	Changed []string `json:"changed,omitempty"`
-}
-
-// Condition is a condition of the object, in short.
-type Condition struct {
-	Type    string `json:"type"`
-	Status  string `json:"status"`
-	Reason  string `json:"reason,omitempty"`
-	Message string `json:"message,omitempty"`
-}
-
-// ComponentState is one component of a binding as Argo CD sees it.
-type ComponentState struct {
-	Name   string `json:"name"`
-	Sync   string `json:"sync,omitempty"`
-	Health string `json:"health,omitempty"`
-	Commit string `json:"commit,omitempty"`
-	// Image is the component's container image in the binding's Snapshot.
-	Image string `json:"image,omitempty"`
-}
-
-// PromotionRun is a promotion of the binding's application, newest first.
-type PromotionRun struct {
-	Name         string   `json:"name"`
-	Snapshot     string   `json:"snapshot"`
-	State        string   `json:"state,omitempty"`
-	Result       string   `json:"result,omitempty"`
-	Environments []string `json:"environments,omitempty"`
-	// Target is the manual promotion's Environment, Initial the automated
-	// promotion's first one.
-	Target  string `json:"target,omitempty"`
-	Initial string `json:"initial,omitempty"`
-	Steps   []Step `json:"steps,omitempty"`
-	// Conditions (ErrorOccurred says why a promotion failed).
-	Conditions []Condition `json:"conditions,omitempty"`
-	Created    string      `json:"created"`
-}
-
-// Step is one step of a PromotionRun.
-type Step struct {
-	Step        int    `json:"step"`
-	Environment string `json:"environment"`
-	Status      string `json:"status"`
-	Message     string `json:"message,omitempty"`
-}
-
 // Handler routes the extension's API.
 func (s *Server) Handler() http.Handler {
 	r := mux.NewRouter()
-	r.HandleFunc("/api/v1/deployment", s.deployment).Methods(http.MethodGet)
+	r.HandleFunc(api.PathDeployment, s.deployment).Methods(http.MethodGet)
 	// Actions change things: POST only.
-	r.HandleFunc("/api/v1/sync", s.sync).Methods(http.MethodPost)
-	r.HandleFunc("/api/v1/promote", s.promote).Methods(http.MethodPost)
-	r.HandleFunc("/api/v1/approve", s.approve).Methods(http.MethodPost)
-	r.HandleFunc("/api/v1/freeze", s.freeze(true)).Methods(http.MethodPost)
-	r.HandleFunc("/api/v1/unfreeze", s.freeze(false)).Methods(http.MethodPost)
-	r.HandleFunc("/api/v1/rollback", s.rollback).Methods(http.MethodPost)
-	r.HandleFunc("/api/v1/release", s.release).Methods(http.MethodPost)
-	r.HandleFunc("/api/v1/history", s.histories).Methods(http.MethodGet)
+	r.HandleFunc(api.PathSync, s.sync).Methods(http.MethodPost)
+	r.HandleFunc(api.PathPromote, s.promote).Methods(http.MethodPost)
+	r.HandleFunc(api.PathApprove, s.approve).Methods(http.MethodPost)
+	r.HandleFunc(api.PathFreeze, s.freeze(true)).Methods(http.MethodPost)
+	r.HandleFunc(api.PathUnfreeze, s.freeze(false)).Methods(http.MethodPost)
+	r.HandleFunc(api.PathRollback, s.rollback).Methods(http.MethodPost)
+	r.HandleFunc(api.PathRelease, s.release).Methods(http.MethodPost)
+	r.HandleFunc(api.PathHistory, s.histories).Methods(http.MethodGet)
 	// A preview changes nothing but is a run of its own: created by POST.
-	r.HandleFunc("/api/v1/preview", s.createPreview).Methods(http.MethodPost)
-	r.HandleFunc("/api/v1/preview", s.getPreview).Methods(http.MethodGet)
+	r.HandleFunc(api.PathPreview, s.createPreview).Methods(http.MethodPost)
+	r.HandleFunc(api.PathPreview, s.getPreview).Methods(http.MethodGet)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: the panel calls GET /api/v1/deployment, POST /api/v1/sync, /api/v1/promote, /api/v1/approve, /api/v1/freeze, /api/v1/unfreeze, /api/v1/rollback and /api/v1/release, GET /api/v1/history, and POST or GET /api/v1/preview")
 	})
@@ -327,7 +201,7 @@ func (s *Server) owner(r *http.Request, app *argov1alpha1.Application) (*Deploym
 			return nil, err
 		}
 		return &Deployment{Kind: "GitOpsDeployment", Namespace: ns, Name: name, Type: string(gd.Spec.Type),
-			Sync: string(gd.Status.Sync.Status), Health: string(gd.Status.Health.Status), Conditions: gitopsConditions(gd.Status.Conditions),
+			Sync: string(gd.Status.Sync.Status), Health: string(gd.Status.Health.Status), Conditions: api.GitOpsConditionsOf(gd.Status.Conditions),
 			Source:      &Source{RepoURL: withoutUserInfo(gd.Spec.Source.RepoURL), Path: gd.Spec.Source.Path, TargetRevision: gd.Spec.Source.TargetRevision},
 			Destination: &Destination{Environment: gd.Spec.Destination.Environment, Namespace: gd.Spec.Destination.Namespace},
 			SyncRuns:    runs}, nil
@@ -338,7 +212,7 @@ func (s *Server) owner(r *http.Request, app *argov1alpha1.Application) (*Deploym
 		}
 		d := &Deployment{Kind: "SnapshotEnvironmentBinding", Namespace: ns, Name: name, Application: seb.Spec.Application,
 			Environment: seb.Spec.Environment, Snapshot: seb.Spec.Snapshot, Component: l[as.LabelComponent],
-			Conditions: append(conditions(seb.Status.BindingConditions), conditions(seb.Status.ComponentDeploymentConditions)...)}
+			Conditions: append(api.ConditionsOf(seb.Status.BindingConditions), api.ConditionsOf(seb.Status.ComponentDeploymentConditions)...)}
 		for _, c := range seb.Status.GitOpsDeployments {
 			d.Components = append(d.Components, ComponentState{Name: c.ComponentName, Sync: c.GitOpsDeploymentSyncStatus,
 				Health: c.GitOpsDeploymentHealthStatus, Commit: c.GitOpsDeploymentCommitID})
@@ -388,38 +262,9 @@ func (s *Server) promotionRuns(r *http.Request, ns, application string) ([]Promo
 		if p.Spec.Application != application || len(out) == maxPromotionRuns {
 			continue
 		}
-		run := PromotionRun{Name: p.Name, Snapshot: p.Spec.Snapshot, State: string(p.Status.State),
-			Result: string(p.Status.CompletionResult), Created: timestamp(p.CreationTimestamp),
-			Conditions: conditions(p.Status.Conditions)}
-		if p.Spec.ManualPromotion != nil {
-			run.Target = p.Spec.ManualPromotion.TargetEnvironment
-		}
-		if p.Spec.AutomatedPromotion != nil {
-			run.Initial = p.Spec.AutomatedPromotion.InitialEnvironment
-		}
-		for _, e := range p.Status.EnvironmentStatus {
-			run.Environments = append(run.Environments, e.EnvironmentName+": "+string(e.Status))
-			run.Steps = append(run.Steps, Step{Step: e.Step, Environment: e.EnvironmentName, Status: string(e.Status), Message: e.DisplayStatus})
-		}
-		out = append(out, run)
+		out = append(out, api.PromotionRunOf(&p))
 	}
 	return out, nil
-}
-
-func conditions(cs []metav1.Condition) []Condition {
-	var out []Condition
-	for _, c := range cs {
-		out = append(out, Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
-	}
-	return out
-}
-
-func gitopsConditions(cs []v1.GitOpsDeploymentCondition) []Condition {
-	var out []Condition
-	for _, c := range cs {
-		out = append(out, Condition{Type: string(c.Type), Status: string(c.Status), Reason: string(c.Reason), Message: c.Message})
-	}
-	return out
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {

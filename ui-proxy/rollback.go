@@ -13,47 +13,8 @@ import (
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/ui-proxy/api"
 )
-
-// HistoryEntry is one promotion or rollback into the binding's Environment
-// (its PromotionHistory), newest first.
-type HistoryEntry struct {
-	PromotionRun string   `json:"promotionRun"`
-	Kind         string   `json:"kind"`
-	Snapshot     string   `json:"snapshot"`
-	Result       string   `json:"result"`
-	Completed    string   `json:"completed"`
-	PromotedBy   string   `json:"promotedBy,omitempty"`
-	ApprovedBy   []string `json:"approvedBy,omitempty"`
-	RolledBackBy string   `json:"rolledBackBy,omitempty"`
-}
-
-// History is the panel's view of the PromotionHistory of the binding's
-// application and Environment.
-type History struct {
-	// Application and Environment: set in the answers of GET /api/v1/history.
-	Application string         `json:"application,omitempty"`
-	Environment string         `json:"environment,omitempty"`
-	Entries     []HistoryEntry `json:"entries,omitempty"`
-	Rejected    []string       `json:"rejected,omitempty"`
-	// HeldSince is when a rollback held automated promotion out of the
-	// Environment, while it is held.
-	HeldSince string `json:"heldSince,omitempty"`
-	HeldBy    string `json:"heldBy,omitempty"`
-	// HeldSnapshot is the Snapshot the holding rollback rolled back.
-	HeldSnapshot string `json:"heldSnapshot,omitempty"`
-}
-
-// Histories is the answer of GET /api/v1/history.
-type Histories struct {
-	Namespace string    `json:"namespace"`
-	Items     []History `json:"items"`
-}
-
-// releaseRequest is the body of POST /api/v1/release.
-type releaseRequest struct {
-	Environment string `json:"environment"`
-}
 
 // history reads the PromotionHistory of app in env (in the binding's own
 // namespace), or nil when nothing ran there yet.
@@ -70,28 +31,12 @@ func (s *Server) history(r *http.Request, ns, app, env string) (*History, error)
 	return nil, nil
 }
 
-// HistoryOf is the view of h that GET /api/v1/history answers (the CLI
-// shows it as the PromotionHistory it came from).
-func HistoryOf(h *as.PromotionHistory) *History {
-	v := historyView(h)
-	v.Application, v.Environment = h.Spec.Application, h.Spec.Environment
-	return v
-}
-
+// historyView is the view of h in a Deployment: its own binding's, so it
+// does not say whose.
 func historyView(h *as.PromotionHistory) *History {
-	out := &History{}
-	for i := len(h.Status.Entries) - 1; i >= 0; i-- {
-		e := h.Status.Entries[i]
-		out.Entries = append(out.Entries, HistoryEntry{PromotionRun: e.PromotionRun, Kind: string(e.Kind), Snapshot: e.Snapshot, Result: string(e.Result),
-			Completed: e.CompletionTime.UTC().Format(time.RFC3339), PromotedBy: e.PromotedBy, ApprovedBy: e.ApprovedBy, RolledBackBy: e.RolledBackBy})
-	}
-	for _, r := range h.Status.Rejected {
-		out.Rejected = append(out.Rejected, r.Snapshot)
-	}
-	if h.Held() {
-		out.HeldSince, out.HeldBy, out.HeldSnapshot = timestamp(h.Status.Hold.Since), h.Status.Hold.PromotionRun, h.Status.Hold.Snapshot
-	}
-	return out
+	v := api.HistoryOf(h)
+	v.Application, v.Environment = "", ""
+	return v
 }
 
 // rollback creates a PromotionRun that rolls the binding's Snapshot back out
@@ -103,9 +48,7 @@ func (s *Server) rollback(w http.ResponseWriter, r *http.Request) {
 		if err := s.get(r, client.ObjectKey{Namespace: ns, Name: name}, seb, uid); err != nil {
 			return nil, err
 		}
-		return &as.PromotionRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: runName(seb.Spec.Application + "-" + seb.Spec.Environment + "-rollback")},
-			Spec: as.PromotionRunSpec{Snapshot: seb.Spec.Snapshot, Application: seb.Spec.Application, RequestedBy: requester(r),
-				ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: seb.Spec.Environment, Rollback: true}}}, nil
+		return as.NewRollback(ns, seb.Spec.Application, seb.Spec.Environment, seb.Spec.Snapshot, requester(r)), nil
 	})
 }
 
@@ -132,7 +75,7 @@ func (s *Server) histories(w http.ResponseWriter, r *http.Request) {
 	for i := range list.Items {
 		h := &list.Items[i]
 		if h.Spec.Environment == env && (application == "" || h.Spec.Application == application) {
-			out.Items = append(out.Items, *HistoryOf(h))
+			out.Items = append(out.Items, *api.HistoryOf(h))
 		}
 	}
 	slices.SortFunc(out.Items, func(a, b History) int { return strings.Compare(a.Application, b.Application) })
@@ -146,7 +89,7 @@ func (s *Server) histories(w http.ResponseWriter, r *http.Request) {
 // rejected, so only the tenant's release managers may (as only they update
 // PromotionHistories with kubectl).
 func (s *Server) release(w http.ResponseWriter, r *http.Request) {
-	var req releaseRequest
+	var req api.ReleaseRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil || req.Environment == "" {
 		writeError(w, http.StatusBadRequest, `the body must be {"environment": "<Environment whose hold to release>"}`)
 		return

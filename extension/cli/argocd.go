@@ -20,7 +20,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
-	uiproxy "github.com/gitops-service/gitops-service/ui-proxy"
+	panel "github.com/gitops-service/gitops-service/ui-proxy/api"
 )
 
 // Argo CD's environment variables (as the argocd CLI reads them; flags in
@@ -32,7 +32,7 @@ const (
 	// authenticate with it only (gRPC-gateway routes also take the bearer).
 	authCookie = "argocd.token"
 	// versionHeader is where ui-proxy says which version it is.
-	versionHeader = uiproxy.HeaderVersion
+	versionHeader = panel.HeaderVersion
 )
 
 // errNoArgoLogin: neither flags, environment nor argocd's config file name an
@@ -188,7 +188,7 @@ func (a *argoClient) do(ctx context.Context, method, path string, query url.Valu
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
-			return resp.Header, fmt.Errorf("the answer of Argo CD to %s is not what the GitOps Service sends (%v): is its extension %s configured?", path, err, uiproxy.ExtensionName)
+			return resp.Header, fmt.Errorf("the answer of Argo CD to %s is not what the GitOps Service sends (%v): is its extension %s configured?", path, err, panel.ExtensionName)
 		}
 	}
 	return resp.Header, nil
@@ -238,26 +238,29 @@ func (a *argoClient) apps(ctx context.Context, ns string) ([]argov1alpha1.Applic
 }
 
 func appHeaders(app *argov1alpha1.Application) map[string]string {
-	return map[string]string{uiproxy.HeaderApplication: app.Namespace + ":" + app.Name, uiproxy.HeaderProject: app.Spec.Project}
+	return map[string]string{panel.HeaderApplication: app.Namespace + ":" + app.Name, panel.HeaderProject: app.Spec.Project}
 }
+
+// extension is the path of the extension's endpoint p through argocd-server.
+func (a *argoClient) extension(p string) string { return "/extensions/" + panel.ExtensionName + p }
 
 // deployment is the GitOps Service object behind app, as the panel sees it,
 // and the version of the GitOps Service that answered.
-func (a *argoClient) deployment(ctx context.Context, app *argov1alpha1.Application) (*uiproxy.Deployment, string, error) {
-	d := &uiproxy.Deployment{}
-	h, err := a.do(ctx, http.MethodGet, "/extensions/"+uiproxy.ExtensionName+"/api/v1/deployment", nil, appHeaders(app), nil, d)
+func (a *argoClient) deployment(ctx context.Context, app *argov1alpha1.Application) (*panel.Deployment, string, error) {
+	d := &panel.Deployment{}
+	h, err := a.do(ctx, http.MethodGet, a.extension(panel.PathDeployment), nil, appHeaders(app), nil, d)
 	if err != nil {
 		return nil, "", err
 	}
 	return d, h.Get(versionHeader), nil
 }
 
-// act is a panel action (sync, promote) on app.
-func (a *argoClient) act(ctx context.Context, app *argov1alpha1.Application, action string, body any) (*uiproxy.Action, error) {
-	out := &uiproxy.Action{}
+// act is a panel action (the extension's endpoint path) on app.
+func (a *argoClient) act(ctx context.Context, app *argov1alpha1.Application, path string, body any) (*panel.Action, error) {
+	out := &panel.Action{}
 	if body == nil {
 		body = struct{}{}
 	}
-	_, err := a.do(ctx, http.MethodPost, "/extensions/"+uiproxy.ExtensionName+"/api/v1/"+action, nil, appHeaders(app), body, out)
+	_, err := a.do(ctx, http.MethodPost, a.extension(path), nil, appHeaders(app), body, out)
 	return out, err
 }

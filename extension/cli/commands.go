@@ -12,8 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -28,13 +26,13 @@ func explain(err error, what, ns string) error {
 	}
 	switch {
 	case apierrors.IsForbidden(err) && ns == "":
-		return &exitError{code: exitRefused, msg: "you may not do this in every namespace: ask your platform admin for the `view` role, or pick your namespace with -n"}
+		return refusedIn(ns, string(apierrors.ReasonForError(err)), "ask your platform admin for the `view` role, or pick your namespace with -n")
 	case apierrors.IsForbidden(err):
-		return &exitError{code: exitRefused, msg: fmt.Sprintf("you may not do this in namespace %q (%s): ask your platform admin for the `edit` role there, or pick your namespace with -n", ns, apierrors.ReasonForError(err))}
+		return refusedIn(ns, string(apierrors.ReasonForError(err)), "ask your platform admin for the `edit` role there, or pick your namespace with -n")
 	case apierrors.IsUnauthorized(err):
 		return &exitError{code: exitRefused, msg: "the cluster does not accept your credentials: log in again (your kubeconfig's token may have expired)"}
 	case apierrors.IsNotFound(err) && what != "":
-		return fmt.Errorf("%s not found in namespace %q: `list` shows what there is, -n picks another namespace", what, ns)
+		return notFound(what, ns)
 	case meta.IsNoMatchError(err) || strings.Contains(err.Error(), "no matches for kind"):
 		return fmt.Errorf("the GitOps Service is not installed in this cluster (its CRDs are missing): ask your platform admin")
 	case apierrors.IsAlreadyExists(err):
@@ -92,23 +90,11 @@ func dash(s string) string {
 func applicationName(gd *v1.GitOpsDeployment) string { return v1.ApplicationName(string(gd.UID)) }
 
 func (c *cli) list(ctx context.Context) error {
-	if c.argo != nil {
-		return c.argoList(ctx)
-	}
-	sel, err := labels.Parse(c.opts.selector)
+	gds, sebs, err := c.be.objects(ctx, c.opts.selector)
 	if err != nil {
-		return usageError("-l %s: %v", c.opts.selector, err)
+		return err
 	}
-	opts := []client.ListOption{client.InNamespace(c.namespace), client.MatchingLabelsSelector{Selector: sel}}
-	var gds v1.GitOpsDeploymentList
-	if err := c.List(ctx, &gds, opts...); err != nil {
-		return explain(err, "GitOpsDeployments", c.namespace)
-	}
-	var sebs as.SnapshotEnvironmentBindingList
-	if err := c.List(ctx, &sebs, opts...); err != nil {
-		return explain(err, "SnapshotEnvironmentBindings", c.namespace)
-	}
-	return c.printList(gds.Items, sebs.Items)
+	return c.printList(gds, sebs)
 }
 
 // printList prints deployments and bindings: a List with -o, else tables.
@@ -123,7 +109,20 @@ func (c *cli) printList(gds []v1.GitOpsDeployment, sebs []as.SnapshotEnvironment
 	if done, err := c.printObjects(true, objs...); done {
 		return err
 	}
+	if len(objs) == 0 {
+		// As kubectl get says it, on stderr.
+		_, err := fmt.Fprintln(c.opts.streams.ErrOut, noResources(c.namespace))
+		return err
+	}
 	return writeTables(c.out, gds, sebs, c.namespace == "", c.wide())
+}
+
+// noResources is kubectl's line for an empty list.
+func noResources(ns string) string {
+	if ns == "" {
+		return "No resources found"
+	}
+	return fmt.Sprintf("No resources found in %s namespace.", ns)
 }
 
 // writeTables is list's text output: one table of deployments, one of
@@ -206,21 +205,14 @@ func short(rev string) string {
 }
 
 func (c *cli) status(ctx context.Context, name string) error {
-	if c.argo != nil {
-		return c.argoStatus(ctx, name)
-	}
-	gd := &v1.GitOpsDeployment{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: c.namespace, Name: name}, gd)
-	if apierrors.IsNotFound(err) {
-		seb := &as.SnapshotEnvironmentBinding{}
-		if berr := c.Get(ctx, client.ObjectKey{Namespace: c.namespace, Name: name}, seb); berr == nil {
-			return c.bindingStatus(seb)
-		}
-	}
+	obj, err := c.be.find(ctx, name, false)
 	if err != nil {
-		return explain(err, fmt.Sprintf("no GitOpsDeployment or SnapshotEnvironmentBinding %q:", name), c.namespace)
+		return err
 	}
-	return c.deploymentStatus(gd)
+	if b, ok := obj.(*as.SnapshotEnvironmentBinding); ok {
+		return c.bindingStatus(b)
+	}
+	return c.deploymentStatus(obj.(*v1.GitOpsDeployment))
 }
 
 func (c *cli) deploymentStatus(gd *v1.GitOpsDeployment) error {
@@ -271,31 +263,23 @@ func writeBindingStatus(out io.Writer, b *as.SnapshotEnvironmentBinding) error {
 }
 
 func (c *cli) sync(ctx context.Context, deployment string) error {
-	if c.argo != nil {
-		return c.argoSync(ctx, deployment)
+	obj, err := c.be.find(ctx, deployment, true)
+	if err != nil {
+		return err
 	}
-	gd := &v1.GitOpsDeployment{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: c.namespace, Name: deployment}, gd); err != nil {
-		return explain(err, fmt.Sprintf("GitOpsDeployment %q", deployment), c.namespace)
-	}
+	gd := obj.(*v1.GitOpsDeployment)
 	if gd.Spec.Type == v1.GitOpsDeploymentSpecTypeAutomated {
 		return &exitError{code: exitRefused, msg: fmt.Sprintf("GitOpsDeployment %q is automated: Argo CD syncs it by itself; push to Git, or set spec.type: manual to sync by hand", deployment)}
 	}
-	run := &v1.GitOpsDeploymentSyncRun{
-		ObjectMeta: metav1.ObjectMeta{Namespace: c.namespace, GenerateName: deployment + "-sync-"},
-		Spec:       v1.GitOpsDeploymentSyncRunSpec{GitopsDeploymentName: deployment, RevisionID: c.opts.revision},
-	}
-	if err := c.Create(ctx, run); err != nil {
-		return explain(err, "the GitOpsDeploymentSyncRun", c.namespace)
+	run, err := c.be.sync(ctx, gd, c.opts.revision)
+	if err != nil {
+		return err
 	}
 	p := c.progress()
 	p.note(fmt.Sprintf("GitOpsDeploymentSyncRun %s created: syncing %s to %s", run.Name, deployment, dash(c.opts.revision)))
-	err := c.follow(ctx, run, &v1.GitOpsDeploymentSyncRunList{}, func(obj runtime.Object) (bool, error) {
-		if r, ok := obj.(*v1.GitOpsDeploymentSyncRun); ok {
-			r.DeepCopyInto(run)
-		}
+	err = c.follow(ctx, run, func() bool {
 		p.update(syncRunLine(run))
-		return run.Status.Finished() || run.Status.Refused(), nil
+		return run.Status.Finished() || run.Status.Refused()
 	})
 	p.end()
 	if err != nil {
@@ -346,40 +330,18 @@ func syncRunSucceeded(st v1.GitOpsDeploymentSyncRunStatus) bool {
 	return st.Phase == v1.OperationSucceeded && findCondition(st.Conditions, v1.GitOpsDeploymentConditionErrorOccurred) == nil
 }
 
-func (c *cli) promote(ctx context.Context, snapshotName string) error {
+func (c *cli) promote(ctx context.Context, snapshot string) error {
 	if (c.opts.to == "") == (c.opts.autoFrom == "") {
 		return usageError("promote needs exactly one of --to <environment> (one Environment) or --auto-from <environment> (along the Environment graph)")
 	}
-	if c.argo != nil {
-		if c.opts.preview {
-			return c.argoPreview(ctx, snapshotName)
-		}
-		return c.argoPromote(ctx, snapshotName)
-	}
-	snap := &as.Snapshot{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: c.namespace, Name: snapshotName}, snap); err != nil {
-		return explain(err, fmt.Sprintf("Snapshot %q", snapshotName), c.namespace)
-	}
 	if c.opts.preview {
-		return c.preview(ctx, snap)
+		return c.preview(ctx, snapshot)
 	}
-	me, err := c.requester(ctx)
+	run, err := c.be.promote(ctx, snapshot, c.opts.to, c.opts.autoFrom)
 	if err != nil {
 		return err
 	}
-	run := &as.PromotionRun{
-		ObjectMeta: metav1.ObjectMeta{Namespace: c.namespace, GenerateName: snapshotName + "-promote-"},
-		Spec:       as.PromotionRunSpec{Snapshot: snapshotName, Application: snap.Spec.Application, RequestedBy: me},
-	}
-	if c.opts.to != "" {
-		run.Spec.ManualPromotion = &as.ManualPromotionConfiguration{TargetEnvironment: c.opts.to}
-	} else {
-		run.Spec.AutomatedPromotion = &as.AutomatedPromotionConfiguration{InitialEnvironment: c.opts.autoFrom}
-	}
-	if err := c.Create(ctx, run); err != nil {
-		return explain(err, "the PromotionRun", c.namespace)
-	}
-	return c.followPromotion(ctx, run, fmt.Sprintf("PromotionRun %s created: %s of application %s", run.Name, snapshotName, snap.Spec.Application))
+	return c.followPromotion(ctx, run, fmt.Sprintf("PromotionRun %s created: %s of application %s", run.Name, snapshot, run.Spec.Application))
 }
 
 // followPromotion follows a PromotionRun (a promotion or a rollback) until it
@@ -388,12 +350,9 @@ func (c *cli) followPromotion(ctx context.Context, run *as.PromotionRun, intro s
 	p := c.progress()
 	p.note(intro)
 	steps := promotionSteps{}
-	err := c.follow(ctx, run, &as.PromotionRunList{}, func(obj runtime.Object) (bool, error) {
-		if r, ok := obj.(*as.PromotionRun); ok {
-			r.DeepCopyInto(run)
-		}
+	err := c.follow(ctx, run, func() bool {
 		steps.show(p, run)
-		return run.Status.State == as.PromotionRunStateCompleted, nil
+		return run.Status.State == as.PromotionRunStateCompleted
 	})
 	p.end()
 	if err != nil {
@@ -494,22 +453,11 @@ func environmentGraph(envs []as.Environment, bindings []as.SnapshotEnvironmentBi
 }
 
 func (c *cli) envs(ctx context.Context) error {
-	if c.argo != nil {
-		return c.argoEnvs(ctx)
-	}
-	sel, err := labels.Parse(c.opts.selector)
+	envs, sebs, err := c.be.environments(ctx, c.opts.selector)
 	if err != nil {
-		return usageError("-l %s: %v", c.opts.selector, err)
+		return err
 	}
-	var envs as.EnvironmentList
-	if err := c.List(ctx, &envs, client.InNamespace(c.namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return explain(err, "Environments", c.namespace)
-	}
-	var sebs as.SnapshotEnvironmentBindingList
-	if err := c.List(ctx, &sebs, client.InNamespace(c.namespace)); err != nil {
-		return explain(err, "SnapshotEnvironmentBindings", c.namespace)
-	}
-	return c.printGraph(environmentGraph(envs.Items, sebs.Items))
+	return c.printGraph(environmentGraph(envs, sebs))
 }
 
 func (c *cli) printGraph(graph []envNode) error {

@@ -7,42 +7,18 @@ import (
 	"io"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
-// follow watches obj (one object, by name, list its list type) until done
-// says so, --timeout passes or ctx ends. It lists first, so a run that
-// finished before the watch started is seen too.
-func (c *cli) follow(ctx context.Context, obj client.Object, list client.ObjectList, done func(runtime.Object) (bool, error)) error {
+// follow refreshes obj (a run the backend made) until done says so,
+// --timeout passes or ctx ends.
+func (c *cli) follow(ctx context.Context, obj client.Object, done func() bool) error {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, c.opts.timeout)
 	defer cancel()
-	ns := obj.GetNamespace()
-	byName := fields.OneTermEqualSelector("metadata.name", obj.GetName()).String()
-	lw := &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = byName
-			l := list.DeepCopyObject().(client.ObjectList)
-			return l, c.List(ctx, l, &client.ListOptions{Namespace: ns, Raw: &o})
-		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = byName
-			return c.Watch(ctx, list.DeepCopyObject().(client.ObjectList), &client.ListOptions{Namespace: ns, Raw: &o})
-		},
-	}
-	_, err := watchtools.UntilWithSync(ctx, lw, obj.DeepCopyObject().(client.Object), nil, func(ev watch.Event) (bool, error) {
-		if ev.Type == watch.Deleted {
-			return false, fmt.Errorf("%s was deleted while it ran", obj.GetName())
-		}
-		return done(ev.Object)
-	})
-	return c.followError(parent, ctx, err)
+	return c.followError(parent, ctx, c.be.follow(ctx, obj, done))
 }
 
 // followError maps how following ended to exit codes.
@@ -55,11 +31,7 @@ func (c *cli) followError(parent, ctx context.Context, err error) error {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return &exitError{code: exitTimedOut, msg: fmt.Sprintf("not finished after %s; it goes on in the cluster: follow it with `%s status` or kubectl", c.opts.timeout, c.prog)}
 	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return err
-	}
-	return explain(err, "", c.namespace)
+	return err
 }
 
 // progress shows a run as it goes: on a terminal one live line rewritten in

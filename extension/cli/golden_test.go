@@ -21,7 +21,7 @@ import (
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
-	uiproxy "github.com/gitops-service/gitops-service/ui-proxy"
+	panel "github.com/gitops-service/gitops-service/ui-proxy/api"
 )
 
 // go test ./extension/cli -run Golden -update rewrites testdata/*.golden.
@@ -224,13 +224,13 @@ func TestArgoErrorsAndPanelViews(t *testing.T) {
 	app := &argov1alpha1.Application{}
 	app.Labels = map[string]string{ownership.LabelOwnerUID: "0a1b2c3d-uid"}
 	app.Status.Sync.Revision = "1a2b3c4d5e6f7a8b9c0d"
-	gd := deploymentFromPanel(app, &uiproxy.Deployment{Kind: "GitOpsDeployment", Namespace: "team-a", Name: "web", Type: "manual", Sync: "Synced", Health: "Healthy",
-		Source: &uiproxy.Source{RepoURL: "https://git.example.com/shop.git", Path: "deploy", TargetRevision: "main"}, Destination: &uiproxy.Destination{Namespace: "team-a"},
-		Conditions: []uiproxy.Condition{{Type: "ErrorOccurred", Status: "False"}}})
+	gd := deploymentFromPanel(app, &panel.Deployment{Kind: "GitOpsDeployment", Namespace: "team-a", Name: "web", Type: "manual", Sync: "Synced", Health: "Healthy",
+		Source: &panel.Source{RepoURL: "https://git.example.com/shop.git", Path: "deploy", TargetRevision: "main"}, Destination: &panel.Destination{Namespace: "team-a"},
+		Conditions: []panel.Condition{{Type: "ErrorOccurred", Status: "False"}}})
 	assert.Equal(t, sampleDeployments()[0], *gd, "the panel's view is shown as the same object as with a kubeconfig")
-	b := bindingFromPanel(&uiproxy.Deployment{Kind: "SnapshotEnvironmentBinding", Namespace: "team-a", Name: "shop-dev", Application: "shop", Environment: "dev", Snapshot: "shop-v2",
-		Components: []uiproxy.ComponentState{{Name: "frontend", Sync: "Synced", Health: "Healthy", Commit: "abc"}},
-		Conditions: []uiproxy.Condition{{Type: as.ComponentDeploymentConditionAllComponentsDeployed, Status: "True"}, {Type: "ErrorOccurred", Status: "True", Message: "m"}}})
+	b := (&panel.Deployment{Kind: "SnapshotEnvironmentBinding", Namespace: "team-a", Name: "shop-dev", Application: "shop", Environment: "dev", Snapshot: "shop-v2",
+		Components: []panel.ComponentState{{Name: "frontend", Sync: "Synced", Health: "Healthy", Commit: "abc"}},
+		Conditions: []panel.Condition{{Type: as.ComponentDeploymentConditionAllComponentsDeployed, Status: "True"}, {Type: "ErrorOccurred", Status: "True", Message: "m"}}}).Binding()
 	assert.Equal(t, "frontend Synced/Healthy", componentsOf(b))
 	assert.Len(t, b.Status.ComponentDeploymentConditions, 1)
 	assert.Len(t, b.Status.BindingConditions, 1)

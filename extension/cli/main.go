@@ -162,13 +162,9 @@ func newScheme() *runtime.Scheme {
 	return s
 }
 
-// cli is one invocation: the user's client and namespace, or their Argo CD
-// session.
+// cli is one invocation: the verbs over the way in the flags chose.
 type cli struct {
-	client.WithWatch
-	// argo is set when we go through argocd-server (an Argo CD login).
-	argo      *argoClient
-	rest      *rest.Config
+	be        backend
 	opts      *options
 	namespace string
 	prog      string
@@ -196,13 +192,13 @@ func connect(o *options) (*cli, error) {
 		}
 		return nil, err
 	}
-	c.argo = a
 	if o.kube.Namespace != nil {
 		c.namespace = *o.kube.Namespace
 	}
 	if o.allNamespaces {
 		c.namespace = ""
 	}
+	c.be = newArgoBackend(a, c.namespace, o.streams.ErrOut)
 	return c, nil
 }
 
@@ -237,7 +233,8 @@ func (c *cli) connectKube(restCfg *rest.Config) error {
 	if err != nil {
 		return explain(err, "", ns)
 	}
-	c.WithWatch, c.namespace, c.rest = cl, ns, restCfg
+	c.namespace = ns
+	c.be = &kubeBackend{WithWatch: cl, rest: restCfg, namespace: ns, argocdNamespace: o.argocdNamespace}
 	return nil
 }
 

@@ -4,46 +4,34 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"strings"
 	"text/tabwriter"
 
-	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
-
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	uiproxy "github.com/gitops-service/gitops-service/ui-proxy"
 )
 
 // preview creates a PromotionPreview of the Snapshot to --to, follows it
 // until it completes and shows what the promotion would change: exit 0 when
 // it would apply cleanly, 1 when the dry-run (or the render) found errors, 3
 // when the GitOps Service refused the preview.
-func (c *cli) preview(ctx context.Context, snap *as.Snapshot) error {
-	pp := &as.PromotionPreview{
-		ObjectMeta: metav1.ObjectMeta{Namespace: c.namespace, GenerateName: snap.Name + "-preview-"},
-		Spec:       as.PromotionPreviewSpec{Snapshot: snap.Name, Application: snap.Spec.Application, TargetEnvironment: c.opts.to},
-	}
-	if err := c.Create(ctx, pp); err != nil {
-		return explain(err, "the PromotionPreview", c.namespace)
+func (c *cli) preview(ctx context.Context, snapshot string) error {
+	pp, err := c.be.preview(ctx, snapshot, c.opts.to)
+	if err != nil {
+		return err
 	}
 	p := c.progress()
-	p.note(fmt.Sprintf("PromotionPreview %s created: %s of application %s to %s", pp.Name, snap.Name, snap.Spec.Application, c.opts.to))
+	p.note(fmt.Sprintf("PromotionPreview %s created: %s of application %s to %s", pp.Name, snapshot, pp.Spec.Application, c.opts.to))
 	var refused *metav1.Condition
-	err := c.follow(ctx, pp, &as.PromotionPreviewList{}, func(obj runtime.Object) (bool, error) {
-		if got, ok := obj.(*as.PromotionPreview); ok {
-			got.DeepCopyInto(pp)
-		}
+	err = c.follow(ctx, pp, func() bool {
 		refused = meta.FindStatusCondition(pp.Status.Conditions, as.PromotionPreviewConditionFailed)
 		if refused != nil && (refused.Status != metav1.ConditionTrue || refused.ObservedGeneration != pp.Generation) {
 			refused = nil
 		}
 		p.update(fmt.Sprintf("%s: %s", pp.Name, previewState(pp)))
-		return refused != nil || (pp.Status.CompletedAt != nil && pp.Status.ObservedGeneration == pp.Generation), nil
+		return refused != nil || (pp.Status.CompletedAt != nil && pp.Status.ObservedGeneration == pp.Generation)
 	})
 	p.end()
 	return c.previewResult(err, pp, refused)
@@ -71,57 +59,6 @@ func (c *cli) previewResult(followErr error, pp *as.PromotionPreview, refused *m
 		return &exitError{code: exitFailed, msg: fmt.Sprintf("promoting %s to %s would fail: %s", pp.Spec.Snapshot, pp.Spec.TargetEnvironment, previewProblems(pp))}
 	}
 	return nil
-}
-
-// argoPreview previews the promotion of snapshot --to an Environment through
-// the panel's API with the user's Argo CD login, from a binding that runs the
-// Snapshot (as argoPromote promotes), and shows it as preview does.
-func (c *cli) argoPreview(ctx context.Context, snapshot string) error {
-	from, err := c.argoBindingRunning(ctx, snapshot)
-	if err != nil {
-		return err
-	}
-	act, err := c.argo.act(ctx, from.app, "preview", map[string]string{"environment": c.opts.to})
-	if err != nil {
-		return err
-	}
-	pp := &as.PromotionPreview{ObjectMeta: metav1.ObjectMeta{Namespace: act.Namespace, Name: act.Name},
-		Spec: as.PromotionPreviewSpec{Snapshot: snapshot, Application: from.d.Application, TargetEnvironment: c.opts.to}}
-	p := c.progress()
-	p.note(fmt.Sprintf("PromotionPreview %s created: %s of application %s to %s", pp.Name, snapshot, from.d.Application, c.opts.to))
-	var refused *metav1.Condition
-	err = c.poll(ctx, func(ctx context.Context) (bool, error) {
-		v, err := c.argo.preview(ctx, from.app, pp.Name)
-		if err != nil {
-			return false, err
-		}
-		pp.Status = previewStatusFromPanel(v)
-		refused = meta.FindStatusCondition(pp.Status.Conditions, as.PromotionPreviewConditionFailed)
-		if refused != nil && refused.Status != metav1.ConditionTrue {
-			refused = nil
-		}
-		p.update(fmt.Sprintf("%s: %s", pp.Name, previewState(pp)))
-		return refused != nil || v.Completed, nil
-	})
-	p.end()
-	return c.previewResult(err, pp, refused)
-}
-
-// preview is the panel's view of PromotionPreview name of app's application.
-func (a *argoClient) preview(ctx context.Context, app *argov1alpha1.Application, name string) (*uiproxy.Preview, error) {
-	out := &uiproxy.Preview{}
-	_, err := a.do(ctx, http.MethodGet, "/extensions/"+uiproxy.ExtensionName+"/api/v1/preview", url.Values{"name": {name}}, appHeaders(app), nil, out)
-	return out, err
-}
-
-// previewStatusFromPanel is the status the panel's view of a preview shows
-// (its diff the full one when the sidecar still has it).
-func previewStatusFromPanel(v *uiproxy.Preview) as.PromotionPreviewStatus {
-	st := as.PromotionPreviewStatus{Clean: v.Clean, Components: v.Components, Diff: v.Diff, DiffTruncated: v.Truncated, CompletedAt: v.CompletedAt}
-	for _, c := range v.Conditions {
-		st.Conditions = append(st.Conditions, metav1.Condition{Type: c.Type, Status: metav1.ConditionStatus(c.Status), Reason: c.Reason, Message: c.Message})
-	}
-	return st
 }
 
 func previewState(pp *as.PromotionPreview) string {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
@@ -40,12 +39,7 @@ managed-gitops.redhat.com/argocd-release-managers), as with kubectl it needs the
 				return usageError("rollback needs --application <app>")
 			}
 			return connected(o, func(c *cli, cmd *cobra.Command, args []string) error {
-				switch {
-				case c.argo != nil && o.release:
-					return c.argoRelease(cmd.Context(), args[0])
-				case c.argo != nil:
-					return c.argoRollback(cmd.Context(), args[0])
-				case o.release:
+				if o.release {
 					return c.release(cmd.Context(), args[0])
 				}
 				return c.rollback(cmd.Context(), args[0])
@@ -60,70 +54,31 @@ managed-gitops.redhat.com/argocd-release-managers), as with kubectl it needs the
 }
 
 func (c *cli) rollback(ctx context.Context, env string) error {
-	var sebs as.SnapshotEnvironmentBindingList
-	if err := c.List(ctx, &sebs, client.InNamespace(c.namespace)); err != nil {
-		return explain(err, "SnapshotEnvironmentBindings", c.namespace)
-	}
-	var seb *as.SnapshotEnvironmentBinding
-	for i := range sebs.Items {
-		b := &sebs.Items[i]
-		// The oldest binding of the pair deploys (as the sidecar picks it).
-		if b.Spec.Application == c.opts.application && b.Spec.Environment == env &&
-			(seb == nil || b.CreationTimestamp.Before(&seb.CreationTimestamp) ||
-				(b.CreationTimestamp.Equal(&seb.CreationTimestamp) && b.Name < seb.Name)) {
-			seb = b
-		}
-	}
-	if seb == nil {
-		return &exitError{code: exitRefused, msg: fmt.Sprintf("application %s has no binding in Environment %s: nothing to roll back", c.opts.application, env)}
-	}
-	me, err := c.requester(ctx)
+	run, err := c.be.rollback(ctx, c.opts.application, env)
 	if err != nil {
 		return err
 	}
-	run := &as.PromotionRun{
-		ObjectMeta: metav1.ObjectMeta{Namespace: c.namespace, GenerateName: rollbackPrefix(c.opts.application, env)},
-		Spec: as.PromotionRunSpec{Snapshot: seb.Spec.Snapshot, Application: c.opts.application, RequestedBy: me,
-			ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: env, Rollback: true}},
-	}
-	if err := c.Create(ctx, run); err != nil {
-		return explain(err, "the PromotionRun", c.namespace)
-	}
-	return c.followPromotion(ctx, run, fmt.Sprintf("PromotionRun %s created: rollback of %s out of %s (application %s)", run.Name, seb.Spec.Snapshot, env, c.opts.application))
-}
-
-// rollbackPrefix is the generateName of a rollback, within a name's length.
-func rollbackPrefix(app, env string) string {
-	p := app + "-" + env + "-rollback-"
-	if len(p) > 200 {
-		p = p[len(p)-200:]
-		p = strings.TrimLeft(p, "-.")
-	}
-	return p
+	return c.followPromotion(ctx, run, fmt.Sprintf("PromotionRun %s created: rollback of %s out of %s (application %s)", run.Name, run.Spec.Snapshot, env, c.opts.application))
 }
 
 func (c *cli) release(ctx context.Context, env string) error {
-	h := &as.PromotionHistory{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: c.namespace, Name: as.PromotionHistoryName(c.opts.application, env)}, h); err != nil {
-		return explain(err, fmt.Sprintf("the history of application %s in Environment %s", c.opts.application, env), c.namespace)
-	}
-	if !h.Held() {
-		_, err := fmt.Fprintf(c.opts.streams.Out, "Environment %s of application %s is not held\n", env, c.opts.application)
+	hs, err := c.be.histories(ctx, env, c.opts.application)
+	if err != nil {
 		return err
 	}
-	patch := client.MergeFrom(h.DeepCopy())
-	now := metav1.NewTime(time.Now().Truncate(time.Second))
-	if now.Before(&h.Status.Hold.Since) {
-		now = h.Status.Hold.Since // our clock behind the server's: release this hold all the same
+	if len(hs) == 0 || !hs[0].Held() {
+		_, err := fmt.Fprintf(c.out, "Environment %s of application %s is not held\n", env, c.opts.application)
+		return err
 	}
-	h.Spec.ReleasedAt = &now
-	if err := c.Patch(ctx, h, patch); err != nil {
-		return explain(err, "the PromotionHistory", c.namespace)
+	held := hs[0].Status.Hold
+	h, err := c.be.release(ctx, &hs[0])
+	if err != nil {
+		return err
 	}
 	if done, err := c.printObjects(false, h); done {
 		return err
 	}
-	_, err := fmt.Fprintf(c.opts.streams.Out, "released the hold on automated promotion out of %s (rollback %s of %s)\n", env, h.Status.Hold.PromotionRun, h.Status.Hold.Snapshot)
+	_, err = fmt.Fprintf(c.out, "released the hold on automated promotion out of %s (rollback %s of %s)\n", env, held.PromotionRun, held.Snapshot)
 	return err
 }
 
@@ -141,12 +96,7 @@ namespace of a binding Argo CD shows them.`,
   %[1]s history prod --application shop -o yaml`,
 		Args:              exactArgs(1, "the Environment"),
 		ValidArgsFunction: completeNames(o, "environments"),
-		RunE: connected(o, func(c *cli, cmd *cobra.Command, args []string) error {
-			if c.argo != nil {
-				return c.argoHistory(cmd.Context(), args[0])
-			}
-			return c.history(cmd.Context(), args[0])
-		}),
+		RunE:              connected(o, func(c *cli, cmd *cobra.Command, args []string) error { return c.history(cmd.Context(), args[0]) }),
 	}
 	cmd.Flags().StringVar(&o.application, "application", "", "Only this application")
 	withPrinter(o, cmd, false)
@@ -154,27 +104,22 @@ namespace of a binding Argo CD shows them.`,
 }
 
 func (c *cli) history(ctx context.Context, env string) error {
-	var list as.PromotionHistoryList
-	if err := c.List(ctx, &list, client.InNamespace(c.namespace)); err != nil {
-		return explain(err, "PromotionHistories", c.namespace)
+	shown, err := c.be.histories(ctx, env, c.opts.application)
+	if err != nil {
+		return err
 	}
-	var hs []client.Object
-	var shown []as.PromotionHistory
-	for i := range list.Items {
-		h := &list.Items[i]
-		if h.Spec.Environment == env && (c.opts.application == "" || h.Spec.Application == c.opts.application) {
-			hs = append(hs, h)
-			shown = append(shown, *h)
-		}
+	objs := make([]client.Object, len(shown))
+	for i := range shown {
+		objs[i] = &shown[i]
 	}
-	if done, err := c.printObjects(true, hs...); done {
+	if done, err := c.printObjects(true, objs...); done {
 		return err
 	}
 	if len(shown) == 0 {
-		_, err := fmt.Fprintf(c.opts.streams.Out, "nothing ran in Environment %s yet\n", env)
+		_, err := fmt.Fprintf(c.out, "nothing ran in Environment %s yet\n", env)
 		return err
 	}
-	return writeHistory(c.opts.streams.Out, shown)
+	return writeHistory(c.out, shown)
 }
 
 // writeHistory writes the histories as a table, newest first per application.

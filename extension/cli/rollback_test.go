@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	uiproxy "github.com/gitops-service/gitops-service/ui-proxy"
+	panel "github.com/gitops-service/gitops-service/ui-proxy/api"
 )
 
 func TestGoldenRollbackHistoryHelp(t *testing.T) {
@@ -65,11 +65,11 @@ func TestGoldenHistoryFromPanel(t *testing.T) {
 	hs := goldenHistories()
 	var views []as.PromotionHistory
 	for i := range hs {
-		b, err := json.Marshal(uiproxy.HistoryOf(&hs[i]))
+		b, err := json.Marshal(panel.HistoryOf(&hs[i]))
 		require.NoError(t, err)
-		var v uiproxy.History
+		var v panel.History
 		require.NoError(t, json.Unmarshal(b, &v))
-		h := historyFromPanel("team-a", v)
+		h := v.Object("team-a")
 		assert.Equal(t, as.PromotionHistoryName(hs[i].Spec.Application, "prod"), h.Name)
 		assert.Equal(t, "team-a", h.Namespace)
 		assert.Equal(t, hs[i].Held(), h.Held(), hs[i].Spec.Application)

@@ -346,17 +346,17 @@ func examples(o *options, cmd *cobra.Command) *cobra.Command {
 }
 
 // completeNames completes names of kind (deployments, snapshots,
-// environments) in the namespace, through the kubeconfig.
+// environments) in the namespace (through the kubeconfig only).
 func completeNames(o *options, kind string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	return func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 		if kind != "environments" && len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		c, err := connect(o)
-		if err != nil || c.WithWatch == nil {
+		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		names, _ := c.names(cmd.Context(), kind)
+		names, _ := c.be.names(cmd.Context(), kind)
 		return names, cobra.ShellCompDirectiveNoFileComp
 	}
 }

@@ -7,11 +7,7 @@ import (
 	"strings"
 
 	"github.com/prometheus/common/expfmt"
-	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/extension/buildinfo"
 )
 
@@ -74,27 +70,7 @@ func serviceVersion(ctx context.Context, o *options) (*buildVersion, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.argo != nil {
-		apps, err := c.argo.apps(ctx, c.namespace)
-		if err != nil {
-			return nil, err
-		}
-		for i := range apps {
-			if _, ver, err := c.argo.deployment(ctx, &apps[i]); err == nil && ver != "" {
-				return &buildVersion{Version: ver}, nil
-			}
-		}
-		return nil, fmt.Errorf("none of the Applications Argo CD shows you is answered by the GitOps Service")
-	}
-	cs, err := kubernetes.NewForConfig(c.rest)
-	if err != nil {
-		return nil, err
-	}
-	body, err := cs.CoreV1().Services(o.argocdNamespace).ProxyGet("https", metricsService, metricsPort, "/metrics", nil).DoRaw(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("its metrics (service %s/%s) are not reachable for you: %s", o.argocdNamespace, metricsService, firstLine(err.Error()))
-	}
-	return parseBuildInfo(body)
+	return c.be.serviceVersion(ctx)
 }
 
 func firstLine(s string) string {
@@ -129,36 +105,4 @@ func parseBuildInfo(metrics []byte) (*buildVersion, error) {
 		}
 	}
 	return v, nil
-}
-
-// names are the names of kind in the namespace, for shell completion.
-func (c *cli) names(ctx context.Context, kind string) ([]string, error) {
-	var list client.ObjectList
-	switch kind {
-	case "deployments":
-		list = &v1.GitOpsDeploymentList{}
-	case "snapshots":
-		list = &as.SnapshotList{}
-	default:
-		list = &as.EnvironmentList{}
-	}
-	if err := c.List(ctx, list, client.InNamespace(c.namespace)); err != nil {
-		return nil, err
-	}
-	var out []string
-	switch l := list.(type) {
-	case *v1.GitOpsDeploymentList:
-		for _, i := range l.Items {
-			out = append(out, i.Name)
-		}
-	case *as.SnapshotList:
-		for _, i := range l.Items {
-			out = append(out, i.Name)
-		}
-	case *as.EnvironmentList:
-		for _, i := range l.Items {
-			out = append(out, i.Name)
-		}
-	}
-	return out, nil
 }

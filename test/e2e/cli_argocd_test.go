@@ -161,7 +161,14 @@ func TestPluginWithArgoCDLogin(t *testing.T) {
 	assert.Equal(t, 3, code, out)
 	assert.Contains(t, out, "is automated")
 
-	out, code = gitopsWith(t, login, "sync", "theirs", "-n", other)
+	// Another tenant's namespace is "not yours" (exit 3), as with a
+	// kubeconfig (TestPluginSyncAndErrors): Argo CD shows none of it.
+	for _, args := range [][]string{{"sync", "theirs"}, {"status", "theirs"}, {"list"}} {
+		out, code = gitopsWith(t, login, append(args, "-n", other)...)
+		assert.Equal(t, 3, code, "%v: %s", args, out)
+		assert.Contains(t, out, `you may not do this in namespace "`+other+`"`, args)
+	}
+	out, code = gitopsWith(t, login, "status", "nope", "-n", ns)
 	assert.Equal(t, 1, code, out)
 	assert.Contains(t, out, "`list` shows what there is")
 

@@ -167,6 +167,11 @@ func TestPluginSyncAndErrors(t *testing.T) {
 	assert.Equal(t, 3, code, out)
 	assert.Contains(t, out, `you may not do this in namespace "default"`)
 	assert.Contains(t, out, "ask your platform admin")
+	// A namespace of theirs with nothing in it: kubectl's words, exit 0.
+	empty := tenantNamespace(t)
+	bindClusterRole(t, empty, user, "edit")
+	require.Eventually(t, func() bool { out, code = gitops(t, kc, "list", "-n", empty); return code == 0 }, deployWait, poll, "list: %s", out)
+	assert.Equal(t, "No resources found in "+empty+" namespace.\n", out)
 
 	// kubectl's flags (-nfoo, --as of the same user) and cli-runtime's
 	// printers: a List of typed objects.

@@ -160,16 +160,16 @@ func panelGates(t *testing.T, alice *browserUser, ns string, devApp argov1alpha1
 	// History and Rollback of staging.
 	alice.openPanel(stagingApp.Name)
 	history := alice.waitText(`[data-gs="history"]`, gated.Name)
-	assert.Contains(t, history, "snap-2-to-staging-panel-")
+	assert.Contains(t, history, "snap-2-to-staging-")
 	assert.Contains(t, history, approver, "who approved the gated promotion")
 	alice.click(`[data-gs="rollback-button"]`)
-	alice.waitText(`[data-gs="action"]`, "PromotionRun appa-staging-rollback-panel-")
+	alice.waitText(`[data-gs="action"]`, "PromotionRun appa-staging-rollback-")
 	alice.waitText(`[data-gs="action"][data-gs-done="true"]`, "Success")
 	var runs as.PromotionRunList
 	require.NoError(t, k8s.List(ctx, &runs, client.InNamespace(ns)))
 	var rollbacks []as.PromotionRun
 	for _, r := range runs.Items {
-		if strings.HasPrefix(r.Name, "appa-staging-rollback-panel-") {
+		if strings.HasPrefix(r.Name, "appa-staging-rollback-") {
 			rollbacks = append(rollbacks, r)
 		}
 	}

@@ -470,7 +470,7 @@ func TestUIPanelInTheBrowser(t *testing.T) {
 	require.NoError(t, chromedp.Run(alice.ctx, chromedp.Value(`[data-gs="promote-target"]`, &target, chromedp.ByQuery)))
 	assert.Equal(t, "staging", target, "Promote offers the next Environment first")
 	alice.click(`[data-gs="promote-button"]`)
-	alice.waitText(`[data-gs="action"]`, "PromotionRun snap-2-to-staging-panel-")
+	alice.waitText(`[data-gs="action"]`, "PromotionRun snap-2-to-staging-")
 	alice.waitText(`[data-gs="action"][data-gs-done="true"]`, "Completed")
 	alice.waitText(`[data-gs="action"]`, "Success")
 	alice.waitText(`[data-gs-env="staging"]`, "snap-2")
@@ -479,7 +479,7 @@ func TestUIPanelInTheBrowser(t *testing.T) {
 	require.NoError(t, k8s.List(ctx, &promotions, client.InNamespace(ns)))
 	var fromPanel []as.PromotionRun
 	for _, p := range promotions.Items {
-		if strings.HasPrefix(p.Name, "snap-2-to-staging-panel-") {
+		if strings.HasPrefix(p.Name, "snap-2-to-staging-") {
 			fromPanel = append(fromPanel, p)
 		}
 	}

@@ -407,4 +407,7 @@ func TestPanelActions(t *testing.T) {
 	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: body["name"].(string)}, pr))
 	assert.Equal(t, as.PromotionRunSpec{Snapshot: "snap-1", Application: "shop", RequestedBy: &as.Requester{User: "argocd:alice"},
 		ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "staging"}}, pr.Spec, "the run names the Argo CD user who promoted")
+	// Named and labelled as every client's promotion (as.NewPromotion).
+	assert.Regexp(t, `^snap-1-to-staging-[a-z0-9]{5}$`, pr.Name)
+	assert.Equal(t, map[string]string{as.LabelApplication: "shop", as.LabelEnvironment: "staging"}, pr.Labels)
 }

@@ -157,4 +157,7 @@ func TestPanelRollbackReleaseHistory(t *testing.T) {
 	assert.Equal(t, as.PromotionRunSpec{Snapshot: "shop-v0", Application: "shop",
 		ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "prod", Rollback: true},
 		RequestedBy:     &as.Requester{User: "argocd:alice"}}, pr.Spec, "the rollback names the Argo CD user who asked")
+	// Named and labelled as every client's rollback (as.NewRollback).
+	assert.Regexp(t, `^shop-prod-rollback-[a-z0-9]{5}$`, pr.Name)
+	assert.Equal(t, map[string]string{as.LabelApplication: "shop", as.LabelEnvironment: "prod"}, pr.Labels)
 }
