@@ -59,16 +59,10 @@ type Reconciler struct {
 // back), so this reconciler adds none of its own.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	dt := &as.DeploymentTarget{}
-	if err := r.Client.Get(ctx, req.NamespacedName, dt); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.written.Forget(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if r.written.Behind(req.NamespacedName, dt.ResourceVersion) {
-		// Our last write is not cached yet: deciding again would write the
-		// same phase again (or meet a conflict).
-		return kernel.Outcome(ctrl.Result{}, kernel.ErrStaleCache)
+	// Our last write not cached yet: deciding again would write the same
+	// again (or meet a conflict); Outcome requeues ErrStaleCache.
+	if found, err := r.written.Get(ctx, r.Client, req.NamespacedName, dt); !found {
+		return kernel.Outcome(ctrl.Result{}, err)
 	}
 	if r.midBinding(ctx, dt) {
 		// The binder reserved the target and is writing the binding on the

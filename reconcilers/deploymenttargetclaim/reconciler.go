@@ -69,14 +69,10 @@ type Reconciler struct {
 // carries the bound-by-controller annotation).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	claim := &as.DeploymentTargetClaim{}
-	if err := r.Client.Get(ctx, req.NamespacedName, claim); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.written.Forget(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if r.written.Behind(req.NamespacedName, claim.ResourceVersion) {
-		return kernel.Outcome(ctrl.Result{}, kernel.ErrStaleCache)
+	// Our last write not cached yet: deciding again would write the same
+	// again (or meet a conflict); Outcome requeues ErrStaleCache.
+	if found, err := r.written.Get(ctx, r.Client, req.NamespacedName, claim); !found {
+		return kernel.Outcome(ctrl.Result{}, err)
 	}
 	if !claim.DeletionTimestamp.IsZero() {
 		return kernel.Outcome(r.reconcileDelete(ctx, claim))

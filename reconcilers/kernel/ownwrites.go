@@ -1,9 +1,12 @@
 package kernel
 
 import (
+	"context"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // OwnWrites remembers, per object, the versions this reconciler's own
@@ -47,4 +50,23 @@ func (w *OwnWrites) Forget(key types.NamespacedName) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.m, key)
+}
+
+// Get is a pass's fetch for a reconciler that notes its writes: it reads key
+// into obj from c (the cache). found is false when the object is gone
+// (forgotten; nothing to do) or when err is set: ErrStaleCache when the cache
+// still shows a version our writes replaced (kernel.Outcome requeues it),
+// else the read's error.
+func (w *OwnWrites) Get(ctx context.Context, c client.Reader, key types.NamespacedName, obj client.Object) (found bool, err error) {
+	if err := c.Get(ctx, key, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			w.Forget(key)
+			return false, nil
+		}
+		return false, err
+	}
+	if w.Behind(key, obj.GetResourceVersion()) {
+		return false, ErrStaleCache
+	}
+	return true, nil
 }
