@@ -144,3 +144,26 @@ func TestEntryID(t *testing.T) {
 	assert.Equal(t, "name=x", entryID(map[string]any{"name": "x", "value": "1"}))
 	assert.Equal(t, `{"key":"x"}`, entryID(map[string]any{"key": "x"}), "no name: the whole entry")
 }
+
+// An ArgoCD the former README's merge patch changed has no record: the
+// removal takes out ours where they have our value, and nothing else.
+func TestOperatorSettingsRemoveWithoutRecord(t *testing.T) {
+	ours, err := ourArgoCDSpec()
+	require.NoError(t, err)
+	obj := parse(t, `spec:
+  extraConfig:
+    timeout.reconciliation: 240s
+`)
+	spec := obj["spec"].(map[string]any)
+	for k, v := range ours {
+		if _, ok := spec[k]; !ok {
+			spec[k] = deepCopy(v)
+		}
+	}
+	spec["extraConfig"].(map[string]any)["extension.config.gitops-service"] = deepCopy(ours["extraConfig"].(map[string]any)["extension.config.gitops-service"])
+	r, err := removeOperatorSettings(obj, ours)
+	require.NoError(t, err)
+	assert.Equal(t, parse(t, "spec:\n  extraConfig:\n    timeout.reconciliation: 240s\n"), obj)
+	assert.Contains(t, r.Removed, "spec.server.volumes[name=gitops-service-ui-extension]")
+	assert.Empty(t, r.Kept)
+}
