@@ -32,6 +32,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == removeSettingsCommand {
 		os.Exit(removeArgoCDSettings(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == operatorSettingsCommand {
+		os.Exit(argoCDOperatorSettings(os.Args[2:]))
+	}
 	var o sidecar.Options
 	flag.StringVar(&o.ArgoNamespace, "argocd-namespace", envOr("ARGOCD_NAMESPACE", "argocd"), "Namespace of the Argo CD instance the sidecar serves (env ARGOCD_NAMESPACE).")
 	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; \"0\" disables it.")

@@ -5,17 +5,22 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -36,7 +41,10 @@ func needOperator(t *testing.T) {
 // extension, switched on by the platform, with the account proxyUser that
 // uses it and the policy of proxyUserPolicy("metrics"); its backend's URL is
 // replaced by the test's; its reconciliation timeout), a controller flag, its
-// RBAC policy and an environment variable of argocd-server.
+// RBAC policy, and entries of its own in every list our
+// manifests/operator/argocd-gitops-service.yaml sets: flags, a volume and its
+// mount and an environment variable of argocd-server, a flag and an
+// environment variable of the applicationset controller.
 const platformArgoCD = `apiVersion: argoproj.io/v1beta1
 kind: ArgoCD
 metadata:
@@ -61,8 +69,21 @@ spec:
   server:
     extraCommandArgs:
     - --enable-proxy-extension
+    - --insecure
     env:
     - name: PLATFORM_SETTING
+      value: kept
+    volumes:
+    - name: platform-plugins
+      emptyDir: {}
+    volumeMounts:
+    - name: platform-plugins
+      mountPath: /tmp/platform-plugins
+  applicationSet:
+    extraCommandArgs:
+    - --loglevel=debug
+    env:
+    - name: PLATFORM_APPSET
       value: kept
 `
 
@@ -148,6 +169,26 @@ func TestOperatorInstallPath(t *testing.T) {
 		var d appsv1.Deployment
 		return &d, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "argocd-server"}, &d)
 	}
+	appset := func() (*corev1.Container, error) {
+		var d appsv1.Deployment
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "argocd-applicationset-controller"}, &d); err != nil {
+			return nil, err
+		}
+		return &d.Spec.Template.Spec.Containers[0], nil
+	}
+	appsetKept := func() error {
+		ctr, err := appset()
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(append(ctr.Command, ctr.Args...), "--loglevel=debug") {
+			return fmt.Errorf("the applicationset controller lost the platform's --loglevel=debug: %v", ctr.Command)
+		}
+		if !slices.Contains(ctr.Env, corev1.EnvVar{Name: "PLATFORM_APPSET", Value: "kept"}) {
+			return fmt.Errorf("the applicationset controller lost the platform's env PLATFORM_APPSET")
+		}
+		return nil
+	}
 	serverEnvKept := func() error {
 		d, err := server()
 		if err != nil {
@@ -157,10 +198,18 @@ func TestOperatorInstallPath(t *testing.T) {
 		if !slices.Contains(ctr.Env, corev1.EnvVar{Name: "PLATFORM_SETTING", Value: "kept"}) {
 			return fmt.Errorf("argocd-server lost the platform's env PLATFORM_SETTING")
 		}
-		if !slices.Contains(append(ctr.Command, ctr.Args...), "--enable-proxy-extension") {
-			return fmt.Errorf("argocd-server lost the platform's --enable-proxy-extension: %v %v", ctr.Command, ctr.Args)
+		for _, flag := range []string{"--enable-proxy-extension", "--insecure"} {
+			if !slices.Contains(append(ctr.Command, ctr.Args...), flag) {
+				return fmt.Errorf("argocd-server lost the platform's %s: %v %v", flag, ctr.Command, ctr.Args)
+			}
 		}
-		return nil
+		if !slices.ContainsFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == "platform-plugins" && v.EmptyDir != nil }) {
+			return fmt.Errorf("argocd-server lost the platform's volume: %v", d.Spec.Template.Spec.Volumes)
+		}
+		if !slices.Contains(ctr.VolumeMounts, corev1.VolumeMount{Name: "platform-plugins", MountPath: "/tmp/platform-plugins"}) {
+			return fmt.Errorf("argocd-server lost the platform's mount: %v", ctr.VolumeMounts)
+		}
+		return appsetKept()
 	}
 	poll(t, ctx, 3*time.Minute, "the operator makes the platform's Argo CD", func() error {
 		if err := has(theirs); err != nil {
@@ -172,10 +221,41 @@ func TestOperatorInstallPath(t *testing.T) {
 		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "argocd-secret"}, &corev1.Secret{})
 	})
 	seedProxyUser(t, ctx, kube, ns)
+	jobLogs := runJobs(t, ctx, kube, c, ns)
+	defer func() {
+		if t.Failed() {
+			t.Logf("the Jobs printed:\n%s", jobLogs())
+		}
+	}()
+	platformSpec := func() map[string]any {
+		var a unstructured.Unstructured
+		a.SetGroupVersionKind(argocd.GroupVersionKind())
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(argocd), &a))
+		spec, _, _ := unstructured.NestedMap(a.Object, "spec")
+		return spec
+	}
+	platform := platformSpec()
 
 	// The README: the tokens, then the operator block.
 	runBlock(t, ctx, kube.Kubeconfig, "", installBlock(t, "README.md", "tokens"), nil)
 	runBlock(t, ctx, kube.Kubeconfig, "", installBlock(t, "README.md", "operator"), nil)
+
+	// The ArgoCD resource: the platform's entries first and unchanged, ours after them.
+	after := platformSpec()
+	for _, list := range [][]string{{"server", "extraCommandArgs"}, {"server", "volumes"}, {"server", "volumeMounts"}, {"applicationSet", "extraCommandArgs"}, {"applicationSet", "env"}} {
+		was, _, _ := unstructured.NestedSlice(platform, list...)
+		is, _, _ := unstructured.NestedSlice(after, list...)
+		require.NotEmpty(t, was, "the platform has a %v of its own", list)
+		require.GreaterOrEqual(t, len(is), len(was), "%v", list)
+		assert.Equal(t, was, is[:len(was)], "the platform's %v after the operator block", list)
+	}
+	assert.Equal(t, []any{"--enable-proxy-extension", "--insecure"}, after["server"].(map[string]any)["extraCommandArgs"], "the platform's flag is ours too: not twice")
+	for _, m := range []string{"extraConfig", "cmdParams"} {
+		for k, v := range platform[m].(map[string]any) {
+			assert.Equal(t, v, after[m].(map[string]any)[k], "the platform's %s %s", m, k)
+		}
+	}
+	t.Logf("the Jobs printed:\n%s", jobLogs())
 
 	want := ourSettings(t)
 	took := poll(t, ctx, 2*time.Minute, "the operator writes our keys", func() error { return has(want) })
@@ -199,11 +279,10 @@ func TestOperatorInstallPath(t *testing.T) {
 	}
 	poll(t, ctx, 2*time.Minute, "argocd-server with our flag and the panel", serverFlags)
 	poll(t, ctx, 2*time.Minute, "the applicationset controller's throughput", func() error {
-		var d appsv1.Deployment
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "argocd-applicationset-controller"}, &d); err != nil {
+		ctr, err := appset()
+		if err != nil {
 			return err
 		}
-		ctr := d.Spec.Template.Spec.Containers[0]
 		if !slices.Contains(append(ctr.Command, ctr.Args...), "--concurrent-reconciliations=30") {
 			return fmt.Errorf("applicationset controller without --concurrent-reconciliations=30: %v", ctr.Command)
 		}
@@ -212,7 +291,7 @@ func TestOperatorInstallPath(t *testing.T) {
 				return fmt.Errorf("applicationset controller without %s=%s", e.Name, e.Value)
 			}
 		}
-		return nil
+		return appsetKept()
 	})
 	var panel corev1.ConfigMap
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gitops-service-ui-extension"}, &panel), "the panel's JavaScript the ArgoCD mounts")
@@ -285,13 +364,12 @@ func TestOperatorInstallPath(t *testing.T) {
 	time.Sleep(2 * time.Second) // what the operator would do about it
 	assert.Equal(t, before, versions(), "re-applying manifests/operator touched Argo CD's objects")
 
-	// Uninstall (docs/install-operator.md): exactly ours goes. The platform
-	// had --enable-proxy-extension and server.enable.proxy.extension of its own
-	// (the same as ours), so, as the docs say for such an ArgoCD, ours are
-	// taken out by hand: the removal patch without those two.
-	remove := removeOursKeepingPlatformProxy(t)
-	runBlock(t, ctx, kube.Kubeconfig, "", installBlock(t, "docs/install-operator.md", "operator-uninstall"),
-		map[string]string{"manifests/operator/remove-argocd-gitops-service.yaml": remove})
+	// Uninstall (docs/install-operator.md), verbatim: exactly ours goes. The
+	// platform had --enable-proxy-extension and server.enable.proxy.extension
+	// of its own, the same as ours: they stay, as everything else of its own.
+	runBlock(t, ctx, kube.Kubeconfig, "", installBlock(t, "docs/install-operator.md", "operator-uninstall"), nil)
+	require.NoError(t, unstructured.SetNestedField(platform, "300s", "extraConfig", "timeout.reconciliation"))
+	assert.Equal(t, platform, platformSpec(), "the ArgoCD resource after the uninstall is the platform's")
 	poll(t, ctx, 2*time.Minute, "the operator removes our keys", func() error {
 		for name, data := range want {
 			m, err := cm(name)
@@ -321,6 +399,13 @@ func TestOperatorInstallPath(t *testing.T) {
 		if strings.Contains(fmt.Sprint(d.Spec.Template.Spec), "gitops-service") {
 			return fmt.Errorf("argocd-server still has something of ours: %v", d.Spec.Template.Spec.Volumes)
 		}
+		ctr, err := appset()
+		if err != nil {
+			return err
+		}
+		if strings.Contains(fmt.Sprint(*ctr), "ARGOCD_K8S_CLIENT_QPS") || slices.Contains(ctr.Command, "--concurrent-reconciliations=30") {
+			return fmt.Errorf("the applicationset controller still has something of ours: %v %v", ctr.Command, ctr.Env)
+		}
 		return nil
 	})
 	require.NoError(t, has(theirs), "the platform's settings after the uninstall")
@@ -329,27 +414,99 @@ func TestOperatorInstallPath(t *testing.T) {
 	argoCDServes(t, ctx, kube, ns, "after the uninstall", "metrics", metrics)
 }
 
-// removeOursKeepingPlatformProxy writes manifests/operator's removal patch
-// with the platform's own server.extraCommandArgs and
-// server.enable.proxy.extension left alone (docs/install-operator.md: take
-// our entries out by hand when the ArgoCD had them itself) and returns its
-// path.
-func removeOursKeepingPlatformProxy(t *testing.T) string {
+// runJobs stands in for the Job controller and the kubelet, which the test
+// stack has neither of, for manifests/operator's Jobs: each Job of ns that
+// appears runs once, its container's args given to the sidecar binary (what
+// the image runs) under a token of the Job's ServiceAccount, so the Role
+// the manifests ship is what authorizes it; then the Job gets the status
+// the Job controller would give it, which `kubectl wait` in the blocks
+// reads. It returns what the runs printed.
+func runJobs(t *testing.T, ctx context.Context, kube *stack.Kube, c client.Client, ns string) func() string {
 	t.Helper()
-	data, err := os.ReadFile(repoRoot(t) + "/manifests/operator/remove-argocd-gitops-service.yaml")
+	bin, err := stack.BuildSidecar()
 	require.NoError(t, err)
-	var patch map[string]any
-	require.NoError(t, yaml.Unmarshal(data, &patch))
-	spec := patch["spec"].(map[string]any)
-	server := spec["server"].(map[string]any)
-	params := spec["cmdParams"].(map[string]any)
-	require.Contains(t, server, "extraCommandArgs", "the removal patch takes out our --enable-proxy-extension")
-	require.Contains(t, params, "server.enable.proxy.extension")
-	delete(server, "extraCommandArgs")
-	delete(params, "server.enable.proxy.extension")
-	out, err := yaml.Marshal(patch)
+	cs, err := kube.Clientset()
 	require.NoError(t, err)
-	path := t.TempDir() + "/remove-argocd-gitops-service.yaml"
-	require.NoError(t, os.WriteFile(path, out, 0o644))
-	return path
+	var mu sync.Mutex
+	var logs strings.Builder
+	done := map[types.UID]bool{}
+	run := func(job *batchv1.Job) error {
+		pod := job.Spec.Template.Spec
+		if len(pod.Containers) != 1 || len(pod.Containers[0].Command) > 0 {
+			return fmt.Errorf("job %s: one container running the image's entrypoint expected", job.Name)
+		}
+		ctr := pod.Containers[0]
+		env := os.Environ()
+		for _, e := range ctr.Env {
+			switch {
+			case e.ValueFrom == nil:
+				env = append(env, e.Name+"="+e.Value)
+			case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
+				env = append(env, e.Name+"="+job.Namespace)
+			default:
+				return fmt.Errorf("job %s: env %s from %v is not supported here", job.Name, e.Name, e.ValueFrom)
+			}
+		}
+		tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, pod.ServiceAccountName, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("job %s: token of its ServiceAccount %q: %w", job.Name, pod.ServiceAccountName, err)
+		}
+		kc, err := kube.KubeconfigFor(tr.Status.Token)
+		if err != nil {
+			return err
+		}
+		path := filepath.Join(t.TempDir(), "kubeconfig")
+		if err := os.WriteFile(path, kc, 0o600); err != nil {
+			return err
+		}
+		cmd := exec.CommandContext(ctx, bin, append(append([]string{}, ctr.Args...), "--kubeconfig", path)...)
+		cmd.Env = env
+		out, runErr := cmd.CombinedOutput()
+		mu.Lock()
+		fmt.Fprintf(&logs, "job %s:\n%s", job.Name, out)
+		mu.Unlock()
+		now := metav1.Now()
+		job.Status.StartTime, job.Status.CompletionTime = &now, &now
+		job.Status.Succeeded = 1
+		job.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
+			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
+		}
+		if runErr != nil {
+			job.Status.Succeeded, job.Status.Failed, job.Status.CompletionTime = 0, 1, nil
+			job.Status.Conditions = []batchv1.JobCondition{
+				{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", LastTransitionTime: now, LastProbeTime: now},
+				{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", LastTransitionTime: now, LastProbeTime: now},
+			}
+			t.Errorf("job %s: %v\n%s", job.Name, runErr, out)
+		}
+		return c.Status().Update(ctx, job)
+	}
+	jobCtx, stop := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for jobCtx.Err() == nil {
+			var jobs batchv1.JobList
+			if err := c.List(jobCtx, &jobs, client.InNamespace(ns)); err == nil {
+				for i := range jobs.Items {
+					job := &jobs.Items[i]
+					if done[job.UID] {
+						continue
+					}
+					done[job.UID] = true
+					if err := run(job); err != nil && jobCtx.Err() == nil {
+						t.Errorf("running %s: %v", job.Name, err)
+					}
+				}
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+	}()
+	t.Cleanup(func() { stop(); <-stopped })
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.String()
+	}
 }

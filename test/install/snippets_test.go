@@ -71,20 +71,18 @@ func TestHelmValuesAreOurSettings(t *testing.T) {
 }
 
 // The ArgoCD snippet gives the operator exactly our argocd-cm and
-// argocd-cmd-params-cm keys, and the removal patch nulls exactly them.
+// argocd-cmd-params-cm keys (their removal: extension/argocdoperator_test.go
+// and TestOperatorInstallPath).
 func TestArgoCDSnippetIsOurSettings(t *testing.T) {
 	type spec struct {
 		ExtraConfig map[string]*string `json:"extraConfig"`
 		CmdParams   map[string]*string `json:"cmdParams"`
-		Server      map[string]any     `json:"server"`
-		AppSet      map[string]any     `json:"applicationSet"`
 	}
-	var add, remove struct {
+	var add struct {
 		Kind string `json:"kind"`
 		Spec spec   `json:"spec"`
 	}
 	readYAML(t, "manifests/operator/argocd-gitops-service.yaml", &add)
-	readYAML(t, "manifests/operator/remove-argocd-gitops-service.yaml", &remove)
 	assert.Equal(t, "ArgoCD", add.Kind)
 	want := ourSettings(t)
 	deref := func(m map[string]*string) map[string]string {
@@ -97,22 +95,4 @@ func TestArgoCDSnippetIsOurSettings(t *testing.T) {
 	}
 	assert.Equal(t, want["argocd-cm"], deref(add.Spec.ExtraConfig))
 	assert.Equal(t, want["argocd-cmd-params-cm"], deref(add.Spec.CmdParams))
-	for k, v := range remove.Spec.ExtraConfig {
-		assert.Nil(t, v, k)
-		assert.Contains(t, want["argocd-cm"], k)
-	}
-	assert.Len(t, remove.Spec.ExtraConfig, len(want["argocd-cm"]))
-	for k, v := range remove.Spec.CmdParams {
-		assert.Nil(t, v, k)
-		assert.Contains(t, want["argocd-cmd-params-cm"], k)
-	}
-	assert.Len(t, remove.Spec.CmdParams, len(want["argocd-cmd-params-cm"]))
-	for k := range add.Spec.Server {
-		assert.Contains(t, remove.Spec.Server, k, "the removal undoes server.%s", k)
-		assert.Nil(t, remove.Spec.Server[k])
-	}
-	for k := range add.Spec.AppSet {
-		assert.Contains(t, remove.Spec.AppSet, k, "the removal undoes applicationSet.%s", k)
-		assert.Nil(t, remove.Spec.AppSet[k])
-	}
 }
