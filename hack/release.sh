@@ -5,6 +5,8 @@
 #   install.yaml         manifests/install rendered, its image pinned to the image's digest
 #   install-helm.yaml    the same for an Argo CD installed by its Helm chart (manifests/helm)
 #   install-operator.yaml  the same for an Argo CD run by its operator (manifests/operator)
+#   uninstall.yaml, uninstall-operator.yaml  the uninstall Jobs (manifests/uninstall,
+#                        manifests/operator/uninstall), pinned the same way
 #   values-gitops-service.yaml   the Helm values snippet, installer URL and version filled in
 #   argocd-gitops-service.yaml   the ArgoCD resource snippet
 #   ui-extension-installer.yaml  components/ui-extension-installer's patch, URL filled in
@@ -57,8 +59,8 @@ fi
 
 # The install manifests, each from a throw-away kustomization that pins the image by digest.
 work="$OUT/.kustomize"
-for path in install:install helm:install-helm operator:install-operator; do
-  dir="$work/${path%%:*}"
+for path in install:install helm:install-helm operator:install-operator uninstall:uninstall operator/uninstall:uninstall-operator; do
+  dir="$work/${path#*:}"
   mkdir -p "$dir"
   cat >"$dir/kustomization.yaml" <<YAML
 apiVersion: kustomize.config.k8s.io/v1beta1

@@ -122,7 +122,7 @@ func TestMakeRelease(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, "the pushed tag")
 	assert.Equal(t, digest, resp.Header.Get("Docker-Content-Digest"), "the registry holds the built image")
 	image := regexp.MustCompile(`(?m)^\s+image: (\S*gitops-service\S*)$`)
-	for _, f := range []string{"install.yaml", "install-helm.yaml", "install-operator.yaml"} {
+	for _, f := range []string{"install.yaml", "install-helm.yaml", "install-operator.yaml", "uninstall.yaml", "uninstall-operator.yaml"} {
 		data, err := os.ReadFile(filepath.Join(dir, f))
 		require.NoError(t, err)
 		refs := image.FindAllStringSubmatch(string(data), -1)
