@@ -330,12 +330,7 @@ func argoCDOperatorSettings(args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	cfg, err := restConfig(*kubeconfig)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	c, err := client.New(cfg, client.Options{})
+	c, err := kubeClient(*kubeconfig)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

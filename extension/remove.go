@@ -49,13 +49,7 @@ func removeArgoCDSettings(args []string) int {
 		fmt.Fprintln(os.Stderr, "--argocd-namespace is required outside a cluster")
 		return 2
 	}
-	var err error
-	cfg, err := restConfig(*kubeconfig)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	c, err := client.New(cfg, client.Options{})
+	c, err := kubeClient(*kubeconfig)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -89,6 +83,15 @@ func orNone(keys []string) string {
 		return "none"
 	}
 	return strings.Join(keys, ", ")
+}
+
+// kubeClient is the subcommands' client: of kubeconfig, else in-cluster.
+func kubeClient(kubeconfig string) (client.Client, error) {
+	cfg, err := restConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{})
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {
