@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -321,22 +320,16 @@ func argoCDOperatorSettings(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *namespace == "" {
-		fmt.Fprintln(os.Stderr, "--argocd-namespace is required outside a cluster")
-		return 2
+	ctx, cancel, c, exit := connect(*namespace, *kubeconfig, *timeout)
+	if exit != 0 {
+		return exit
 	}
+	defer cancel()
 	ours, err := ourArgoCDSpec()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	c, err := kubeClient(*kubeconfig)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
 	var r operatorSettingsReport
 	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		obj := &unstructured.Unstructured{}

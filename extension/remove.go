@@ -45,16 +45,10 @@ func removeArgoCDSettings(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *namespace == "" {
-		fmt.Fprintln(os.Stderr, "--argocd-namespace is required outside a cluster")
-		return 2
+	ctx, cancel, c, exit := connect(*namespace, *kubeconfig, *timeout)
+	if exit != 0 {
+		return exit
 	}
-	c, err := kubeClient(*kubeconfig)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	removed, err := argocdsettings.Remove(ctx, c, *namespace, names)
 	for _, r := range removed {
@@ -85,13 +79,25 @@ func orNone(keys []string) string {
 	return strings.Join(keys, ", ")
 }
 
-// kubeClient is the subcommands' client: of kubeconfig, else in-cluster.
-func kubeClient(kubeconfig string) (client.Client, error) {
-	cfg, err := restConfig(kubeconfig)
-	if err != nil {
-		return nil, err
+// connect is a subcommand's start: the Argo CD namespace must be known, the
+// client is of kubeconfig (else in-cluster), the context ends after timeout.
+// exit is the process's exit code when it cannot go on (ctx and cancel are
+// then nil), else 0.
+func connect(namespace, kubeconfig string, timeout time.Duration) (_ context.Context, cancel context.CancelFunc, _ client.Client, exit int) {
+	if namespace == "" {
+		fmt.Fprintln(os.Stderr, "--argocd-namespace is required outside a cluster")
+		return nil, nil, nil, 2
 	}
-	return client.New(cfg, client.Options{})
+	cfg, err := restConfig(kubeconfig)
+	if err == nil {
+		var c client.Client
+		if c, err = client.New(cfg, client.Options{}); err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			return ctx, cancel, c, 0
+		}
+	}
+	fmt.Fprintln(os.Stderr, err)
+	return nil, nil, nil, 1
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {
