@@ -18,6 +18,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -412,6 +413,28 @@ func TestOperatorInstallPath(t *testing.T) {
 	require.NoError(t, serverEnvKept())
 	// The other extension keeps working without us.
 	argoCDServes(t, ctx, kube, ns, "after the uninstall", "metrics", metrics)
+	// And nothing of ours is left: no object manifests/operator or its uninstall made.
+	var ours []*unstructured.Unstructured
+	for _, dir := range []string{"manifests/operator", "manifests/operator/uninstall"} {
+		r, err := stack.RenderKustomization(ctx, filepath.Join(repoRoot(t), dir))
+		require.NoError(t, err)
+		ours = append(ours, r.Objects...)
+	}
+	require.NotEmpty(t, ours)
+	poll(t, ctx, time.Minute, "every object of ours is gone after the uninstall", func() error {
+		for _, o := range ours {
+			left := &unstructured.Unstructured{}
+			left.SetGroupVersionKind(o.GroupVersionKind())
+			err := c.Get(ctx, client.ObjectKeyFromObject(o), left)
+			if err == nil {
+				return fmt.Errorf("%s %s/%s is left", o.GetKind(), o.GetNamespace(), o.GetName())
+			}
+			if !apierrors.IsNotFound(err) {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // runJobs stands in for the Job controller and the kubelet, which the test
