@@ -59,6 +59,11 @@ type gateInput struct {
 	// Previews of the namespace (any Snapshot and Environment); read only
 	// when Env requires one.
 	Previews []as.PromotionPreview
+	// Signatures are the results of checking the Snapshot's images against
+	// Env's signature requirements (gathered before the plan; nil when Env
+	// requires none). The signature gate holds on one not verified; the
+	// promotion policies see them as facts.
+	Signatures []as.ImageVerification
 	// Rollback: the promotion is a rollback (gates apply as Env's rollbacks policy says).
 	Rollback bool
 	Now      time.Time
