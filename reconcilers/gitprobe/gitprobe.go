@@ -61,16 +61,29 @@ type Result struct {
 // credentials when user or password is set (only ever over https). It
 // connects only to addresses egress allows (nil: the fixed ranges refused).
 func Refs(ctx context.Context, egress *egress.Policy, repoURL, user, password string, roots *x509.CertPool) Result {
+	r, _ := refs(ctx, egress, repoURL, user, password, roots, false)
+	return r
+}
+
+// List is Refs that also answers the refs the repository advertised, by
+// name (refs/heads/main, refs/tags/v1), with annotated tags peeled to their
+// commit. A Readable answer whose refs cannot be read is NotGit.
+func List(ctx context.Context, egress *egress.Policy, repoURL, user, password string, roots *x509.CertPool) (map[string]string, Result) {
+	r, advertised := refs(ctx, egress, repoURL, user, password, roots, true)
+	return advertised, r
+}
+
+func refs(ctx context.Context, egress *egress.Policy, repoURL, user, password string, roots *x509.CertPool, list bool) (Result, map[string]string) {
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
 	refs := strings.TrimSuffix(repoURL, "/") + "/info/refs?service=git-upload-pack"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, refs, nil)
 	if err != nil {
-		return Result{Answer: Failed, Detail: "not a URL"}
+		return Result{Answer: Failed, Detail: "not a URL"}, nil
 	}
 	if user != "" || password != "" {
 		if req.URL.Scheme != "https" {
-			return Result{Answer: Failed, Detail: "credentials are only sent over https"}
+			return Result{Answer: Failed, Detail: "credentials are only sent over https"}, nil
 		}
 		req.SetBasicAuth(user, password)
 	}
@@ -87,19 +100,26 @@ func Refs(ctx context.Context, egress *egress.Policy, repoURL, user, password st
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return Result{Answer: Failed, Detail: describe(err)}
+		return Result{Answer: Failed, Detail: describe(err)}, nil
 	}
 	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	switch {
 	case resp.StatusCode == http.StatusOK && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/x-git-upload-pack-advertisement"):
-		return Result{Answer: Readable, Status: resp.StatusCode}
+		if !list {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			return Result{Answer: Readable, Status: resp.StatusCode}, nil
+		}
+		advertised, err := parseAdvertisement(io.LimitReader(resp.Body, maxAdvertisement))
+		if err != nil {
+			return Result{Answer: NotGit, Status: resp.StatusCode}, nil
+		}
+		return Result{Answer: Readable, Status: resp.StatusCode}, advertised
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return Result{Answer: Refused, Status: resp.StatusCode}
+		return Result{Answer: Refused, Status: resp.StatusCode}, nil
 	case resp.StatusCode == http.StatusNotFound:
-		return Result{Answer: NotFound, Status: resp.StatusCode}
+		return Result{Answer: NotFound, Status: resp.StatusCode}, nil
 	default:
-		return Result{Answer: NotGit, Status: resp.StatusCode}
+		return Result{Answer: NotGit, Status: resp.StatusCode}, nil
 	}
 }
 
