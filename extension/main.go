@@ -60,6 +60,7 @@ func main() {
 	flag.StringVar(&o.GeneratorTokenFile, "generator-token-file", "/etc/gitops-service/generator/token", "File with the bearer token Argo CD's applicationset-controller presents (mount the Secret named in the plugin ConfigMap).")
 	flag.StringVar(&o.UIProxyAddr, "ui-proxy-bind-address", ":8091", "Address of the Argo CD proxy extension backend (the UI panel's API); \"0\" disables it.")
 	flag.StringVar(&o.UIProxyTokenFile, "ui-proxy-token-file", "/etc/gitops-service/ui-proxy/token", "File with the secret header value argocd-server adds to proxied requests (a mounted Secret).")
+	flag.StringVar(&o.SubscriptionWebhookAddr, "subscription-webhook-bind-address", "0", "Address of the SnapshotSubscription webhook (POST /subscriptions/<namespace>/<name>, authenticated per subscription; docs/subscriptions.md), to expose to registries and git servers; \"0\" (the default) disables it: subscriptions are then only polled.")
 	flag.StringVar(&o.ArgoRedis.Addr, "argocd-redis", envOr("ARGOCD_REDIS", "argocd-redis:6379"), "host:port of Argo CD's Redis, read for per-resource health (Argo CD 3.x keeps it there by default); \"\" disables (env ARGOCD_REDIS).")
 	flag.StringVar(&o.ArgoRedis.Compression, "argocd-redis-compression", envOr("REDIS_COMPRESSION", "gzip"), "Compression Argo CD uses in Redis: gzip or none (env REDIS_COMPRESSION, as Argo CD's).")
 	// The password only from the environment (Secret argocd-redis, key auth), never a flag.

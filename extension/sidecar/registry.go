@@ -38,6 +38,7 @@ import (
 	shardreconciler "github.com/gitops-service/gitops-service/reconcilers/shard"
 	"github.com/gitops-service/gitops-service/reconcilers/sharding"
 	"github.com/gitops-service/gitops-service/reconcilers/snapshotenvironmentbinding"
+	"github.com/gitops-service/gitops-service/reconcilers/subscription"
 	"github.com/gitops-service/gitops-service/reconcilers/syncrun"
 	"github.com/gitops-service/gitops-service/reconcilers/tenant"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
@@ -150,6 +151,11 @@ func registrations(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o Op
 			setup: &snapshotenvironmentbinding.Reconciler{
 				Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace, Projects: s.projects, Recorder: rec,
 				AllowFileRepositories: o.AllowFileRepositories,
+			}},
+		registration{what: "the SnapshotSubscription reconciler", concurrency: o.Concurrency,
+			kinds: []client.Object{&as.SnapshotSubscription{}, &as.Application{}, &as.Component{}},
+			setup: &subscription.Reconciler{
+				Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace, Recorder: rec, Egress: &o.Egress,
 			}},
 	)
 	if preview, err := previews(ctx, mgr, cfg, o, s.access); err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/metrics"
 	"github.com/gitops-service/gitops-service/reconcilers/sharding"
+	"github.com/gitops-service/gitops-service/reconcilers/subscription"
 	uiproxy "github.com/gitops-service/gitops-service/ui-proxy"
 )
 
@@ -152,6 +153,18 @@ func uiProxyServer(o Options, c client.Client, shard *sharding.Shard) *httpRunna
 	}
 	return &httpRunnable{name: "ui-proxy", what: "Argo CD proxy extension backend (the UI panel's API)", addr: o.UIProxyAddr, handler: metrics.InstrumentHandler("ui-proxy", s.Handler()),
 		tokenFile: o.UIProxyTokenFile, howTo: howTo}
+}
+
+// subscriptionWebhookServer receives pushes for SnapshotSubscriptions; each
+// is authenticated by the subscription's own token, so the server has none.
+// Its own port: it is the one server exposed to registries and git servers
+// outside the cluster, the generator and the ui-proxy never are.
+func subscriptionWebhookServer(o Options, mgr ctrl.Manager, shard *sharding.Shard) *httpRunnable {
+	h := &subscription.Webhook{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Serves: servesOf(shard)}
+	mux := http.NewServeMux()
+	mux.Handle(subscription.WebhookPath, h)
+	return &httpRunnable{name: "subscription-webhook", what: "SnapshotSubscription webhook", addr: o.SubscriptionWebhookAddr,
+		handler: metrics.InstrumentHandler("subscription-webhook", mux)}
 }
 
 // servesOf is the servers' check of a tenant namespace; nil with one instance.

@@ -85,6 +85,9 @@ type Options struct {
 	UIProxyAddr string
 	// UIProxyTokenFile holds the secret header value argocd-server adds.
 	UIProxyTokenFile string
+	// SubscriptionWebhookAddr is where the SnapshotSubscription webhook
+	// listens; "" or "0" disables it.
+	SubscriptionWebhookAddr string
 	// PromotionTimeout is how long a PromotionRun may take per Environment.
 	PromotionTimeout time.Duration
 	// ArgoRedis is the Redis of Argo CD's application controller, read for the
@@ -262,6 +265,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	}
 	if o.UIProxyAddr != "" && o.UIProxyAddr != "0" {
 		servers = append(servers, uiProxyServer(o, mgr.GetClient(), shard))
+	}
+	if o.SubscriptionWebhookAddr != "" && o.SubscriptionWebhookAddr != "0" {
+		servers = append(servers, subscriptionWebhookServer(o, mgr, shard))
 	}
 	for _, srv := range servers {
 		srv.event = podEvents(mgr.GetEventRecorderFor("gitops-service"), o.Pod)

@@ -88,6 +88,7 @@ func Kinds() []client.Object {
 		&v1.GitOpsDeploymentManagedEnvironment{}, &v1.GitOpsDeploymentRepositoryCredentials{},
 		&appstudio.Environment{}, &appstudio.SnapshotEnvironmentBinding{}, &appstudio.PromotionRun{},
 		&appstudio.DeploymentTargetClaim{}, &appstudio.DeploymentTarget{}, &appstudio.PromotionPreview{},
+		&appstudio.SnapshotSubscription{},
 	}
 }
 
@@ -172,6 +173,9 @@ func refuse(rec record.EventRecorder, obj client.Object, msg string, now metav1.
 		return set(&o.Status.Conditions, appstudio.DeploymentTargetConditionErrorOccurred)
 	case *appstudio.PromotionPreview:
 		return set(&o.Status.Conditions, appstudio.PromotionPreviewConditionFailed)
+	case *appstudio.SnapshotSubscription:
+		cond.Status = metav1.ConditionFalse
+		return set(&o.Status.Conditions, appstudio.SubscriptionConditionSourcesResolved)
 	}
 	return false
 }

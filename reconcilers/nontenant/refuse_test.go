@@ -76,6 +76,8 @@ func assertRefused(t *testing.T, obj client.Object, msg string) {
 		std(o.Status.Conditions, appstudio.DeploymentTargetConditionErrorOccurred, metav1.ConditionTrue)
 	case *appstudio.PromotionPreview:
 		std(o.Status.Conditions, appstudio.PromotionPreviewConditionFailed, metav1.ConditionTrue)
+	case *appstudio.SnapshotSubscription:
+		std(o.Status.Conditions, appstudio.SubscriptionConditionSourcesResolved, metav1.ConditionFalse)
 	default:
 		t.Fatalf("a kind without a condition: %T", obj)
 	}

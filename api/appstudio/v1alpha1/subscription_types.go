@@ -241,8 +241,9 @@ const (
 	SubscriptionReasonSnapshotNameTaken = "SnapshotNameTaken"
 )
 
-// LabelSubscription is on every Snapshot a SnapshotSubscription made: its name.
-const LabelSubscription = "appstudio.redhat.com/snapshot-subscription"
+// AnnotationSubscription is on every Snapshot a SnapshotSubscription made:
+// its name (an annotation: a subscription's name may be longer than a label).
+const AnnotationSubscription = "appstudio.redhat.com/snapshot-subscription"
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
