@@ -47,7 +47,7 @@ func ourResources(t *testing.T) []metav1.APIResource {
 // name is taken twice.
 func TestShortNamesAndCategory(t *testing.T) {
 	resources := ourResources(t)
-	require.Len(t, resources, 16)
+	require.Len(t, resources, 17)
 	seen := map[string]string{}
 	for _, r := range resources {
 		assert.NotEmpty(t, r.ShortNames, "%s has no short name", r.Kind)
@@ -76,6 +76,8 @@ func TestKubectlGetGitops(t *testing.T) {
 		&as.Component{ObjectMeta: om("comp"), Spec: as.ComponentSpec{ComponentName: "comp", Application: "app"}},
 		&as.Environment{ObjectMeta: om("dev")},
 		&as.Snapshot{ObjectMeta: om("snap"), Spec: as.SnapshotSpec{Application: "app"}},
+		&as.SnapshotSubscription{ObjectMeta: om("subs"), Spec: as.SnapshotSubscriptionSpec{Application: "app",
+			Components: []as.ComponentSubscription{{Name: "comp", Image: &as.ImageSubscription{Repository: "quay.io/team/comp", Tag: "latest"}}}}},
 		&as.SnapshotEnvironmentBinding{ObjectMeta: om("binding"), Spec: as.SnapshotEnvironmentBindingSpec{Application: "app", Environment: "dev", Snapshot: "snap"}},
 		&as.PromotionApproval{ObjectMeta: om("approval"), Spec: as.PromotionApprovalSpec{Snapshot: "snap", Environment: "dev", Approver: as.Approver{User: whoAmI(t)}}},
 		&as.PromotionHistory{ObjectMeta: om("app.dev"), Spec: as.PromotionHistorySpec{Application: "app", Environment: "dev"}},
@@ -123,6 +125,7 @@ func TestKubectlGetGitops(t *testing.T) {
 		"promotionrun.appstudio.redhat.com/promo",
 		"snapshot.appstudio.redhat.com/snap",
 		"snapshotenvironmentbinding.appstudio.redhat.com/binding",
+		"snapshotsubscription.appstudio.redhat.com/subs",
 	}, got)
 
 	for _, r := range ourResources(t) {
