@@ -45,7 +45,7 @@ type SnapshotSubscriptionSpec struct {
 }
 
 // ComponentSubscription is what is watched for one Component.
-// +kubebuilder:validation:XValidation:rule="has(self.image) || has(self.git)",message="set image, git or both",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="has(self.image) || has(self.git)",message="set image, git or both",reason=FieldValueForbidden
 type ComponentSubscription struct {
 	// Name is the name of a Component of the Application.
 	// +kubebuilder:validation:MinLength=1
@@ -67,7 +67,7 @@ type ComponentSubscription struct {
 
 // ImageSubscription is an image repository and how to pick its tag: exactly
 // one of semver, regex and tag.
-// +kubebuilder:validation:XValidation:rule="[has(self.semver), has(self.regex), has(self.tag)].filter(x, x).size() == 1",message="set exactly one of semver, regex and tag",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="[has(self.semver), has(self.regex), has(self.tag)].filter(x, x).size() == 1",message="set exactly one of semver, regex and tag",reason=FieldValueForbidden
 type ImageSubscription struct {
 	// Repository is the image repository without tag or digest, e.g.
 	// quay.io/team/frontend.
@@ -104,7 +104,7 @@ type ImageSubscription struct {
 
 // GitSubscription is a git repository and the branch or tag to follow:
 // exactly one of branch and tag.
-// +kubebuilder:validation:XValidation:rule="has(self.branch) != has(self.tag)",message="set exactly one of branch and tag",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="has(self.branch) != has(self.tag)",message="set exactly one of branch and tag",reason=FieldValueForbidden
 type GitSubscription struct {
 	// URL is the repository, https:// (or http:// without credentials).
 	// +kubebuilder:validation:MinLength=1
