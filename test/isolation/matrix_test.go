@@ -101,6 +101,8 @@ func conditionsOf(obj client.Object) []metav1.Condition {
 		return o.Status.Conditions
 	case *as.DeploymentTarget:
 		return o.Status.Conditions
+	case *as.SnapshotSubscription:
+		return o.Status.Conditions
 	}
 	panic(fmt.Sprintf("no conditions for %T", obj))
 }
@@ -116,7 +118,7 @@ func allCases() []hostileCase {
 	for _, kind := range [][]hostileCase{
 		neverTenantCases(), deploymentCases(), syncRunCases(), repositoryCredentialsCases(), managedEnvironmentCases(), infraCases(),
 		environmentCases(), bindingCases(), promotionRunCases(), deploymentTargetCases(), templateCases(), reviewCases(), previewCases(),
-		probeCases(),
+		probeCases(), subscriptionCases(),
 	} {
 		all = append(all, kind...)
 	}
