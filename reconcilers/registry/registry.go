@@ -67,6 +67,9 @@ func Options(ctx context.Context, c client.Reader, a Access) ([]remote.Option, e
 			DialContext:         a.Egress.DialContext(&net.Dialer{Timeout: Timeout}),
 			TLSHandshakeTimeout: Timeout,
 			MaxIdleConnsPerHost: 4,
+			// A transport is made per use: its idle connections must not
+			// outlive it for as long as the registry keeps them open.
+			IdleConnTimeout: Timeout,
 		}
 	}
 	return []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithTransport(tr)}, nil

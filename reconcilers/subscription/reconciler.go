@@ -161,6 +161,11 @@ func (r *Reconciler) create(ctx context.Context, snap *as.Snapshot) (*as.Snapsho
 		ctrl.LoggerFrom(ctx).Info("made a Snapshot", "snapshot", snap.Name)
 		return snap, nil
 	}
+	if apierrors.IsInvalid(err) {
+		// What the tenant's Components hold (e.g. a name a Snapshot's
+		// component cannot have): theirs to fix, not a backoff.
+		return nil, kernel.Refuse(as.SubscriptionReasonInvalidSpec, "the Snapshot %s is not valid: %v", snap.Name, err)
+	}
 	if !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("creating Snapshot %s: %w", snap.Name, err)
 	}

@@ -479,3 +479,16 @@ func TestBadReferencesAreRefused(t *testing.T) {
 	assert.Contains(t, meta.FindStatusCondition(refused.Status.Conditions, as.SubscriptionConditionSourcesResolved).Message, "HTTP 404")
 	assert.Empty(t, snapshots(t, ns))
 }
+
+// A Component whose name a Snapshot's component cannot have (a dot): the API
+// server refuses the Snapshot, and the subscription says so rather than
+// backing off in silence.
+func TestASnapshotTheAPIServerRefusesIsRefused(t *testing.T) {
+	ns := tenant(t, "web", "web.v2")
+	repo := "team-" + ns + "/web"
+	push(t, open, repo, "latest")
+	sub := subscribe(t, ns, as.ComponentSubscription{Name: "web", Image: image(hostOf(open)+"/"+repo, as.ImageSubscription{Tag: "latest"})})
+	refused := resolved(t, sub, metav1.ConditionFalse, as.SubscriptionReasonInvalidSpec)
+	assert.Contains(t, meta.FindStatusCondition(refused.Status.Conditions, as.SubscriptionConditionSourcesResolved).Message, "is not valid")
+	assert.Empty(t, snapshots(t, ns))
+}
