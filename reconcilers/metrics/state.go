@@ -204,6 +204,11 @@ var kinds = []kind{
 		s.inc(targetsDesc, or(string(t.Status.Phase), "Pending"))
 		return failed(t.Status.Conditions)
 	}),
+	// A subscription has no ErrorOccurred: its last poll failed is its error.
+	of("SnapshotSubscription", func() client.ObjectList { return &appstudio.SnapshotSubscriptionList{} }, func(_ *counts, sub *appstudio.SnapshotSubscription) bool {
+		c := findCondition(sub.Status.Conditions, appstudio.SubscriptionConditionSourcesResolved)
+		return c != nil && c.Status == metav1.ConditionFalse
+	}),
 }
 
 // count reads every kind from r and counts it. The cache's objects are not

@@ -141,6 +141,15 @@ func TestStateCollector(t *testing.T) {
 	env := &appstudio.Environment{ObjectMeta: meta("tenant-a", "dev"), Spec: appstudio.EnvironmentSpec{DisplayName: "Dev"}}
 	create(env, func() { env.Status.Conditions = []metav1.Condition{errCond} })
 
+	subscription := func(ns, name string, conds ...metav1.Condition) {
+		sub := &appstudio.SnapshotSubscription{ObjectMeta: meta(ns, name), Spec: appstudio.SnapshotSubscriptionSpec{Application: "app",
+			Components: []appstudio.ComponentSubscription{{Name: "web", Image: &appstudio.ImageSubscription{Repository: "quay.io/team/web", Tag: "latest"}}}}}
+		create(sub, func() { sub.Status.Conditions = conds })
+	}
+	subscription("tenant-a", "polled", metav1.Condition{Type: appstudio.SubscriptionConditionSourcesResolved, Status: metav1.ConditionTrue, Reason: "Resolved", LastTransitionTime: now})
+	subscription("tenant-b", "refused", metav1.Condition{Type: appstudio.SubscriptionConditionSourcesResolved, Status: metav1.ConditionFalse, Reason: "EgressRefused", LastTransitionTime: now})
+	subscription("tenant-b", "new")
+
 	informers, err := cache.New(kube.Config, cache.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
@@ -163,6 +172,8 @@ func TestStateCollector(t *testing.T) {
 		`gitops_service_resources{kind="DeploymentTarget"}`:                                  1,
 		`gitops_service_resources{kind="SnapshotEnvironmentBinding"}`:                        3,
 		`gitops_service_resources{kind="Environment"}`:                                       1,
+		`gitops_service_resources{kind="SnapshotSubscription"}`:                              3,
+		`gitops_service_resources_with_error{kind="SnapshotSubscription"}`:                   1,
 		`gitops_service_resources_with_error{kind="GitOpsDeployment"}`:                       1,
 		`gitops_service_resources_with_error{kind="PromotionRun"}`:                           1,
 		`gitops_service_resources_with_error{kind="DeploymentTarget"}`:                       1,
