@@ -51,7 +51,8 @@ import (
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=environments,verbs=get;list;watch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=environments/status,verbs=get;update;patch
 // The platform's notifications ConfigMap and Secret are read one at a time, uncached.
-// +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get,namespace=argocd,resourceNames=argocd-notifications-cm
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get,namespace=argocd,resourceNames=argocd-notifications-secret
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Argo CD's names of the notifications ConfigMap and Secret.
