@@ -40,11 +40,12 @@ func deliveryKey(ev Event, d destination, c triggers.ConditionResult) string {
 
 // due are the events worth looking at now: of a subscribed Environment, and
 // not older than maxAge (an event that happened while no sidecar sent, or
-// before the Environment was subscribed, is not sent late).
+// before the Environment was subscribed, is not sent late) unless it is the
+// run's present state.
 func due(events []Event, subscribed func(env string) bool, now time.Time, maxAge time.Duration) []Event {
 	var out []Event
 	for _, ev := range events {
-		if subscribed(ev.Environment) && now.Sub(ev.Time) <= maxAge {
+		if subscribed(ev.Environment) && (ev.Now || now.Sub(ev.Time) <= maxAge) {
 			out = append(out, ev)
 		}
 	}

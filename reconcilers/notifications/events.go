@@ -32,6 +32,10 @@ type Event struct {
 	Message string
 	// Time is when it happened, as the run records it.
 	Time time.Time
+	// Now: the event is the run's present state (it waits now), never
+	// stale, whatever Time says (a Waiting condition keeps its time when
+	// only its reason changes).
+	Now bool
 }
 
 // Key identifies the event within its run.
@@ -93,6 +97,7 @@ func eventsOf(run *as.PromotionRun, envs []as.Environment) []Event {
 	for _, env := range entering(run, envs) {
 		if e := find(envs, env); e != nil && e.Spec.Gates != nil && gated(e.Spec.Gates) {
 			add(typ, env, w.Message, w.LastTransitionTime.Time)
+			out[len(out)-1].Now = true
 		}
 	}
 	return out

@@ -127,9 +127,11 @@ func TestDueDropsOldAndUnsubscribed(t *testing.T) {
 		{Type: EventEntered, Environment: "prod", Time: t0},
 		{Type: EventVerified, Environment: "prod", Time: t0.Add(-2 * time.Hour)},
 		{Type: EventEntered, Environment: "dev", Time: t0},
+		// Waiting now, under a condition set long ago for another reason.
+		{Type: EventAwaitingApproval, Environment: "prod", Time: t0.Add(-5 * time.Hour), Now: true},
 	}
 	got := keys(due(evs, func(env string) bool { return env == "prod" }, t0.Add(time.Minute), time.Hour))
-	if !slices.Equal(got, []string{"entered:prod"}) {
+	if !slices.Equal(got, []string{"entered:prod", "awaiting-approval:prod"}) {
 		t.Fatalf("due %v", got)
 	}
 }

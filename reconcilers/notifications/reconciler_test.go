@@ -38,6 +38,8 @@ type receiver struct {
 	*httptest.Server
 	mu   sync.Mutex
 	reqs []received
+	// onRequest, when set, runs before the receiver answers.
+	onRequest func()
 }
 
 type received struct {
@@ -58,7 +60,11 @@ func newReceiver(t *testing.T, slack bool) *receiver {
 		}
 		r.mu.Lock()
 		r.reqs = append(r.reqs, got)
+		hook := r.onRequest
 		r.mu.Unlock()
+		if hook != nil {
+			hook()
+		}
 		if slack {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, `{"ok":true,"channel":"C1","ts":"1700000000.000100"}`)
@@ -324,4 +330,47 @@ func TestATenantCannotUseAnotherTenantsDestinationsOrThePlatformsSecrets(t *test
 	})
 	require.Empty(t, theirs.got(), "the other tenant's webhook")
 	require.Empty(t, slack.got(), "a channel not granted, or a secret as a channel")
+}
+
+// The one repeat the guarantee allows: the sidecar dies after the receiver
+// took a delivery and before its record is written. The next sidecar sends
+// it once more, with the same event id, and then never again.
+func TestACrashBetweenSendAndRecordRepeatsThatDeliveryOnceWithItsID(t *testing.T) {
+	hook := newReceiver(t, false)
+	tenant := stack.Tenant(t, k8s)
+	argoNS := platform(t, map[string]string{
+		"service.webhook.gitops-service": fmt.Sprintf("url: %s/hook\n", hook.URL),
+		notifications.GrantsKey:          fmt.Sprintf("%s:\n  gitops-service: ['*']\n", tenant.Name),
+	}, nil)
+	environment(t, tenant.Name, "prod", nil, map[string]string{subscribe("on-promotion-entered", "gitops-service"): ""})
+	crashing := startSidecar(t, argoNS)
+	var once sync.Once
+	hook.mu.Lock()
+	// The sidecar stops while the receiver holds the request: the send
+	// succeeds, the record cannot be written.
+	hook.onRequest = func() { once.Do(func() { go crashing.Stop(); time.Sleep(500 * time.Millisecond) }) }
+	hook.mu.Unlock()
+	run := promotionRun(t, tenant.Name, "prod")
+	setStatus(t, run, entered("prod"))
+	require.Eventually(t, func() bool { return len(hook.got()) == 1 }, within, stack.Tick)
+	<-crashing.stopped
+	require.NoError(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(run), run))
+	require.Empty(t, run.Annotations[as.AnnotationNotified], "the crash came before the record")
+
+	startSidecar(t, argoNS)
+	eventuallyExactly(t, "the delivery repeated once", func() bool { return len(hook.got()) == 2 })
+	ids := map[string]bool{}
+	for _, g := range hook.got() {
+		var body struct {
+			Event struct {
+				ID string `json:"id"`
+			} `json:"event"`
+		}
+		require.NoError(t, json.Unmarshal(g.body, &body))
+		ids[body.Event.ID] = true
+	}
+	require.Len(t, ids, 1, "both carry the event's one id: %v", ids)
+	stack.WaitFor(t, k8s, run, within, "records the delivery", func(r *as.PromotionRun) bool {
+		return strings.Contains(r.Annotations[as.AnnotationNotified], "entered:prod:on-promotion-entered")
+	})
 }
