@@ -116,7 +116,7 @@ func allCases() []hostileCase {
 	for _, kind := range [][]hostileCase{
 		neverTenantCases(), deploymentCases(), syncRunCases(), repositoryCredentialsCases(), managedEnvironmentCases(), infraCases(),
 		environmentCases(), bindingCases(), promotionRunCases(), deploymentTargetCases(), templateCases(), reviewCases(), previewCases(),
-		probeCases(),
+		probeCases(), notificationCases(),
 	} {
 		all = append(all, kind...)
 	}
