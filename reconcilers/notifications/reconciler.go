@@ -29,6 +29,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -167,6 +168,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	done := recordedOn(fresh.Annotations)
+	// A destination that fails does not hold the others up: each failure is
+	// retried (with backoff) and only what was sent is recorded.
+	var failed []error
 	for _, ev := range todo {
 		env := find(envs.Items, ev.Environment)
 		dests, _ := cfg.subscriptionsOf(run.Namespace, env.Annotations) // the refused: SubscriptionReconciler
@@ -174,7 +178,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		for _, d := range dests {
 			results, err := engine.RunTrigger(d.Trigger, vars)
 			if err != nil {
-				return ctrl.Result{}, fmt.Errorf("trigger %s: %s", d.Trigger, cfg.redact(err.Error()))
+				failed = append(failed, fmt.Errorf("trigger %s: %s", d.Trigger, cfg.redact(err.Error())))
+				continue
 			}
 			for _, c := range results {
 				key := deliveryKey(ev, d, c)
@@ -182,7 +187,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 					continue
 				}
 				if err := engine.Send(vars, c.Templates, d.Destination); err != nil {
-					return ctrl.Result{}, fmt.Errorf("sending %s of %s to service %s: %s", ev.Key(), run.Name, d.Service, cfg.redact(err.Error()))
+					failed = append(failed, fmt.Errorf("sending %s of %s to service %s: %s", ev.Key(), run.Name, d.Service, cfg.redact(err.Error())))
+					continue
 				}
 				ctrl.LoggerFrom(ctx).V(1).Info("notified", "event", ev.Key(), "trigger", d.Trigger, "service", d.Service)
 				if err := r.record(ctx, fresh, done, key); err != nil {
@@ -191,7 +197,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 		}
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, errors.Join(failed...)
 }
 
 // record adds key to run's record (done, and the run's annotation), retrying

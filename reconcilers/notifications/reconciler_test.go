@@ -40,6 +40,9 @@ type receiver struct {
 	reqs []received
 	// onRequest, when set, runs before the receiver answers.
 	onRequest func()
+	// failFirst: the first so many requests are answered 503.
+	failFirst int
+	ok        int
 }
 
 type received struct {
@@ -60,10 +63,17 @@ func newReceiver(t *testing.T, slack bool) *receiver {
 		}
 		r.mu.Lock()
 		r.reqs = append(r.reqs, got)
-		hook := r.onRequest
+		hook, fail := r.onRequest, len(r.reqs) <= r.failFirst
+		if !fail {
+			r.ok++
+		}
 		r.mu.Unlock()
 		if hook != nil {
 			hook()
+		}
+		if fail {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
 		}
 		if slack {
 			w.Header().Set("Content-Type", "application/json")
@@ -373,4 +383,35 @@ func TestACrashBetweenSendAndRecordRepeatsThatDeliveryOnceWithItsID(t *testing.T
 	stack.WaitFor(t, k8s, run, within, "records the delivery", func(r *as.PromotionRun) bool {
 		return strings.Contains(r.Annotations[as.AnnotationNotified], "entered:prod:on-promotion-entered")
 	})
+}
+
+// A destination that is down does not hold up the others, and gets the
+// event once it is back: at least once, and once only.
+func TestADestinationThatIsDownGetsTheEventOnceItIsBack(t *testing.T) {
+	down, up := newReceiver(t, false), newReceiver(t, false)
+	// The engine tries twice per send (retryMax 1): three sends fail.
+	down.failFirst = 6
+	tenant := stack.Tenant(t, k8s)
+	argoNS := platform(t, map[string]string{
+		"service.webhook.down":  fmt.Sprintf("url: %s/hook\nretryMax: 1\nretryWaitMin: 10000000\nretryWaitMax: 20000000\n", down.URL),
+		"service.webhook.up":    fmt.Sprintf("url: %s/hook\n", up.URL),
+		notifications.GrantsKey: fmt.Sprintf("%s:\n  down: ['*']\n  up: ['*']\n", tenant.Name),
+		"template.promotion-entered": "message: entered\nwebhook:\n  down:\n    method: POST\n    body: '{{dict \"event\" .event | toJson}}'\n" +
+			"  up:\n    method: POST\n    body: '{{dict \"event\" .event | toJson}}'\n",
+	}, nil)
+	environment(t, tenant.Name, "prod", nil, map[string]string{
+		subscribe("on-promotion-entered", "down"): "",
+		subscribe("on-promotion-entered", "up"):   "",
+	})
+	startSidecar(t, argoNS)
+	run := promotionRun(t, tenant.Name, "prod")
+	setStatus(t, run, entered("prod"))
+	require.Eventually(t, func() bool { return len(up.got()) == 1 }, within, stack.Tick, "the working destination is not held up")
+	eventuallyExactly(t, "the destination that was down took the event once", func() bool {
+		down.mu.Lock()
+		defer down.mu.Unlock()
+		return down.ok == 1
+	})
+	require.Greater(t, len(down.got()), 6, "it was retried")
+	require.Len(t, up.got(), 1, "the working destination got it once")
 }
