@@ -117,3 +117,44 @@ func TestRedactHidesTheSecret(t *testing.T) {
 		t.Fatal(b.String())
 	}
 }
+
+// Every shipped template renders, with the engine's template service, into
+// the words it is for (an awaiting approval names who may approve).
+func TestShippedTemplatesRender(t *testing.T) {
+	cfg := platformConfig(t, nil)
+	svc, err := templates.NewService(cfg.engine.Templates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gated := &as.Environment{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "t"},
+		Spec: as.EnvironmentSpec{Gates: &as.PromotionGates{Approvals: &as.ApprovalGate{Required: 2, Users: []string{"alice", "bob"}, Groups: []string{"sre"}}}}}
+	open := &as.Environment{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "t"}}
+	rollback := manual("prod", true)
+	rollback.Status.Rollback = &as.RollbackStatus{Snapshot: "v1"}
+	for _, c := range []struct {
+		event string
+		run   *as.PromotionRun
+		env   *as.Environment
+		want  string
+	}{
+		{EventAwaitingApproval, manual("prod", false), gated, "waits for 2 approval(s) to enter prod (t). May approve: users alice, bob; members of sre."},
+		{EventAwaitingApproval, manual("prod", false), open, "May approve: anyone who may approve in t."},
+		{EventEntered, manual("prod", false), open, "Snapshot v2 of shop entered prod (t), PromotionRun r."},
+		{EventVerified, manual("prod", false), open, "Snapshot v2 of shop is verified in prod (t)."},
+		{EventFailed, manual("prod", false), open, "Promotion of Snapshot v2 of shop to prod (t) failed: timed out"},
+		{EventRolledBack, rollback, open, "prod (t) of shop was rolled back from Snapshot v2 to v1."},
+		{EventFrozen, manual("prod", false), open, "Snapshot v2 of shop waits: timed out"},
+	} {
+		vars := varsOf(c.run, c.env, Event{Type: c.event, Environment: "prod", Message: "timed out", Time: t0})
+		n, err := svc.FormatNotification(vars, "promotion-"+c.event)
+		if err != nil {
+			t.Fatalf("%s: %v", c.event, err)
+		}
+		if !strings.Contains(n.Message, c.want) {
+			t.Errorf("%s: message %q lacks %q", c.event, n.Message, c.want)
+		}
+		if b := n.Webhook["gitops-service"].Body; !strings.HasPrefix(b, `{"event":{`) {
+			t.Errorf("%s: webhook body %s", c.event, b)
+		}
+	}
+}
