@@ -243,8 +243,7 @@ type SubscriptionReconciler struct {
 	Now      kernel.Clock
 }
 
-// Reconcile sets or removes one Environment's Notifications condition.
-func (r *SubscriptionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
+func (r *SubscriptionReconciler) reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	env := &as.Environment{}
 	if err := r.Client.Get(ctx, req.NamespacedName, env); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -280,6 +279,12 @@ func (r *SubscriptionReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	r.set(env, nil, len(ok))
 	return ctrl.Result{RequeueAfter: recheck}, nil
+}
+
+// Reconcile sets or removes one Environment's Notifications condition; a
+// conflict of its locked status write is looked at again at once.
+func (r *SubscriptionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return kernel.Outcome(r.reconcile(ctx, req))
 }
 
 // recheck: a grant withdrawn from a working subscription shows this soon.

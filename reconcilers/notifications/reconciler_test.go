@@ -415,3 +415,28 @@ func TestADestinationThatIsDownGetsTheEventOnceItIsBack(t *testing.T) {
 	require.Greater(t, len(down.got()), 6, "it was retried")
 	require.Len(t, up.got(), 1, "the working destination got it once")
 }
+
+// An Environment subscribed while a run waits to enter it hears of the wait
+// at once, however long the run has waited.
+func TestANewSubscriberOfAWaitingRunIsToldAtOnce(t *testing.T) {
+	hook := newReceiver(t, false)
+	tenant := stack.Tenant(t, k8s)
+	argoNS := platform(t, map[string]string{
+		"service.webhook.gitops-service": fmt.Sprintf("url: %s/hook\n", hook.URL),
+		notifications.GrantsKey:          fmt.Sprintf("%s:\n  gitops-service: ['*']\n", tenant.Name),
+	}, nil)
+	env := environment(t, tenant.Name, "prod", &as.PromotionGates{Freeze: &as.FreezeSwitch{Frozen: true, Reason: "incident 42"}}, nil)
+	run := promotionRun(t, tenant.Name, "prod")
+	setStatus(t, run, waiting(as.WaitingReasonFrozen, "Environment prod is frozen (incident 42): until it is unfrozen"))
+	startSidecar(t, argoNS)
+	time.Sleep(settle)
+	require.Empty(t, hook.got(), "nobody subscribed yet")
+
+	require.NoError(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(env), env))
+	env.Annotations = map[string]string{subscribe("on-promotion-frozen", "gitops-service"): ""}
+	require.NoError(t, k8s.Update(context.Background(), env))
+	eventuallyExactly(t, "one frozen webhook", func() bool {
+		return strings.Join(hook.webhookEvents(t), ",") == notifications.EventFrozen
+	})
+	require.Contains(t, string(hook.got()[0].body), "incident 42")
+}
