@@ -59,7 +59,12 @@ func run(m *testing.M) int {
 	if err != nil {
 		return fail(err)
 	}
-	if err := kube.InstallCRDsWithoutAdmissionChecks(ctx, filepath.Join(root, "manifests", "crd")); err != nil {
+	argoMod, err := stack.ArgoCDModuleDir()
+	if err != nil {
+		return fail(err)
+	}
+	// Argo CD's CRDs for the whole sidecar (TestWithTheWholeSidecar...).
+	if err := kube.InstallCRDsWithoutAdmissionChecks(ctx, filepath.Join(argoMod, "manifests", "crds"), filepath.Join(root, "manifests", "crd"), stack.ToolchainCRDs(root)); err != nil {
 		return fail(err)
 	}
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
