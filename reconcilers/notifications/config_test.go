@@ -158,3 +158,19 @@ func TestShippedTemplatesRender(t *testing.T) {
 		}
 	}
 }
+
+// The engine's YAML form of subscriptions is read too, under the same grants.
+func TestSubscriptionsInTheYAMLForm(t *testing.T) {
+	cfg := platformConfig(t, map[string]string{"service.webhook.a": "url: http://a/", GrantsKey: "t:\n  a: ['*']\n"})
+	ok, refused := cfg.subscriptionsOf("t", map[string]string{subscriptionsKey: "- trigger: [on-promotion-failed, on-promotion-verified]\n  destinations:\n  - service: a\n    recipients: [x]\n  - service: b\n    recipients: [y]\n"})
+	var got []string
+	for _, d := range ok {
+		got = append(got, d.Trigger+"/"+d.Service+"/"+d.Recipient)
+	}
+	if !slices.Equal(got, []string{"on-promotion-failed/a/x", "on-promotion-verified/a/x"}) {
+		t.Errorf("delivered %v", got)
+	}
+	if len(refused) != 2 || !strings.Contains(refused[0], `service "b" is not configured`) {
+		t.Errorf("refused %v", refused)
+	}
+}
