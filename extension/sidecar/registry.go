@@ -30,6 +30,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/gitopsdeployment"
 	"github.com/gitops-service/gitops-service/reconcilers/managedenvironment"
 	"github.com/gitops-service/gitops-service/reconcilers/nontenant"
+	"github.com/gitops-service/gitops-service/reconcilers/notifications"
 	"github.com/gitops-service/gitops-service/reconcilers/promotionrun"
 	"github.com/gitops-service/gitops-service/reconcilers/provisioner"
 	"github.com/gitops-service/gitops-service/reconcilers/provisioner/devsandbox"
@@ -157,6 +158,17 @@ func registrations(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o Op
 			setup: &subscription.Reconciler{
 				Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace, Recorder: rec, Egress: &o.Egress,
 			}},
+	)
+	// Promotion events through Argo CD's notifications engine, with the
+	// platform's argocd-notifications-cm (nothing is sent without it).
+	notify := &notifications.Platform{APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace}
+	regs = append(regs,
+		registration{what: "the notifications reconciler", concurrency: o.Concurrency,
+			kinds: []client.Object{&as.PromotionRun{}, &as.Environment{}},
+			setup: &notifications.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Platform: notify}},
+		registration{what: "the notification subscriptions reconciler", concurrency: o.Concurrency,
+			kinds: []client.Object{&as.Environment{}},
+			setup: &notifications.SubscriptionReconciler{Client: mgr.GetClient(), Recorder: rec, Platform: notify}},
 	)
 	if preview, err := previews(ctx, mgr, cfg, o, s.access); err != nil {
 		return nil, err

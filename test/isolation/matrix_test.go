@@ -118,7 +118,7 @@ func allCases() []hostileCase {
 	for _, kind := range [][]hostileCase{
 		neverTenantCases(), deploymentCases(), syncRunCases(), repositoryCredentialsCases(), managedEnvironmentCases(), infraCases(),
 		environmentCases(), bindingCases(), promotionRunCases(), deploymentTargetCases(), templateCases(), reviewCases(), previewCases(),
-		probeCases(), subscriptionCases(),
+		probeCases(), subscriptionCases(), notificationCases(),
 	} {
 		all = append(all, kind...)
 	}
