@@ -121,7 +121,8 @@ func registrations(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o Op
 			// The admission policies are watched where the API server has them.
 			kinds: []client.Object{&as.PromotionRun{}, &as.SnapshotEnvironmentBinding{}, &as.Environment{}, &as.PromotionApproval{},
 				&as.PromotionPreview{}, &as.DeploymentTargetClaim{}, &as.PromotionHistory{}, argoApp, &as.Snapshot{},
-				&admissionv1.ValidatingAdmissionPolicy{}, &admissionv1.ValidatingAdmissionPolicyBinding{}},
+				&admissionv1.ValidatingAdmissionPolicy{}, &admissionv1.ValidatingAdmissionPolicyBinding{},
+				&as.PromotionPolicy{}, &corev1.Namespace{}},
 			setup: &promotionrun.Reconciler{
 				Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace, Recorder: rec,
 				Timeout: o.PromotionTimeout, ServiceAccount: sa,

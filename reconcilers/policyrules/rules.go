@@ -27,7 +27,7 @@ import (
 // goes above it, or that runs longer than MaxEvalTime, denies.
 const (
 	MaxCost     = 5_000_000
-	MaxEvalTime = 100 * time.Millisecond
+	MaxEvalTime = time.Second
 	// maxList and maxString are the bounds the estimate assumes for every
 	// list (images, signatures, approvers, kinds, labels) and string.
 	maxList   = 128
