@@ -137,6 +137,7 @@ func registrations(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o Op
 			})},
 	)
 	regs = append(regs, deploymentTargets(mgr, cfg, o)...)
+	regs = append(regs, policyRegistration(mgr))
 	regs = append(regs,
 		registration{what: "the tenant reconciler",
 			kinds: []client.Object{project, appSet, &v1.GitOpsDeploymentManagedEnvironment{}, argoApp, &v1.GitOpsDeploymentRepositoryCredentials{}, &corev1.Namespace{}},
