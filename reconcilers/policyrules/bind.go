@@ -34,9 +34,8 @@ func Binds(policy *as.PromotionPolicy, nsLabels, envLabels map[string]string) (b
 
 // CheckSelectors says whether both selectors of spec parse.
 func CheckSelectors(spec *as.PromotionPolicySpec) error {
-	_, err := Binds(&as.PromotionPolicy{Spec: *spec}, nil, nil)
-	if err != nil {
-		return err
+	if _, err := metav1.LabelSelectorAsSelector(&spec.NamespaceSelector); err != nil {
+		return fmt.Errorf("namespaceSelector: %w", err)
 	}
 	if spec.EnvironmentSelector != nil {
 		if _, err := metav1.LabelSelectorAsSelector(spec.EnvironmentSelector); err != nil {

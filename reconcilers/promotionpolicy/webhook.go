@@ -7,9 +7,11 @@ package promotionpolicy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -63,11 +65,16 @@ func validate(obj runtime.Object) (admission.Warnings, error) {
 // Check is what is wrong with spec's selectors and rules, as field errors.
 func Check(spec *as.PromotionPolicySpec) field.ErrorList {
 	var errs field.ErrorList
-	if err := policyrules.CheckSelectors(spec); err != nil {
-		errs = append(errs, field.Invalid(field.NewPath("spec"), "selector", err.Error()))
+	if _, err := metav1.LabelSelectorAsSelector(&spec.NamespaceSelector); err != nil {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "namespaceSelector"), metav1.FormatLabelSelector(&spec.NamespaceSelector), err.Error()))
+	}
+	if spec.EnvironmentSelector != nil {
+		if _, err := metav1.LabelSelectorAsSelector(spec.EnvironmentSelector); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "environmentSelector"), metav1.FormatLabelSelector(spec.EnvironmentSelector), err.Error()))
+		}
 	}
 	if _, err := policyrules.Compile(spec.Rules); err != nil {
-		if ce, ok := err.(*policyrules.CompileError); ok {
+		if ce := (*policyrules.CompileError)(nil); errors.As(err, &ce) {
 			errs = append(errs, field.Invalid(field.NewPath("spec", "rules").Index(ce.Index).Child("expression"), spec.Rules[ce.Index].Expression, ce.Reason))
 		} else {
 			errs = append(errs, field.InternalError(field.NewPath("spec", "rules"), err))

@@ -70,6 +70,7 @@ func TestBadRulesAreRefusedAtAdmission(t *testing.T) {
 		p.Spec.NamespaceSelector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "tier", Operator: "Near"}}
 		err := k8s.Create(ctx, p)
 		require.True(t, apierrors.IsInvalid(err), "got %v", err)
+		require.Contains(t, err.Error(), "spec.namespaceSelector")
 	})
 
 	// A good policy is admitted and Ready; an update to a bad rule is refused.
