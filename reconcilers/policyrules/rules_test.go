@@ -263,3 +263,27 @@ func TestBinds(t *testing.T) {
 		})
 	}
 }
+
+// A Snapshot of more images than the estimate's bound cannot make an
+// admitted rule run unbounded: its actual cost (or its time) stops it, and
+// it denies.
+func TestRuleOverItsCostAtRunTimeDenies(t *testing.T) {
+	rules, err := Compile([]as.PolicyRule{{Name: "pairs", Expression: "images.all(a, images.all(b, a.registry == b.registry))"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := base()
+	for i := range 1500 {
+		f.Images = append(f.Images, ParseImage(fmt.Sprintf("c%d", i), "registry.example.com/team/api:v1"))
+	}
+	start := time.Now()
+	d := Evaluate(context.Background(), "p", rules, f)
+	if d == nil || !strings.Contains(d.Message, "not evaluated") {
+		t.Fatalf("got %v, want a denial: not evaluated", d)
+	}
+	// Bounded, with room for a loaded machine (the interrupt is noticed
+	// between iterations).
+	if took := time.Since(start); took > 10*MaxEvalTime {
+		t.Fatalf("took %s", took)
+	}
+}
