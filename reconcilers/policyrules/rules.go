@@ -28,6 +28,10 @@ import (
 const (
 	MaxCost     = 5_000_000
 	MaxEvalTime = time.Second
+	// MaxPromotionTime bounds every rule of every policy of one promotion
+	// into one Environment together (a tenant's Snapshot of many images
+	// makes each rule cost more).
+	MaxPromotionTime = 3 * time.Second
 	// maxList and maxString are the bounds the estimate assumes for every
 	// list (images, signatures, approvers, kinds, labels) and string.
 	maxList   = 128
@@ -248,11 +252,14 @@ func Evaluate(ctx context.Context, policy string, rules []*Rule, facts *Facts) *
 }
 
 func eval(ctx context.Context, r *Rule, act map[string]any) (bool, string) {
-	ctx, cancel := context.WithTimeout(ctx, MaxEvalTime)
+	if ctx.Err() != nil {
+		return false, fmt.Sprintf("[not evaluated: the policies of the promotion ran longer than %s]", MaxPromotionTime)
+	}
+	rctx, cancel := context.WithTimeout(ctx, MaxEvalTime)
 	defer cancel()
-	out, _, err := r.program.ContextEval(ctx, act)
+	out, _, err := r.program.ContextEval(rctx, act)
 	if err != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		if errors.Is(rctx.Err(), context.DeadlineExceeded) {
 			return false, fmt.Sprintf("[not evaluated: ran longer than %s]", MaxEvalTime)
 		}
 		return false, "[not evaluated: " + cut(err.Error(), 200) + "]"

@@ -43,14 +43,16 @@ func policyGate(in gateInput) *kernel.Waiting {
 		return nil
 	}
 	facts := policyFacts(in)
+	// Evaluation is CPU only, bounded per rule and per promotion
+	// (policyrules.MaxPromotionTime): it needs no cancellation from the pass.
+	ctx, cancel := context.WithTimeout(context.Background(), policyrules.MaxPromotionTime)
+	defer cancel()
 	for _, c := range in.Policies {
 		if c.Err != nil {
 			return kernel.Wait(as.WaitingReasonPolicyDenied, kernel.WaitingRetry, "PromotionPolicy %s to be fixed: %s", c.Policy.Name, c.Err)
 		}
 		facts.Source = sourceFacts(in, c.Policy)
-		// Evaluation is CPU only and bounded by policyrules.MaxEvalTime:
-		// it needs no cancellation from the pass.
-		if d := policyrules.Evaluate(context.Background(), c.Policy.Name, c.Rules, facts); d != nil {
+		if d := policyrules.Evaluate(ctx, c.Policy.Name, c.Rules, facts); d != nil {
 			return kernel.Wait(as.WaitingReasonPolicyDenied, kernel.WaitingRetry, "%s", d)
 		}
 	}
