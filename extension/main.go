@@ -97,11 +97,17 @@ func main() {
 	bindNameFlags(flag.CommandLine, &names)
 	flag.StringVar(&names.UIProxyURL, "ui-proxy-url", names.UIProxyURL, "The URL argocd-server reaches the ui-proxy (the Service of manifests/install/ui-proxy.yaml) at, written into extension.config.gitops-service.")
 	flag.StringVar(&names.UIProxySecret, "ui-proxy-secret", names.UIProxySecret, "The Secret (key token, labelled app.kubernetes.io/part-of=argocd) argocd-server reads the header value it adds to proxied requests from, named in extension.config.gitops-service.")
+	flag.StringVar(&o.PolicyWebhook.Addr, "policy-webhook-bind-address", "0", "Address of the validating webhook that refuses a PromotionPolicy whose rules do not compile (its certificate is the sidecar's own, kept in --policy-webhook-secret; manifests/install serves it on :9443); \"0\" (the default) disables it.")
+	policyWebhookHosts := flag.String("policy-webhook-hosts", "gitops-service-webhook."+argoNamespacePlaceholder+".svc", "Comma-separated DNS names (or IPs) of the webhook's certificate: its Service's; "+argoNamespacePlaceholder+" is --argocd-namespace.")
+	flag.StringVar(&o.PolicyWebhook.Secret, "policy-webhook-secret", "gitops-service-webhook-tls", "Secret of --argocd-namespace that keeps the webhook's certificate and CA (made and renewed by the sidecar).")
+	flag.StringVar(&o.PolicyWebhook.Configuration, "policy-webhook-configuration", "gitops-service-promotionpolicies."+argoNamespacePlaceholder, "ValidatingWebhookConfiguration whose caBundle the sidecar writes (manifests/install/promotion-policies-webhook.yaml, named per instance); "+argoNamespacePlaceholder+" is --argocd-namespace.")
 	version := flag.Bool("version", false, "Print the version and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	o.Preview.LocalIdentity = strings.ReplaceAll(*localIdentity, argoNamespacePlaceholder, o.ArgoNamespace)
+	o.PolicyWebhook.Configuration = strings.ReplaceAll(o.PolicyWebhook.Configuration, argoNamespacePlaceholder, o.ArgoNamespace)
+	o.PolicyWebhook.Hosts = strings.Split(strings.ReplaceAll(*policyWebhookHosts, argoNamespacePlaceholder, o.ArgoNamespace), ",")
 	if *version {
 		fmt.Println(buildinfo.String("gitops-service"))
 		return

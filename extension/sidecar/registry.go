@@ -123,7 +123,8 @@ func registrations(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o Op
 			// The admission policies are watched where the API server has them.
 			kinds: []client.Object{&as.PromotionRun{}, &as.SnapshotEnvironmentBinding{}, &as.Environment{}, &as.PromotionApproval{},
 				&as.PromotionPreview{}, &as.DeploymentTargetClaim{}, &as.PromotionHistory{}, argoApp, &as.Snapshot{},
-				&admissionv1.ValidatingAdmissionPolicy{}, &admissionv1.ValidatingAdmissionPolicyBinding{}},
+				&admissionv1.ValidatingAdmissionPolicy{}, &admissionv1.ValidatingAdmissionPolicyBinding{},
+				&as.PromotionPolicy{}, &corev1.Namespace{}},
 			setup: &promotionrun.Reconciler{
 				Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace, Recorder: rec,
 				Timeout: o.PromotionTimeout, ServiceAccount: sa,
@@ -138,6 +139,7 @@ func registrations(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o Op
 			})},
 	)
 	regs = append(regs, deploymentTargets(mgr, cfg, o)...)
+	regs = append(regs, policyRegistration(mgr))
 	regs = append(regs,
 		registration{what: "the tenant reconciler",
 			kinds: []client.Object{project, appSet, &v1.GitOpsDeploymentManagedEnvironment{}, argoApp, &v1.GitOpsDeploymentRepositoryCredentials{}, &corev1.Namespace{}},

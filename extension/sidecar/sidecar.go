@@ -37,6 +37,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/metrics"
 	"github.com/gitops-service/gitops-service/reconcilers/nontenant"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/reconcilers/promotionpolicy"
 	"github.com/gitops-service/gitops-service/reconcilers/sharding"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
 )
@@ -62,6 +63,8 @@ type Options struct {
 	// MetricsCertDir holds the metrics server's tls.crt and tls.key; empty:
 	// a self-signed certificate made at start.
 	MetricsCertDir string
+	// PolicyWebhook is the PromotionPolicy admission webhook.
+	PolicyWebhook PolicyWebhookOptions
 	// PprofAddr serves net/http/pprof (CPU and heap profiles); "" or "0" disables.
 	PprofAddr string
 	// LeaderElect runs a Lease so only one replica reconciles.
@@ -204,7 +207,22 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	refused := nontenant.New(o.ArgoNamespace, o.SidecarNamespace, o.NeverTenants)
 	scheme := NewScheme()
 	late := &lateInformers{scheme: scheme}
+	// The webhook's certificates are read and written uncached (Secrets of
+	// the Argo CD namespace and webhook configurations are not cached).
+	var certs *promotionpolicy.Certs
+	if o.PolicyWebhook.enabled() {
+		direct, err := client.New(cfg, client.Options{Scheme: scheme})
+		if err != nil {
+			return nil, err
+		}
+		certs = policyCerts(o, direct)
+	}
+	webhookServer, err := policyWebhookServer(o, certs)
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		WebhookServer:                 webhookServer,
 		Scheme:                        scheme,
 		Metrics:                       metricsOptions(o),
 		HealthProbeBindAddress:        o.ProbeAddr,
@@ -254,6 +272,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		return nil, err
 	}
 	if err := setupArgoSettings(mgr, cfg, o); err != nil {
+		return nil, err
+	}
+	if err := setupPolicyWebhook(mgr, certs); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

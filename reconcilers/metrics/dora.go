@@ -81,15 +81,15 @@ func doraOf(old, cur *appstudio.PromotionHistory) dora {
 	for i, e := range cur.Status.Entries {
 		o, seen := before[e.PromotionRunUID]
 		if seen {
-			if o.RolledBackBy == "" && e.RolledBackBy != "" && e.Result == appstudio.PromotionRunCompleteResultSuccess {
-				d.failures["rolled_back"]++
+			if o.ChangeFailure() != appstudio.ChangeFailureRolledBack && e.ChangeFailure() == appstudio.ChangeFailureRolledBack {
+				d.failures[appstudio.ChangeFailureRolledBack]++
 			}
 			continue
 		}
 		if e.Kind == appstudio.PromotionKindPromotion {
 			d.promotions[string(e.Result)]++
-			if e.Result == appstudio.PromotionRunCompleteResultFailure {
-				d.failures["failed"]++
+			if cause := e.ChangeFailure(); cause == appstudio.ChangeFailureFailed {
+				d.failures[cause]++
 			}
 			if e.Result == appstudio.PromotionRunCompleteResultSuccess && e.SnapshotCreated != nil {
 				d.leadTimes = append(d.leadTimes, elapsed(e.SnapshotCreated.Time, e.CompletionTime.Time))

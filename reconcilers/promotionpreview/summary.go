@@ -3,6 +3,7 @@ package promotionpreview
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -24,6 +25,8 @@ const (
 	MaxErrorsPerComponent = 20
 	// maxMessage cuts each dry-run error message.
 	maxMessage = 1024
+	// maxKinds bounds the kinds a component's summary lists.
+	maxKinds = 64
 )
 
 // Change is what Argo CD's sync would do to one object.
@@ -78,6 +81,9 @@ func Summarize(results []ComponentResult, maxDiff int) (summaries []as.PreviewCo
 			default:
 				s.Unchanged++
 			}
+			if o.Change != Unchanged && !slices.Contains(s.Kinds, o.Kind) && len(s.Kinds) < maxKinds {
+				s.Kinds = append(s.Kinds, o.Kind)
+			}
 			if o.DryRunErr != "" {
 				s.Errors++
 				clean = false
@@ -86,6 +92,7 @@ func Summarize(results []ComponentResult, maxDiff int) (summaries []as.PreviewCo
 				}
 			}
 		}
+		slices.Sort(s.Kinds)
 		summaries = append(summaries, s)
 	}
 	diffText, truncated = capLines(full, maxDiff)

@@ -34,10 +34,15 @@ func TestSummarize(t *testing.T) {
 			in: []ComponentResult{{Name: "a", Objects: []ObjectResult{
 				obj("apps/Deployment", "d", Changed, "-a\n+b\n", ""), obj("Service", "s", Added, "+x\n", ""), obj("ConfigMap", "old", Removed, "-y\n", ""),
 			}}},
-			want: []as.PreviewComponentSummary{{Name: "a", Added: 1, Changed: 1, Removed: 1}}, wantClean: true},
+			want: []as.PreviewComponentSummary{{Name: "a", Added: 1, Changed: 1, Removed: 1, Kinds: []string{"ConfigMap", "Service", "apps/Deployment"}}}, wantClean: true},
+		{name: "kinds once each, unchanged ones not",
+			in: []ComponentResult{{Name: "a", Objects: []ObjectResult{
+				obj("ConfigMap", "a", Added, "+x\n", ""), obj("ConfigMap", "b", Changed, "-a\n+b\n", ""), obj("Secret", "s", Unchanged, "", ""),
+			}}},
+			want: []as.PreviewComponentSummary{{Name: "a", Added: 1, Changed: 1, Unchanged: 1, Kinds: []string{"ConfigMap"}}}, wantClean: true},
 		{name: "a dry-run error is not clean",
 			in:   []ComponentResult{{Name: "a", Objects: []ObjectResult{obj("Service", "s", Added, "+x\n", "exceeded quota")}}},
-			want: []as.PreviewComponentSummary{{Name: "a", Added: 1, Errors: 1, DryRunErrors: []as.PreviewObjectError{{Kind: "Service", Namespace: "ns", Name: "s", Message: "exceeded quota"}}}}},
+			want: []as.PreviewComponentSummary{{Name: "a", Added: 1, Errors: 1, Kinds: []string{"Service"}, DryRunErrors: []as.PreviewObjectError{{Kind: "Service", Namespace: "ns", Name: "s", Message: "exceeded quota"}}}}},
 		{name: "a render error is not clean",
 			in:   []ComponentResult{{Name: "a", RenderError: "no such path"}, {Name: "b"}},
 			want: []as.PreviewComponentSummary{{Name: "a", RenderError: "no such path"}, {Name: "b"}}},

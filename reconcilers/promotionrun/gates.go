@@ -11,6 +11,7 @@ import (
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/manifests/install"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+	"github.com/gitops-service/gitops-service/reconcilers/policyrules"
 )
 
 // The gates of an Environment (its .spec.gates) hold a promotion before it
@@ -64,6 +65,13 @@ type gateInput struct {
 	// requires none). The signature gate holds on one not verified; the
 	// promotion policies see them as facts.
 	Signatures []as.ImageVerification
+	// Components of the Snapshot (its images), none when it does not exist.
+	Components []as.SnapshotComponent
+	// Policies are the PromotionPolicies that bind Env, compiled.
+	Policies []policyrules.Compiled
+	// SourceHistory is the Application's PromotionHistory of Env's parent,
+	// nil when none (or no policy binds Env).
+	SourceHistory *as.PromotionHistory
 	// Rollback: the promotion is a rollback (gates apply as Env's rollbacks policy says).
 	Rollback bool
 	Now      time.Time
@@ -85,7 +93,10 @@ func gates(w *world, run *as.PromotionRun, names []string, snap *as.Snapshot) *k
 		in := gateInput{Application: run.Spec.Application, Snapshot: run.Spec.Snapshot, Env: env, Approvals: w.Approvals, Previews: w.Previews,
 			Identity: w.Identity, Now: w.Now.Time, Rollback: run.Spec.IsRollback()}
 		if snap != nil {
-			in.SnapshotID, in.SnapshotCreated = snap.Identity(), snap.CreationTimestamp.Time
+			in.SnapshotID, in.SnapshotCreated, in.Components = snap.Identity(), snap.CreationTimestamp.Time, snap.Spec.Components
+		}
+		if in.Policies = boundPolicies(w.Policies, w.NamespaceLabels, env); len(in.Policies) > 0 {
+			in.SourceHistory = byEnvironment(w.Histories)[env.Spec.ParentEnvironment]
 		}
 		if claim := env.Spec.Configuration.Target.DeploymentTargetClaim.ClaimName; claim != "" {
 			in.Claim = w.Claims[claim]
@@ -124,7 +135,8 @@ type policy struct {
 
 // The gates, in the order they are reported: the claim first (nothing
 // deploys without it), the preview last (it counts only for requiredWithin,
-// so it is asked for once nothing else holds the promotion).
+// so it is asked for once nothing else holds the promotion), then the
+// platform's promotion policies (policy_gate.go), which see the others' facts.
 var ladder = []policy{
 	{claimBound, always},
 	{frozen, func(rb *as.RollbackGates) bool { return rb.Freeze }},
@@ -132,6 +144,7 @@ var ladder = []policy{
 	{soaked, never},
 	{approved, func(rb *as.RollbackGates) bool { return rb.Approvals }},
 	previewRung,
+	policyRung,
 }
 
 func always(*as.RollbackGates) bool { return true }

@@ -26,6 +26,7 @@ import (
 	"github.com/gitops-service/gitops-service/manifests/install"
 	"github.com/gitops-service/gitops-service/reconcilers/binding"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+	"github.com/gitops-service/gitops-service/reconcilers/policyrules"
 )
 
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionruns,verbs=get;list;watch
@@ -33,6 +34,8 @@ import (
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=snapshotenvironmentbindings,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=snapshots;environments;applications,verbs=get;list;watch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionapprovals;promotionpreviews;deploymenttargetclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=argoproj.io,resources=applications,verbs=get;list;watch,namespace=argocd
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
@@ -77,6 +80,9 @@ type Reconciler struct {
 	// ServiceAccount is the sidecar's own: the admission policies must name
 	// it as their parameter for approvals and requesters to count (identity.go).
 	ServiceAccount install.ServiceAccount
+
+	// policies keeps the PromotionPolicies' compiled rules.
+	policies policyrules.Cache
 
 	enforcementMu  sync.Mutex
 	lastUnenforced time.Time

@@ -60,6 +60,13 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 			}, client.InNamespace(p.Namespace))
 		})).
 		Watches(&as.DeploymentTargetClaim{}, handler.EnqueueRequestsFromMapFunc(r.unfinished)).
+		// A PromotionPolicy (cluster-scoped) changed: every unfinished run
+		// looks again (policy_gate.go).
+		Watches(&as.PromotionPolicy{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+			return kernel.Listed(ctx, r.Client, &as.PromotionRunList{}, func(run *as.PromotionRun) bool {
+				return run.Status.State != as.PromotionRunStateCompleted
+			})
+		})).
 		// A released hold moves the held runs on (rollback.go).
 		Watches(&as.PromotionHistory{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return r.runsOf(ctx, o.GetNamespace(), o.(*as.PromotionHistory).Spec.Application, as.PromotionRunStateActive)

@@ -16,6 +16,7 @@ import (
 	"github.com/gitops-service/gitops-service/manifests/install"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/reconcilers/policyrules"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
 )
 
@@ -58,6 +59,11 @@ type world struct {
 	// Identity says whether the API server enforces who approves and who
 	// requests; read with Approvals.
 	Identity install.Enforcement
+	// Policies are every PromotionPolicy, compiled, and NamespaceLabels
+	// the run's Namespace's labels (what binds them); read when there are
+	// policies.
+	Policies        []policyrules.Compiled
+	NamespaceLabels map[string]string
 	// Refused: the API server refused the binding of an Environment (act
 	// found out; the plan is made again with it).
 	Refused map[string]*kernel.Refusal
@@ -150,13 +156,19 @@ func (r *Reconciler) gatherGates(ctx context.Context, w *world) error {
 			w.Claims[claims.Items[i].Name] = &claims.Items[i]
 		}
 	}
+	bound, err := r.gatherPolicies(ctx, w)
+	if err != nil {
+		return err
+	}
 	for _, name := range ahead(run, w.Environments, w.Starting) {
 		env := w.environment(name)
 		if env == nil {
 			continue
 		}
-		needIdentity = needIdentity || asksApprovals(env)
-		needPreviews = needPreviews || env.Spec.Preview != nil
+		// The policies see approvers and the preview.
+		policies := bound(env)
+		needIdentity = needIdentity || asksApprovals(env) || policies
+		needPreviews = needPreviews || env.Spec.Preview != nil || policies
 		if claim := env.Spec.Configuration.Target.DeploymentTargetClaim.ClaimName; claim != "" && w.Claims[claim] == nil {
 			c := &as.DeploymentTargetClaim{}
 			err := kernel.GetConfirmed(ctx, r.Client, r.APIReader, client.ObjectKey{Namespace: run.Namespace, Name: claim}, c)
@@ -301,4 +313,33 @@ func ahead(run *as.PromotionRun, envs []as.Environment, starting bool) []string 
 		level = next
 	}
 	return out
+}
+
+// gatherPolicies reads the PromotionPolicies and, when there are any, the
+// labels of the run's Namespace and the Application's PromotionHistories
+// (the source Environment's changes), and returns whether any binds an
+// Environment.
+func (r *Reconciler) gatherPolicies(ctx context.Context, w *world) (func(*as.Environment) bool, error) {
+	none := func(*as.Environment) bool { return false }
+	var policies as.PromotionPolicyList
+	if err := r.Client.List(ctx, &policies); err != nil {
+		return none, err
+	}
+	if len(policies.Items) == 0 {
+		return none, nil
+	}
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: w.Run.Namespace}, ns); err != nil {
+		return none, err
+	}
+	w.NamespaceLabels = ns.Labels
+	w.Policies = r.policies.CompileAll(policies.Items)
+	if w.Histories == nil {
+		var histories as.PromotionHistoryList
+		if err := r.Client.List(ctx, &histories, client.InNamespace(w.Run.Namespace)); err != nil {
+			return none, err
+		}
+		w.Histories = slices.DeleteFunc(histories.Items, func(h as.PromotionHistory) bool { return h.Spec.Application != w.Run.Spec.Application })
+	}
+	return func(env *as.Environment) bool { return len(boundPolicies(w.Policies, w.NamespaceLabels, env)) > 0 }, nil
 }

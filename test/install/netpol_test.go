@@ -268,6 +268,9 @@ func TestNetworkPolicies(t *testing.T) {
 		{"a tenant's pod to the ui-proxy", tenant, sidecar, 8091, false},
 		{"a tenant's pod to the generator", tenant, sidecar, 8090, false},
 		{"argocd-server to the generator", server, sidecar, 8090, false},
+		// The API server is no pod: the PromotionPolicy webhook's port is
+		// open to any source (it only answers admission reviews).
+		{"any pod to the PromotionPolicy webhook", tenant, sidecar, 9443, true},
 	}
 	argoOwn := []conn{
 		{"argocd-server to Redis", server, redis, 6379, true},

@@ -256,6 +256,9 @@ func newInstalledSidecar(o SidecarOptions, bin, dir string, in *installed) (*Sid
 			"--health-probe-bind-address="+loopback(ports[1]),
 			"--generator-bind-address="+loopback(ports[2]),
 			"--ui-proxy-bind-address="+loopback(ports[3]),
+			// The API server cannot reach the PromotionPolicy webhook's
+			// Service here: not served (reconcilers/promotionpolicy tests it).
+			"--policy-webhook-bind-address=0",
 			// argocd-server reaches the ui-proxy here, not at its Service.
 			"--ui-proxy-url=http://"+loopback(ports[3]),
 			"--argocd-redis="+o.ArgoRedisAddr,

@@ -63,6 +63,13 @@ type PreviewComponentSummary struct {
 	Unchanged int `json:"unchanged"`
 	// Errors counts the objects the dry-run refused.
 	Errors int `json:"errors"`
+	// Kinds are the kinds (group/Kind, or Kind for the core group) of the
+	// objects added, changed or removed, sorted (what promotion policies
+	// see of the preview).
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=set
+	Kinds []string `json:"kinds,omitempty"`
 	// RenderError says why the manifests could not be rendered (then nothing
 	// else was compared for the component).
 	// +optional
