@@ -47,7 +47,7 @@ func ourResources(t *testing.T) []metav1.APIResource {
 // name is taken twice.
 func TestShortNamesAndCategory(t *testing.T) {
 	resources := ourResources(t)
-	require.Len(t, resources, 17)
+	require.Len(t, resources, 18)
 	seen := map[string]string{}
 	for _, r := range resources {
 		assert.NotEmpty(t, r.ShortNames, "%s has no short name", r.Kind)
@@ -86,12 +86,16 @@ func TestKubectlGetGitops(t *testing.T) {
 		&as.DeploymentTargetClaim{ObjectMeta: om("claim"), Spec: as.DeploymentTargetClaimSpec{DeploymentTargetClassName: "cls"}},
 		&as.DeploymentTarget{ObjectMeta: om("target"), Spec: as.DeploymentTargetSpec{DeploymentTargetClassName: "cls",
 			KubernetesClusterCredentials: as.DeploymentTargetKubernetesClusterCredentials{DefaultNamespace: "ns", APIURL: "https://api.example.com", ClusterCredentialsSecret: "s"}}},
+		// The two cluster-scoped kinds last: the cleanup deletes them.
+		&as.PromotionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "kubectl-get-ppol"}, Spec: as.PromotionPolicySpec{
+			NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns.Name}},
+			Rules:             []as.PolicyRule{{Name: "always", Expression: "true"}}}},
 		&as.DeploymentTargetClass{ObjectMeta: metav1.ObjectMeta{Name: "kubectl-get-cls"}, Spec: as.DeploymentTargetClassSpec{Provisioner: "p", ReclaimPolicy: as.ReclaimPolicyDelete}},
 	}
 	for _, o := range objs {
 		require.NoError(t, k8s.Create(ctx, o), "%T", o)
 	}
-	t.Cleanup(func() { _ = k8s.Delete(ctx, objs[len(objs)-1]) })
+	t.Cleanup(func() { _ = k8s.Delete(ctx, objs[len(objs)-2]); _ = k8s.Delete(ctx, objs[len(objs)-1]) })
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	data, err := kube.KubeconfigFor(kube.AdminToken)
 	require.NoError(t, err)
@@ -121,6 +125,8 @@ func TestKubectlGetGitops(t *testing.T) {
 		"gitopsdeploymentsyncrun.managed-gitops.redhat.com/run",
 		"promotionapproval.appstudio.redhat.com/approval",
 		"promotionhistory.appstudio.redhat.com/app.dev",
+		// Cluster-scoped too.
+		"promotionpolicy.appstudio.redhat.com/kubectl-get-ppol",
 		"promotionpreview.appstudio.redhat.com/preview",
 		"promotionrun.appstudio.redhat.com/promo",
 		"snapshot.appstudio.redhat.com/snap",
