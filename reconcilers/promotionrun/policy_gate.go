@@ -107,7 +107,9 @@ func sourceFacts(in gateInput, p *as.PromotionPolicy) policyrules.Source {
 		return s
 	}
 	window := defaultChangeFailureWindow
-	if w := p.Spec.ChangeFailureWindow; w != nil {
+	// The CRD refuses a window outside (0, a year]; one written around it
+	// gets the default.
+	if w := p.Spec.ChangeFailureWindow; w != nil && w.Duration > 0 && w.Duration <= 8760*time.Hour {
 		window = w.Duration
 	}
 	s.Changes, s.Failures = in.SourceHistory.ChangeFailures(in.Now.Add(-window))

@@ -48,7 +48,7 @@ type PromotionPolicySpec struct {
 	// ChangeFailureWindow is how far back the source Environment's change
 	// failure rate (a fact) is counted; 720h (30 days) when omitted.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('8760h')",message="must be more than 0s and at most 8760h (a year)"
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('8760h')",message="must be more than 0s and at most 8760h (a year)",reason=FieldValueForbidden
 	ChangeFailureWindow *metav1.Duration `json:"changeFailureWindow,omitempty"`
 }
 
