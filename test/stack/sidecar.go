@@ -9,8 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -96,8 +98,12 @@ func BuildSidecar() (string, error) {
 			buildErr = err
 			return
 		}
-		dir, err := os.MkdirTemp("", "gitops-service-bin-")
-		if err != nil {
+		// One directory per test process, named by its pid: a process leaves
+		// it behind (a test binary has no hook after its last test), so each
+		// build removes those of processes that are gone (83 MB each).
+		removeStaleBuilds()
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("gitops-service-bin-%d", os.Getpid()))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			buildErr = err
 			return
 		}
@@ -117,6 +123,21 @@ func BuildSidecar() (string, error) {
 		}
 	})
 	return buildBin, buildErr
+}
+
+// removeStaleBuilds removes the sidecar builds of test processes that have
+// exited.
+func removeStaleBuilds() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "gitops-service-bin-*"))
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(d), "gitops-service-bin-"))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			_ = os.RemoveAll(d)
+		}
+	}
 }
 
 // StartSidecar starts the sidecar against k and waits until it is ready.
