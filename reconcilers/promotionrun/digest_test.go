@@ -141,3 +141,20 @@ func TestSoaking(t *testing.T) {
 	assert.Equal(t, []string{"dev"}, soaking(run, envs, t0.Add(59*time.Minute)), "qa has no soak time; staging is not verified")
 	assert.Empty(t, soaking(run, envs, t0.Add(time.Hour)), "the soak ended")
 }
+
+// TestLiveEnvironments: the level in progress is read whole (a verified
+// Environment of it is verified again until the level is done), and so are
+// the soaking steps; nothing else.
+func TestLiveEnvironments(t *testing.T) {
+	t0 := time.Date(2026, 3, 4, 10, 0, 0, 0, time.UTC)
+	first, second := metav1.NewTime(t0), metav1.NewTime(t0.Add(time.Hour))
+	run := &as.PromotionRun{Status: as.PromotionRunStatus{EnvironmentStatus: []as.PromotionRunEnvironmentStatus{
+		{EnvironmentName: "dev", Status: as.PromotionRunEnvironmentStatusSuccess, StartTime: &first, VerifiedTime: &first},
+		{EnvironmentName: "qa", Status: as.PromotionRunEnvironmentStatusSuccess, StartTime: &first, VerifiedTime: &first},
+		{EnvironmentName: "staging-a", Status: as.PromotionRunEnvironmentStatusSuccess, StartTime: &second, VerifiedTime: &second},
+		{EnvironmentName: "staging-b", Status: as.PromotionRunEnvironmentStatusInProgress, StartTime: &second}}}}
+	dev := withGates(env("dev", "", ""), &as.PromotionGates{SoakTime: &metav1.Duration{Duration: 2 * time.Hour}})
+	envs := []as.Environment{dev, env("qa", "", ""), env("staging-a", "dev", ""), env("staging-b", "dev", "")}
+	assert.Equal(t, []string{"staging-a", "staging-b", "dev"}, liveEnvironments(run, envs, t0.Add(90*time.Minute)))
+	assert.Equal(t, []string{"staging-a", "staging-b"}, liveEnvironments(run, envs, t0.Add(3*time.Hour)))
+}

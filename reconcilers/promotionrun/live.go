@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,9 +58,29 @@ var workloadKinds = map[string]client.Object{
 }
 
 // liveEnvironments are the Environments whose live workloads a pass reads:
-// those of the step in progress and of the verified steps still soaking.
+// those of the level in progress (its steps entered together: the same
+// startTime; those verified already are verified again until the level is
+// done) and of the verified steps still soaking.
 func liveEnvironments(run *as.PromotionRun, envs []as.Environment, now time.Time) []string {
-	return append(current(run), soaking(run, envs, now)...)
+	var out []string
+	for _, s := range run.Status.EnvironmentStatus {
+		if s.Status == as.PromotionRunEnvironmentStatusFailure {
+			continue
+		}
+		for _, c := range run.Status.EnvironmentStatus {
+			if c.Status == as.PromotionRunEnvironmentStatusInProgress && (c.EnvironmentName == s.EnvironmentName ||
+				s.StartTime != nil && c.StartTime != nil && s.StartTime.Equal(c.StartTime)) {
+				out = append(out, s.EnvironmentName)
+				break
+			}
+		}
+	}
+	for _, env := range soaking(run, envs, now) {
+		if !slices.Contains(out, env) {
+			out = append(out, env)
+		}
+	}
+	return out
 }
 
 // gatherLive reads the live workloads of the Applications generated for the
