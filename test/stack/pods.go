@@ -2,7 +2,9 @@ package stack
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -85,9 +87,24 @@ func runningStatus(pod *corev1.Pod) *corev1.Pod {
 	p.Status.ContainerStatuses = nil
 	for _, c := range p.Spec.Containers {
 		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
-			Name: c.Name, Image: c.Image, ImageID: c.Image, Ready: true, Started: ptr.To(true),
+			Name: c.Name, Image: c.Image, ImageID: ImageID(c.Image), Ready: true, Started: ptr.To(true),
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
 		})
 	}
 	return p
+}
+
+// ImageID is the image ID RunPods reports for image, as a kubelet reports
+// what it pulled: the repository at a digest. An image that pins a digest
+// runs it; a tag runs sha256 of the image's name (what the stack's pretend
+// registry says the tag names).
+func ImageID(image string) string {
+	if i := strings.LastIndex(image, "@"); i >= 0 {
+		return image
+	}
+	repo := image
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		repo = image[:i]
+	}
+	return fmt.Sprintf("%s@sha256:%x", repo, sha256.Sum256([]byte(image)))
 }
