@@ -135,6 +135,12 @@ func comparedSince(app *argov1alpha1.Application, image string, since time.Time)
 	return slices.ContainsFunc(src.Kustomize.Images, func(img argov1alpha1.KustomizeImage) bool { return strings.HasSuffix(string(img), "="+image) })
 }
 
+// syncing says whether Argo CD has a sync of app requested or running.
+func syncing(app *argov1alpha1.Application) bool {
+	st := app.Status.OperationState
+	return app.Operation != nil || st != nil && !st.Phase.Completed()
+}
+
 // stepOf is the run's step in env, or nil.
 func stepOf(run *as.PromotionRun, env string) *as.PromotionRunEnvironmentStatus {
 	for i := range run.Status.EnvironmentStatus {
@@ -194,6 +200,11 @@ func verifyLive(w *world, run *as.PromotionRun, env string, snap *as.Snapshot, a
 		}
 		if !comparedSince(app, c.ContainerImage, since) {
 			waiting = append(waiting, c.Name+": Argo CD has not compared it with "+c.ContainerImage+" since the step started")
+			continue
+		}
+		if syncing(app) {
+			// Its status is the comparison before the sync ends.
+			waiting = append(waiting, c.Name+": Argo CD's sync in progress")
 			continue
 		}
 		check, refusal := checkLive(w, run, env, step, c, app)

@@ -6,6 +6,7 @@ import (
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	"github.com/argoproj/gitops-engine/pkg/health"
+	synccommon "github.com/argoproj/gitops-engine/pkg/sync/common"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -113,6 +114,12 @@ func TestVerifyLiveNeverOnAStaleStatus(t *testing.T) {
 	require.True(t, ok, msg)
 	assert.Nil(t, drift)
 	require.Equal(t, []as.RunningDigest{{Component: "fe", Image: img, Digest: testDigest(img), ObservedTime: w.Now}}, run.Status.EnvironmentStatus[0].Digests)
+
+	syncingApp := a.DeepCopy()
+	syncingApp.Status.OperationState = &argov1alpha1.OperationState{Phase: synccommon.OperationRunning}
+	ok, msg, _ = verifyLive(w, run, "dev", snap, []argov1alpha1.Application{*syncingApp})
+	assert.False(t, ok, "not while Argo CD syncs")
+	assert.Contains(t, msg, "fe: Argo CD's sync in progress")
 
 	w.Now = metav1.NewTime(start.Add(2 * time.Minute))
 	w.Live["dev-fe"] = &liveWorkloads{Pods: []livePod{pod("b", img, "quay.io/x/fe@"+testDigest("moved"), true)}}

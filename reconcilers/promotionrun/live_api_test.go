@@ -14,22 +14,19 @@ import (
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/promotionrun"
+	"github.com/gitops-service/gitops-service/test/stack"
 )
 
 // The suite has no kubelet and no workload controllers: playArgo makes each
-// generated Application's workload itself (a Deployment, its ReplicaSet and
-// one Pod, as the controllers would) and writes the Pod's status as a kubelet
-// reports a started container: the image ID it pulled, image@<digest>, the
-// digest being what registry says the image's tag names now.
+// generated Application's workload itself (stack.RunWorkload: a Deployment,
+// its ReplicaSet and one Pod, as the controllers would) and writes the Pod's
+// status as a kubelet reports a started container: the image ID it pulled,
+// image@<digest>, the digest being what registry says the image's tag names now.
 
 // registry is the digest each tag names (a digest of the tag's name unless moved).
 var registry = struct {
@@ -68,57 +65,10 @@ func repository(image string) string {
 	return image
 }
 
-// runWorkload makes name's Deployment, ReplicaSet and Pod in ns run image, and
-// reports the Pod's container running the digest the image names now; a Pod
-// already running another image or digest is restarted (its status rewritten).
-// It returns the Deployment as Argo CD lists it among an Application's resources.
+// runWorkload runs image in ns as workload name (stack.RunWorkload), its
+// container on the digest the image names now.
 func runWorkload(ctx context.Context, ns, name, image string) (argov1alpha1.ResourceStatus, error) {
-	res := argov1alpha1.ResourceStatus{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: ns, Name: name, Status: argov1alpha1.SyncStatusCodeSynced}
-	labels := map[string]string{"app": name}
-	template := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "fe", Image: image}}}}
-	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: template}}
-	if err := k8s.Create(ctx, deploy); err != nil && !apierrors.IsAlreadyExists(err) {
-		return res, err
-	}
-	if err := k8s.Get(ctx, client.ObjectKeyFromObject(deploy), deploy); err != nil {
-		return res, err
-	}
-	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-1",
-		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(deploy, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
-		Spec: appsv1.ReplicaSetSpec{Selector: deploy.Spec.Selector, Template: template}}
-	if err := k8s.Create(ctx, rs); err != nil && !apierrors.IsAlreadyExists(err) {
-		return res, err
-	}
-	if err := k8s.Get(ctx, client.ObjectKeyFromObject(rs), rs); err != nil {
-		return res, err
-	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-1-a", Labels: labels,
-		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}},
-		Spec: template.Spec}
-	if err := k8s.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
-		return res, err
-	}
-	if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
-		return res, err
-	}
-	if pod.Spec.Containers[0].Image != image {
-		// A new rollout: the container's image changes (a Pod's image is mutable).
-		pod.Spec.Containers[0].Image = image
-		if err := k8s.Update(ctx, pod); err != nil {
-			return res, err
-		}
-	}
-	imageID := repository(image) + "@" + digestOf(image)
-	if s := pod.Status.ContainerStatuses; len(s) == 1 && s[0].Image == image && s[0].ImageID == imageID {
-		return res, nil
-	}
-	// What a kubelet reports once the container (re)started on what it pulled.
-	now := metav1.Now()
-	pod.Status.Phase = corev1.PodRunning
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "fe", Image: image, ImageID: imageID, Ready: true, Started: ptr.To(true),
-		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}}
-	return res, k8s.Status().Update(ctx, pod)
+	return stack.RunWorkload(ctx, k8s, ns, name, image, repository(image)+"@"+digestOf(image))
 }
 
 // TestTagMovedUnderTheSameNameIsCaught: dev soaks for a minute and asks for
