@@ -106,10 +106,11 @@ func (r *Reconciler) gatherLive(ctx context.Context, w *world) {
 func (r *Reconciler) readLive(ctx context.Context, ns string, app *argov1alpha1.Application) *liveWorkloads {
 	ctx, cancel := context.WithTimeout(ctx, liveTimeout)
 	defer cancel()
-	c, problem := r.targetReader(ctx, ns, app)
+	c, done, problem := r.targetReader(ctx, ns, app)
 	if problem != "" {
 		return &liveWorkloads{Problem: problem}
 	}
+	defer done()
 	live := &liveWorkloads{}
 	for _, res := range app.Status.Resources {
 		proto, ok := workloadKinds[res.Kind]
@@ -122,7 +123,7 @@ func (r *Reconciler) readLive(ctx context.Context, ns string, app *argov1alpha1.
 			continue
 		}
 		if err != nil {
-			return &liveWorkloads{Problem: fmt.Sprintf("reading %s %s/%s on its cluster: %s", res.Kind, res.Namespace, res.Name, reason403(err))}
+			return &liveWorkloads{Problem: fmt.Sprintf("reading %s %s/%s on its cluster: %s", res.Kind, res.Namespace, res.Name, readProblem(err))}
 		}
 		sel, err := metav1.LabelSelectorAsSelector(selectorOf(obj))
 		if err != nil || sel.Empty() {
@@ -130,7 +131,7 @@ func (r *Reconciler) readLive(ctx context.Context, ns string, app *argov1alpha1.
 		}
 		var pods corev1.PodList
 		if err := c.List(ctx, &pods, client.InNamespace(res.Namespace), client.MatchingLabelsSelector{Selector: sel}, client.Limit(maxLivePods)); err != nil {
-			return &liveWorkloads{Problem: fmt.Sprintf("listing the Pods of %s %s/%s on its cluster: %s", res.Kind, res.Namespace, res.Name, reason403(err))}
+			return &liveWorkloads{Problem: fmt.Sprintf("listing the Pods of %s %s/%s on its cluster: %s", res.Kind, res.Namespace, res.Name, readProblem(err))}
 		}
 		for i := range pods.Items {
 			if p := &pods.Items[i]; controlledBy(p, res.Kind, obj) {
@@ -141,8 +142,8 @@ func (r *Reconciler) readLive(ctx context.Context, ns string, app *argov1alpha1.
 	return live
 }
 
-// reason403 is a read error as a status may say it (no server response body).
-func reason403(err error) string {
+// readProblem is a read error as a status may say it (no server response body).
+func readProblem(err error) string {
 	if apierrors.IsForbidden(err) {
 		return "forbidden"
 	}
@@ -196,14 +197,15 @@ func podOf(p *corev1.Pod) livePod {
 // targetReader reads app's destination cluster: Argo CD's own with the
 // sidecar's uncached reader, another with the credentials of the tenant's
 // ManagedEnvironment for that server (its Argo CD cluster Secret).
-func (r *Reconciler) targetReader(ctx context.Context, ns string, app *argov1alpha1.Application) (client.Reader, string) {
+// The returned done releases what the reader holds (a remote one's connections).
+func (r *Reconciler) targetReader(ctx context.Context, ns string, app *argov1alpha1.Application) (_ client.Reader, done func(), problem string) {
 	server := app.Spec.Destination.Server
 	if server == argocd.LocalServer {
-		return r.APIReader, ""
+		return r.APIReader, func() {}, ""
 	}
 	var mes mg.GitOpsDeploymentManagedEnvironmentList
 	if err := r.Client.List(ctx, &mes, client.InNamespace(ns)); err != nil {
-		return nil, "reading the credentials of its cluster failed"
+		return nil, nil, "reading the credentials of its cluster failed"
 	}
 	for _, me := range mes.Items {
 		if argocd.ClusterServer(me.Spec.APIURL, string(me.UID)) != server {
@@ -236,7 +238,7 @@ func (r *Reconciler) targetReader(ctx context.Context, ns string, app *argov1alp
 		if err != nil {
 			break
 		}
-		return c, ""
+		return c, hc.CloseIdleConnections, ""
 	}
-	return nil, "the credentials of its cluster are not ready (see the Environment's GitOpsDeploymentManagedEnvironment)"
+	return nil, nil, "the credentials of its cluster are not ready (see the Environment's GitOpsDeploymentManagedEnvironment)"
 }
