@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
@@ -82,11 +83,16 @@ func TestTagMovedUnderTheSameNameIsCaught(t *testing.T) {
 	ctx := context.Background()
 	ns := tenant(t)
 	playArgo(t, ns)
-	dev := &as.Environment{}
-	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, dev))
-	dev.Spec.Gates = &as.PromotionGates{SoakTime: &metav1.Duration{Duration: time.Minute}}
-	dev.Spec.Rollback = &as.RollbackPolicy{Automatic: true}
-	require.NoError(t, k8s.Update(ctx, dev))
+	// The Environment reconciler writes dev too: retried on conflict.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		dev := &as.Environment{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, dev); err != nil {
+			return err
+		}
+		dev.Spec.Gates = &as.PromotionGates{SoakTime: &metav1.Duration{Duration: time.Minute}}
+		dev.Spec.Rollback = &as.RollbackPolicy{Automatic: true}
+		return k8s.Update(ctx, dev)
+	}))
 	// What dev goes back to.
 	run(t, manual(ns, "first", "appa", "snap-a", "dev"), "verified", succeeded)
 	image := "quay.io/x/fe:moving-" + ns
