@@ -63,9 +63,15 @@ func promotedBy(run *as.PromotionRun, e install.Enforcement) string {
 }
 
 // upsertEntry adds e to st unless the run already has one there (a step ends
-// once), dropping the oldest beyond MaxHistoryEntries; it says whether st changed.
+// once; but a step verified and then failed during its soak, digest drift,
+// ends again as a failure), dropping the oldest beyond MaxHistoryEntries; it
+// says whether st changed.
 func upsertEntry(st *as.PromotionHistoryStatus, e as.PromotionHistoryEntry) bool {
-	if slices.ContainsFunc(st.Entries, func(o as.PromotionHistoryEntry) bool { return o.PromotionRunUID == e.PromotionRunUID }) {
+	if i := slices.IndexFunc(st.Entries, func(o as.PromotionHistoryEntry) bool { return o.PromotionRunUID == e.PromotionRunUID }); i >= 0 {
+		if o := &st.Entries[i]; o.Result == as.PromotionRunCompleteResultSuccess && e.Result == as.PromotionRunCompleteResultFailure {
+			o.Result, o.Message, o.CompletionTime = e.Result, e.Message, e.CompletionTime
+			return true
+		}
 		return false
 	}
 	st.Entries = append(st.Entries, e)
@@ -75,9 +81,12 @@ func upsertEntry(st *as.PromotionHistoryStatus, e as.PromotionHistoryEntry) bool
 	return true
 }
 
-// recorded says whether the history already has the run's entry.
-func recorded(h *as.PromotionHistory, uid string) bool {
-	return h != nil && slices.ContainsFunc(h.Status.Entries, func(o as.PromotionHistoryEntry) bool { return o.PromotionRunUID == uid })
+// recorded says whether the history already has the run's entry with that
+// result (a success that failed later, in its soak, is recorded again).
+func recorded(h *as.PromotionHistory, uid string, result as.PromotionRunCompleteResult) bool {
+	return h != nil && slices.ContainsFunc(h.Status.Entries, func(o as.PromotionHistoryEntry) bool {
+		return o.PromotionRunUID == uid && (o.Result == result || o.Result == as.PromotionRunCompleteResultFailure)
+	})
 }
 
 // historyWrite is the entry of a step that ended, for its Environment's
@@ -107,7 +116,7 @@ func records(w *world, run *as.PromotionRun) []historyWrite {
 	for _, env := range slices.Sorted(maps.Keys(entries)) {
 		e := entries[env]
 		envObj := w.environment(env)
-		if recorded(byEnv[env], e.PromotionRunUID) || envObj == nil {
+		if recorded(byEnv[env], e.PromotionRunUID, e.Result) || envObj == nil {
 			continue // recorded already; or refused for a missing Environment: it ran nowhere
 		}
 		// The approvals the gate counts for what was deployed.

@@ -147,6 +147,10 @@ func promote(w *world, run *as.PromotionRun, d *decision) {
 		// Every step is verified and the next ones wait at their gates:
 		// those are looked at again, the verified ones are not.
 		level, entering = promoted(run), false
+		// The digests verified must stay through the soak (digest.go).
+		if soakDrift(w, run, d, snap) {
+			return
+		}
 	}
 	for {
 		if entering && !enter(w, run, d, snap, level) {
@@ -169,6 +173,7 @@ func promote(w *world, run *as.PromotionRun, d *decision) {
 		}
 		// The next Environments are entered together, once the gates of each let the run in.
 		if wait := gates(w, run, next, snap); wait != nil {
+			recheckSoak(w, run, wait)
 			d.Wait = wait
 			return
 		}
@@ -217,7 +222,17 @@ func deploy(w *world, run *as.PromotionRun, d *decision, snap *as.Snapshot, leve
 			all = false
 			continue
 		}
-		if ok, progress := verdict(snap, w.Generated[seb.UID]); ok {
+		ok, progress := verdict(snap, w.Generated[seb.UID])
+		if ok {
+			// Synced and Healthy: then to the digest, observed since the step started (digest.go).
+			var drift *kernel.Refusal
+			if ok, progress, drift = verifyLive(w, run, env, snap, w.Generated[seb.UID]); drift != nil {
+				setStep(run, env, as.PromotionRunEnvironmentStatusFailure, drift.Message)
+				complete(run, d, as.PromotionRunCompleteResultFailure, drift)
+				return false
+			}
+		}
+		if ok {
 			setStep(run, env, as.PromotionRunEnvironmentStatusSuccess, progress)
 			verified(run, env, w.Now)
 		} else {

@@ -1,6 +1,8 @@
 package promotionrun
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"testing"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
@@ -88,4 +90,9 @@ func TestVerdictNeedsSyncedHealthyAndTheSnapshotsImages(t *testing.T) {
 			assert.Contains(t, msg, tc.want)
 		})
 	}
+}
+
+// testDigest is a digest a registry could give image (sha256 of its name).
+func testDigest(image string) string {
+	return fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(image)))
 }

@@ -25,6 +25,7 @@ import (
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/manifests/install"
 	"github.com/gitops-service/gitops-service/reconcilers/binding"
+	"github.com/gitops-service/gitops-service/reconcilers/egress"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/policyrules"
 )
@@ -80,6 +81,9 @@ type Reconciler struct {
 	// ServiceAccount is the sidecar's own: the admission policies must name
 	// it as their parameter for approvals and requesters to count (identity.go).
 	ServiceAccount install.ServiceAccount
+	// Egress limits the addresses of target clusters dialled to read the
+	// live workloads of a ManagedEnvironment (live.go).
+	Egress *egress.Policy
 
 	// policies keeps the PromotionPolicies' compiled rules.
 	policies policyrules.Cache

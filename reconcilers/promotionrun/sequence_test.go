@@ -90,7 +90,14 @@ func (s *seq) synced(env, snapshot string, healthy bool) {
 	if s.w.Generated == nil {
 		s.w.Generated = map[types.UID][]argov1alpha1.Application{}
 	}
-	s.w.Generated[seb.UID] = []argov1alpha1.Application{app("fe", "quay.io/x/fe="+img, argov1alpha1.SyncStatusCodeSynced, h, img)}
+	a := app("fe", "quay.io/x/fe="+img, argov1alpha1.SyncStatusCodeSynced, h, img)
+	// Argo CD compared it now, with the spec generated for img, and its Pod runs img's digest.
+	a.Name, a.Status.ReconciledAt, a.Status.Sync.ComparedTo.Source = env+"-fe", s.w.Now.DeepCopy(), *a.Spec.Source.DeepCopy()
+	s.w.Generated[seb.UID] = []argov1alpha1.Application{a}
+	if s.w.Live == nil {
+		s.w.Live = map[string]*liveWorkloads{}
+	}
+	s.w.Live[a.Name] = &liveWorkloads{Pods: []livePod{{Name: env + "-fe-1", Containers: []liveContainer{{Name: "fe", Image: img, ImageID: "quay.io/x/fe@" + testDigest(img), Running: true}}}}}
 	s.step("Argo CD runs %s in %s (%s)", img, env, h)
 }
 
@@ -372,4 +379,50 @@ func TestSequenceBindingRefused(t *testing.T) {
 	n := s.next()
 	require.Equal(t, ReasonBindingNameTaken, n.Failed.Reason)
 	s.golden("binding-refused")
+}
+
+// moved: the tag of snapshot's image now names another digest in env, and
+// its Pod restarted on it (as a kubelet pulling the moved tag reports).
+func (s *seq) moved(env, snapshot string) {
+	seb := binding.Of(s.w.Bindings, "app", env)
+	require.NotNil(s.t, seb, env)
+	img := s.w.Snapshots[snapshot].Spec.Components[0].ContainerImage
+	a := s.w.Generated[seb.UID][0]
+	s.w.Live[a.Name] = &liveWorkloads{Pods: []livePod{{Name: env + "-fe-2", Containers: []liveContainer{{Name: "fe", Image: img, ImageID: "quay.io/x/fe@" + testDigest(img+"-moved"), Running: true}}}}}
+	s.step("the tag %s moves and %s's Pod restarts on it", img, env)
+}
+
+// TestSequenceDigestDriftDuringSoak: dev, which soaks for an hour and asks
+// for an automatic rollback, is verified running s1's digest (pinned then:
+// the image is a tag); half an hour into its soak the tag moves under the
+// same name and a Pod restarts on the new digest: the step fails, its
+// history entry says so, and the rollback is created.
+func TestSequenceDigestDriftDuringSoak(t *testing.T) {
+	auto := as.DeploymentStrategyAppStudioAutomated
+	dev := withGates(env("dev", "", auto), &as.PromotionGates{SoakTime: &metav1.Duration{Duration: time.Hour}})
+	dev.Spec.Rollback = &as.RollbackPolicy{Automatic: true}
+	s := newSeq(t, automated("promote-s1", "s1", "dev"), dev, env("staging", "dev", auto))
+	s.w.Runs = []as.PromotionRun{*s.w.Run}
+	s.next()
+	s.next()
+	s.synced("dev", "s1", true)
+	n := s.next()
+	require.Equal(t, as.WaitingReasonSoakTime, n.Wait.Reason)
+	require.Len(t, n.Status.EnvironmentStatus[0].Digests, 1)
+	pin := n.Status.EnvironmentStatus[0].Digests[0]
+	require.Equal(t, testDigest("quay.io/x/fe:v1"), pin.Digest, "the digest the Pod ran when first observed is pinned")
+	s.after(30 * time.Minute)
+	s.next()
+	s.moved("dev", "s1")
+	n = s.next()
+	require.NotNil(t, n.Failed)
+	require.Equal(t, ReasonImageDigestDrift, n.Failed.Reason)
+	assert.Contains(t, n.Failed.Message, "component fe runs quay.io/x/fe:v1 with digest "+testDigest("quay.io/x/fe:v1-moved"))
+	assert.Contains(t, n.Failed.Message, "not the expected "+pin.Digest)
+	require.Len(t, n.Entries, 1)
+	require.Equal(t, as.PromotionRunCompleteResultFailure, n.Entries[0].Entry.Result)
+	require.True(t, n.Entries[0].Rollback)
+	require.Len(t, s.history("dev").Status.Entries, 1, "the step's entry is the same, now failed")
+	require.Equal(t, as.PromotionRunCompleteResultFailure, s.history("dev").Status.Entries[0].Result)
+	s.golden("digest-drift")
 }

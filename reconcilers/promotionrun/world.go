@@ -64,6 +64,9 @@ type world struct {
 	// policies.
 	Policies        []policyrules.Compiled
 	NamespaceLabels map[string]string
+	// Live are the live workloads of the Applications whose digests the
+	// pass verifies (by Application name; live.go).
+	Live map[string]*liveWorkloads
 	// Refused: the API server refused the binding of an Environment (act
 	// found out; the plan is made again with it).
 	Refused map[string]*kernel.Refusal
@@ -251,6 +254,7 @@ func (r *Reconciler) gatherActive(ctx context.Context, w *world) error {
 		// Look-alikes (the binding's labels in another project) do not count.
 		w.Generated[seb.UID] = tenantproject.ByOwner(apps.Items, ownership.KindBinding, string(seb.UID), seb.Namespace, string(tenant.UID))
 	}
+	r.gatherLive(ctx, w)
 	return nil
 }
 

@@ -177,11 +177,23 @@ func compared(app *argov1alpha1.Application) bool {
 
 // comparedSince says whether Argo CD has compared the Application with git
 // since the operation finished, so its sync status and health are those after
-// the sync: it reports Synced at the synced revision (only for a sync to the
-// deployment's own target: a sync to another revision is reported Synced at it
-// by the operation itself, before the comparison with the target says
-// OutOfSync), or compared in a later second (times have second resolution);
-// after compareWait it is taken as it is.
+// the sync. The clock alone cannot say so: a comparison made a second after
+// the operation ended may still see the live state from before it (Argo CD's
+// cluster cache lags the sync's writes under load). So the comparison is tied
+// to what the sync applied (applied):
+//   - compared with the synced revision: it counts when it reports every
+//     resource the sync applied Synced (the whole Application Synced at it
+//     counts at once, for a sync to the deployment's own target). For a sync
+//     to another revision, Synced at it is Argo CD's record of the
+//     operation, not the comparison with the target: it does not count.
+//   - compared with another revision (the deployment's target, after a sync
+//     to another one): it counts when it reports a resource the sync applied
+//     OutOfSync (a comparison that saw what the sync wrote); all of them
+//     Synced with the target is what the state before the sync looked like.
+//
+// A comparison must also be later than the operation's end (times have
+// second resolution); with nothing applied (hooks only, or no resource),
+// that is all. After compareWait the Application is taken as it is.
 func comparedSince(app *argov1alpha1.Application, st *argov1alpha1.OperationState, otherRevision bool, now metav1.Time) bool {
 	finished := st.FinishedAt
 	if finished == nil {
@@ -197,12 +209,49 @@ func comparedSince(app *argov1alpha1.Application, st *argov1alpha1.OperationStat
 	if at == nil || !at.After(finished.Time) {
 		return false
 	}
-	// A sync to another revision still reported Synced at it after a later
-	// reconciliation may be Argo CD's record of the operation, not the
-	// comparison with the target (seen with Argo CD 3.5.1): it waits for a
-	// comparison that says otherwise, or for compareWait (the target may be
-	// that very revision).
-	return !otherRevision || st.SyncResult == nil || app.Status.Sync.Status != argov1alpha1.SyncStatusCodeSynced || app.Status.Sync.Revision != st.SyncResult.Revision
+	if st.SyncResult == nil {
+		return true
+	}
+	sameRevision := app.Status.Sync.Revision == st.SyncResult.Revision
+	if otherRevision && sameRevision && app.Status.Sync.Status == argov1alpha1.SyncStatusCodeSynced {
+		return false
+	}
+	keys := applied(st.SyncResult)
+	if len(keys) == 0 {
+		return true
+	}
+	reported := map[resourceKey]argov1alpha1.SyncStatusCode{}
+	for _, r := range app.Status.Resources {
+		reported[resourceKey{r.Group, r.Kind, r.Namespace, r.Name}] = r.Status
+	}
+	if sameRevision {
+		for _, k := range keys {
+			if reported[k] != argov1alpha1.SyncStatusCodeSynced {
+				return false
+			}
+		}
+		return true
+	}
+	for _, k := range keys {
+		if reported[k] == argov1alpha1.SyncStatusCodeOutOfSync {
+			return true
+		}
+	}
+	return false
+}
+
+// resourceKey names a resource as Argo CD's status does.
+type resourceKey struct{ Group, Kind, Namespace, Name string }
+
+// applied are the resources the sync applied: synced, not hooks.
+func applied(res *argov1alpha1.SyncOperationResult) []resourceKey {
+	var out []resourceKey
+	for _, r := range res.Resources {
+		if r != nil && r.HookType == "" && r.Status == synccommon.ResultCodeSynced {
+			out = append(out, resourceKey{r.Group, r.Kind, r.Namespace, r.Name})
+		}
+	}
+	return out
 }
 
 // startedBy says whether the Application's requested or last operation is this run's.

@@ -258,3 +258,61 @@ func TestTermination(t *testing.T) {
 		})
 	}
 }
+
+// TestProgressTiesTheComparisonToWhatTheSyncApplied: a comparison a second
+// after the operation ended may still see the live state from before the sync
+// (Argo CD's cluster cache lags its writes under load). The old rule (any
+// comparison in a later second) ended the run on it with the sync status of
+// before; the comparison counts only once it sees what the sync applied.
+func TestProgressTiesTheComparisonToWhatTheSyncApplied(t *testing.T) {
+	run := syncRun("me", 1)
+	cm := argov1alpha1.ResourceStatus{Version: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "synced"}
+	// The sync (to synced) applied the ConfigMap; Argo CD then compared at
+	// second 101 with comparedAt, reporting the ConfigMap and the whole
+	// Application with status.
+	after := func(synced, comparedAt string, status argov1alpha1.SyncStatusCode) *argov1alpha1.Application {
+		return application(func(a *argov1alpha1.Application) {
+			f, r := at(100), at(101)
+			a.Status.OperationState = &argov1alpha1.OperationState{Operation: *op(run.UID), Phase: synccommon.OperationSucceeded, FinishedAt: &f,
+				SyncResult: &argov1alpha1.SyncOperationResult{Revision: synced, Resources: argov1alpha1.ResourceResults{
+					{Version: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "synced", Status: synccommon.ResultCodeSynced, Message: "configmap/synced configured"},
+					{Version: "v1", Kind: "Pod", Namespace: "ns", Name: "hook", Status: synccommon.ResultCodeSynced, HookType: synccommon.HookTypePreSync}}}}
+			a.Status.ReconciledAt = &r
+			c := cm
+			c.Status = status
+			a.Status.Resources = []argov1alpha1.ResourceStatus{c}
+			a.Status.Sync = argov1alpha1.SyncStatus{Status: status, Revision: comparedAt}
+			a.Status.Health.Status = health.HealthStatusHealthy
+		})
+	}
+	cases := map[string]struct {
+		app         *argov1alpha1.Application
+		runRevision string
+		now         int
+		ended       bool
+		sync        v1.SyncStatusCode
+	}{
+		// To the target (HEAD = second): the ConfigMap still OutOfSync at it is the state before the sync.
+		"to the target, a comparison that does not see the sync": {app: after("second", "second", argov1alpha1.SyncStatusCodeOutOfSync), now: 102},
+		"to the target, the comparison after it":                 {app: after("second", "second", argov1alpha1.SyncStatusCodeSynced), now: 102, ended: true, sync: "Synced"},
+		// To an older revision (first), the target being second: Synced with the
+		// target is the state before the sync; OutOfSync with it is after.
+		"to another revision, a comparison that does not see the sync": {app: after("first", "second", argov1alpha1.SyncStatusCodeSynced), runRevision: "first", now: 102},
+		"to another revision, the comparison after it":                 {app: after("first", "second", argov1alpha1.SyncStatusCodeOutOfSync), runRevision: "first", now: 102, ended: true, sync: "OutOfSync"},
+		"no comparison that sees it until compareWait": {app: after("first", "second", argov1alpha1.SyncStatusCodeSynced), runRevision: "first",
+			now: 100 + int(compareWait/time.Second) + 1, ended: true, sync: "Synced"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			run := run.DeepCopy()
+			run.Spec.RevisionID = tc.runRevision
+			p := progress(run, tc.app, at(tc.now))
+			assert.Equal(t, tc.ended, p.ended)
+			if tc.ended {
+				assert.Equal(t, tc.sync, p.status.SyncStatus)
+			} else {
+				assert.Equal(t, v1.OperationRunning, p.status.Phase)
+			}
+		})
+	}
+}

@@ -380,15 +380,25 @@ func writeApplication(ctx context.Context, set *argov1alpha1.ApplicationSet, p a
 			Kustomize: &argov1alpha1.ApplicationSourceKustomize{Images: argov1alpha1.KustomizeImages{argov1alpha1.KustomizeImage(p.ImageName + "=" + p.Image)}}},
 		Destination: argov1alpha1.ApplicationDestination{Server: p.DestinationServer, Namespace: p.DestinationNamespace},
 	}
+	// Its workload runs in the destination namespace, the Pod reported as a
+	// kubelet would (the stack has neither): PromotionRuns read the digest running.
+	res, err := stack.RunWorkload(ctx, k8s, p.DestinationNamespace, p.Name, p.Image, stack.ImageID(p.Image))
+	if err != nil {
+		return err
+	}
+	now := metav1.Now()
 	status := argov1alpha1.ApplicationStatus{
-		Sync:    argov1alpha1.SyncStatus{Status: argov1alpha1.SyncStatusCodeSynced, Revision: "0123456789abcdef0123456789abcdef01234567"},
-		Health:  argov1alpha1.HealthStatus{Status: "Healthy"},
-		Summary: argov1alpha1.ApplicationSummary{Images: []string{p.Image}},
+		Sync: argov1alpha1.SyncStatus{Status: argov1alpha1.SyncStatusCodeSynced, Revision: "0123456789abcdef0123456789abcdef01234567",
+			ComparedTo: argov1alpha1.ComparedTo{Source: *spec.Source.DeepCopy(), Destination: spec.Destination}},
+		Health:       argov1alpha1.HealthStatus{Status: "Healthy"},
+		Summary:      argov1alpha1.ApplicationSummary{Images: []string{p.Image}},
+		Resources:    []argov1alpha1.ResourceStatus{res},
+		ReconciledAt: &now,
 	}
 	// The template's annotations name the binding: the sidecar finds it by them.
 	annotations := set.Spec.Template.Annotations
 	app := &argov1alpha1.Application{}
-	err := k8s.Get(ctx, client.ObjectKey{Namespace: argoNS, Name: p.Name}, app)
+	err = k8s.Get(ctx, client.ObjectKey{Namespace: argoNS, Name: p.Name}, app)
 	if apierrors.IsNotFound(err) {
 		app = &argov1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: argoNS, Name: p.Name, Labels: labels, Annotations: annotations}, Spec: spec, Status: status}
 		return k8s.Create(ctx, app)
@@ -397,11 +407,14 @@ func writeApplication(ctx context.Context, set *argov1alpha1.ApplicationSet, p a
 		return err
 	}
 	if reflect.DeepEqual(app.Spec, spec) && reflect.DeepEqual(app.Labels, labels) && reflect.DeepEqual(app.Annotations, annotations) &&
-		reflect.DeepEqual(app.Status.Summary, status.Summary) &&
-		app.Status.Sync.Status == status.Sync.Status && app.Status.Health.Status == status.Health.Status {
+		reflect.DeepEqual(app.Status.Summary, status.Summary) && reflect.DeepEqual(app.Status.Sync.ComparedTo, status.Sync.ComparedTo) &&
+		app.Status.Sync.Status == status.Sync.Status && app.Status.Health.Status == status.Health.Status &&
+		app.Status.ReconciledAt != nil && time.Since(app.Status.ReconciledAt.Time) < 2*time.Second {
 		return nil
 	}
+	// Compared again (Argo CD's resync, shortened): a run's step counts only comparisons since it started.
 	app.Labels, app.Annotations, app.Spec = labels, annotations, spec
 	app.Status.Sync, app.Status.Health, app.Status.Summary = status.Sync, status.Health, status.Summary
+	app.Status.Resources, app.Status.ReconciledAt = status.Resources, status.ReconciledAt
 	return k8s.Update(ctx, app)
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -49,7 +50,14 @@ func withoutTimes(t *testing.T, steps []as.PromotionRunEnvironmentStatus) []as.P
 				assert.False(t, s.StartTime.Before(steps[i-1].VerifiedTime), "step %d entered before step %d was verified", s.Step, steps[i-1].Step)
 			}
 		}
-		s.StartTime, s.VerifiedTime = nil, nil
+		if s.Status == as.PromotionRunEnvironmentStatusSuccess && assert.NotEmpty(t, s.Digests, "step %d pinned the digests it verified", s.Step) {
+			for _, d := range s.Digests {
+				// What the Pods run (RunPods reports a kubelet's image ID), observed since the step started.
+				assert.Equal(t, strings.SplitN(stack.ImageID(d.Image), "@", 2)[1], d.Digest, "step %d, component %s", s.Step, d.Component)
+				assert.False(t, s.StartTime != nil && d.ObservedTime.Before(s.StartTime), "step %d observed %s before it was entered", s.Step, d.Component)
+			}
+		}
+		s.StartTime, s.VerifiedTime, s.Digests = nil, nil, nil
 		out = append(out, s)
 	}
 	return out

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,5 +66,24 @@ func TestRunPods(t *testing.T) {
 	pending, err := deployments.Get(ctx, "pending", metav1.GetOptions{})
 	if err != nil || pending.Status.AvailableReplicas != 0 {
 		t.Fatalf("the unlabelled Deployment became available: %+v (err %v)", pending.Status, err)
+	}
+}
+
+// TestImageID: RunPods reports a digest, as a kubelet does: the one an image
+// pins, or one per tag.
+func TestImageID(t *testing.T) {
+	pinned := "quay.io/x/fe@sha256:" + strings.Repeat("a", 64)
+	if got := ImageID(pinned); got != pinned {
+		t.Errorf("ImageID(%s) = %s", pinned, got)
+	}
+	for _, image := range []string{"quay.io/x/fe:v1", "localhost:5000/x/fe:v1", "fe"} {
+		got := ImageID(image)
+		repo := strings.TrimSuffix(image, ":v1")
+		if !strings.HasPrefix(got, repo+"@sha256:") || len(got) != len(repo)+len("@sha256:")+64 {
+			t.Errorf("ImageID(%s) = %s, want %s@sha256:<64 hex>", image, got, repo)
+		}
+	}
+	if ImageID("quay.io/x/fe:v1") == ImageID("quay.io/x/fe:v2") {
+		t.Error("two tags, one digest")
 	}
 }

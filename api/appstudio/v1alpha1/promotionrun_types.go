@@ -230,6 +230,14 @@ type PromotionRunEnvironmentStatus struct {
 	// step succeeded); a soak time of the Environment counts from then.
 	// +optional
 	VerifiedTime *metav1.Time `json:"verifiedTime,omitempty"`
+
+	// Digests are the image digests the components run in the Environment,
+	// pinned when first observed after the step started (RunningDigest).
+	// +optional
+	// +listType=map
+	// +listMapKey=component
+	// +kubebuilder:validation:MaxItems=256
+	Digests []RunningDigest `json:"digests,omitempty"`
 }
 
 // +kubebuilder:object:root=true
