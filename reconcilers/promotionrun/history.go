@@ -117,6 +117,9 @@ func records(w *world, run *as.PromotionRun) []historyWrite {
 			in.SnapshotCreated = created.Time
 		}
 		e.ApprovedBy = approvedBy(in)
+		if !run.Spec.IsRollback() {
+			e.Verifications = w.Signatures[env]
+		}
 		out = append(out, historyWrite{Env: env, Entry: e, Rollback: e.Result == as.PromotionRunCompleteResultFailure && e.Kind == as.PromotionKindPromotion &&
 			envObj.Spec.Rollback != nil && envObj.Spec.Rollback.Automatic})
 	}

@@ -25,7 +25,9 @@ import (
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/manifests/install"
 	"github.com/gitops-service/gitops-service/reconcilers/binding"
+	"github.com/gitops-service/gitops-service/reconcilers/egress"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
+	"github.com/gitops-service/gitops-service/reconcilers/signatures"
 )
 
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionruns,verbs=get;list;watch
@@ -77,6 +79,11 @@ type Reconciler struct {
 	// ServiceAccount is the sidecar's own: the admission policies must name
 	// it as their parameter for approvals and requesters to count (identity.go).
 	ServiceAccount install.ServiceAccount
+	// Signatures verifies the images of a Snapshot for an Environment's
+	// signature gate; nil: such a gate holds every promotion and says so.
+	Signatures *signatures.Verifier
+	// Egress is the rule for the registries the signature gate reads.
+	Egress *egress.Policy
 
 	enforcementMu  sync.Mutex
 	lastUnenforced time.Time
