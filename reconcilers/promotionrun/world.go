@@ -222,13 +222,13 @@ func (r *Reconciler) gatherActive(ctx context.Context, w *world) error {
 		return err
 	}
 	w.Histories = slices.DeleteFunc(histories.Items, func(h as.PromotionHistory) bool { return h.Spec.Application != run.Spec.Application })
-	// What was verified of the Snapshot in the Environments whose step
-	// ended and is not recorded yet goes into their history entry (the
-	// verifier's cache answers for what the gate verified).
+	// What was verified of the Snapshot in the Environments whose step is
+	// not recorded yet (it may end this pass) goes into their history entry
+	// (the verifier's cache answers for what the gate verified).
 	if !run.Spec.IsRollback() {
 		byEnv := byEnvironment(w.Histories)
 		for _, s := range run.Status.EnvironmentStatus {
-			if s.Status != as.PromotionRunEnvironmentStatusInProgress && !recorded(byEnv[s.EnvironmentName], string(run.UID)) {
+			if !recorded(byEnv[s.EnvironmentName], string(run.UID)) {
 				if err := r.verifySignatures(ctx, w, w.environment(s.EnvironmentName), w.snapshot(snapshotOf(run))); err != nil {
 					return err
 				}

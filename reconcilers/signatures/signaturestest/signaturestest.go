@@ -16,6 +16,8 @@ import (
 	"encoding/asn1"
 	"encoding/base64"
 	"encoding/json"
+	"io"
+	"log"
 	"math/big"
 	"net/http/httptest"
 	"net/url"
@@ -43,7 +45,7 @@ import (
 // Registry serves an OCI registry on loopback for the test; its host:port.
 func Registry(t testing.TB) string {
 	t.Helper()
-	srv := httptest.NewServer(registry.New())
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
 	u, err := url.Parse(srv.URL)
 	if err != nil {
@@ -191,9 +193,18 @@ type CA struct {
 // NewCA makes a self-signed root.
 func NewCA(t testing.TB) *CA {
 	t.Helper()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := MakeCA()
 	if err != nil {
 		t.Fatal(err)
+	}
+	return ca
+}
+
+// MakeCA is NewCA outside a test (a TestMain).
+func MakeCA() (*CA, error) {
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test sigstore root", Organization: []string{"gitops-service tests"}},
@@ -202,13 +213,13 @@ func NewCA(t testing.TB) *CA {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, priv.Public(), priv)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return &CA{Cert: cert, priv: priv}
+	return &CA{Cert: cert, priv: priv}, nil
 }
 
 // oidIssuerV2 is Fulcio's OIDC issuer extension (a DER UTF8String).
@@ -251,15 +262,20 @@ func (ca *CA) Leaf(t testing.TB, k *Key, issuer, email string, validFor time.Dur
 // TrustedRoot is a trusted_root.json that trusts the CA for keyless signatures.
 func (ca *CA) TrustedRoot(t testing.TB) []byte {
 	t.Helper()
-	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01,
-		[]root.CertificateAuthority{&root.FulcioCertificateAuthority{Root: ca.Cert, ValidityPeriodStart: ca.Cert.NotBefore, URI: "https://fulcio.test"}},
-		nil, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := tr.MarshalJSON()
+	b, err := ca.TrustedRootJSON()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TrustedRootJSON is TrustedRoot outside a test.
+func (ca *CA) TrustedRootJSON() ([]byte, error) {
+	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01,
+		[]root.CertificateAuthority{&root.FulcioCertificateAuthority{Root: ca.Cert, ValidityPeriodStart: ca.Cert.NotBefore, URI: "https://fulcio.test"}},
+		nil, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return tr.MarshalJSON()
 }

@@ -1,0 +1,163 @@
+//go:build !unit
+
+package promotionrun_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
+	"github.com/gitops-service/gitops-service/reconcilers/promotionrun"
+	"github.com/gitops-service/gitops-service/reconcilers/signatures/signaturestest"
+)
+
+// platformCA is the keyless CA the sidecar's --sigstore-trusted-root trusts.
+var platformCA *signaturestest.CA
+
+// trustedRoot writes the platform's trusted root file for the suite.
+func trustedRoot() (string, error) {
+	ca, err := signaturestest.MakeCA()
+	if err != nil {
+		return "", err
+	}
+	platformCA = ca
+	b, err := ca.TrustedRootJSON()
+	if err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp("", "trusted-root-*.json")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	_, err = f.Write(b)
+	return f.Name(), err
+}
+
+const slsaProvenance = "https://slsa.dev/provenance/v1"
+
+// signedGate is dev's signature gate: key ci from a ConfigMap of the
+// tenant, or the keyless CI identity; attestations when given.
+func signedGate(t *testing.T, ns string, ci *signaturestest.Key, attestations ...string) *as.PromotionGates {
+	t.Helper()
+	require.NoError(t, k8s.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "signing-keys"},
+		Data: map[string]string{"ci.pub": ci.PEM}}))
+	return &as.PromotionGates{Signatures: &as.SignatureGate{
+		Keys:         []as.SignatureKey{{Name: "ci", ConfigMapKeyRef: &as.ConfigMapKey{Name: "signing-keys", Key: "ci.pub"}}},
+		Identities:   []as.KeylessIdentity{{Issuer: "https://token.ci.example", Subject: "build@ci.example"}},
+		Attestations: attestations,
+	}}
+}
+
+// The signature gate against images pushed to a real registry and signed
+// the cosign way: what is not signed as dev requires holds the run with
+// SignatureNotVerified naming the image and what was expected (nothing is
+// bound); what is enters, and dev's history records what was verified.
+func TestSignatureGate(t *testing.T) {
+	host := signaturestest.Registry(t)
+	ci, other := signaturestest.NewKey(t), signaturestest.NewKey(t)
+
+	held := func(t *testing.T, image, msg string, attestations ...string) {
+		t.Helper()
+		ns := tenant(t)
+		setGates(t, ns, "dev", signedGate(t, ns, ci, attestations...))
+		snapshot(t, ns, "snap-signed", image)
+		r := manual(ns, "gated", "appa", "snap-signed", "dev")
+		require.NoError(t, k8s.Create(context.Background(), r))
+		waitRun(t, r, "held by the signature gate", waitingFor(promotionrun.ReasonSignatureNotVerified, msg))
+		noBindingFor(t, ns, "dev")
+	}
+
+	t.Run("unsigned", func(t *testing.T) {
+		img := signaturestest.Push(t, host+"/team/unsigned:v1")
+		held(t, img.String(), "a verified signature of image "+img.String()+" of component appa-fe for Environment dev: "+
+			"expected a cosign signature by key ci or identity https://token.ci.example build@ci.example; found none")
+	})
+	t.Run("wrong key", func(t *testing.T) {
+		img := signaturestest.Push(t, host+"/team/wrong:v1")
+		signaturestest.Sign(t, img, other, nil)
+		held(t, img.String(), "found: a signature by none of the keys")
+	})
+	t.Run("tag moved to an unsigned digest", func(t *testing.T) {
+		signed := signaturestest.Push(t, host+"/team/moved:latest")
+		signaturestest.Sign(t, signed, ci, nil)
+		moved := signaturestest.Push(t, host+"/team/moved:latest")
+		held(t, host+"/team/moved:latest", "image "+host+"/team/moved:latest ("+moved.DigestStr()+") of component appa-fe")
+	})
+	t.Run("attestation of the wrong predicate type", func(t *testing.T) {
+		img := signaturestest.Push(t, host+"/team/att:v1")
+		signaturestest.Sign(t, img, ci, nil)
+		signaturestest.Attest(t, img, ci, "https://spdx.dev/Document", nil)
+		held(t, img.String(), "expected an attestation of predicate type "+slsaProvenance+" signed by key ci", slsaProvenance)
+	})
+	t.Run("keyless identity of another subject", func(t *testing.T) {
+		img := signaturestest.Push(t, host+"/team/keyless-other:v1")
+		k := signaturestest.NewKey(t)
+		signaturestest.Sign(t, img, k, platformCA.Leaf(t, k, "https://token.ci.example", "mallory@evil.example", time.Hour))
+		held(t, img.String(), "a keyless signature by identity https://token.ci.example mallory@evil.example")
+	})
+
+	entered := func(t *testing.T, image string, wantSigners, wantAttestations []string, attestations ...string) {
+		t.Helper()
+		ns := tenant(t)
+		playArgo(t, ns)
+		setGates(t, ns, "dev", signedGate(t, ns, ci, attestations...))
+		snapshot(t, ns, "snap-signed", image)
+		r := run(t, manual(ns, "gated", "appa", "snap-signed", "dev"), "promoted", succeeded)
+		require.NotEmpty(t, r.Status.EnvironmentStatus)
+		entries := getHistory(t, ns, "dev").Status.Entries
+		require.Len(t, entries, 1)
+		ref, err := name.ParseReference(image)
+		require.NoError(t, err)
+		require.Len(t, entries[0].Verifications, 1)
+		v := entries[0].Verifications[0]
+		assert.True(t, v.Verified, v.Message)
+		assert.Equal(t, "appa-fe", v.Component)
+		assert.Equal(t, image, v.Image)
+		if d, ok := ref.(name.Digest); ok {
+			assert.Equal(t, d.DigestStr(), v.Digest)
+		}
+		assert.Equal(t, wantSigners, v.Signers)
+		assert.Equal(t, wantAttestations, v.Attestations)
+	}
+
+	t.Run("right key", func(t *testing.T) {
+		img := signaturestest.Push(t, host+"/team/good:v1")
+		signaturestest.Sign(t, img, other, nil)
+		signaturestest.Sign(t, img, ci, nil)
+		entered(t, img.String(), []string{"key ci"}, nil)
+	})
+	t.Run("right key and provenance", func(t *testing.T) {
+		img := signaturestest.Push(t, host+"/team/provenance:v1")
+		signaturestest.Sign(t, img, ci, nil)
+		signaturestest.Attest(t, img, ci, slsaProvenance, nil)
+		entered(t, img.String(), []string{"key ci"}, []string{slsaProvenance}, slsaProvenance)
+	})
+	t.Run("keyless identity against the platform's trusted root", func(t *testing.T) {
+		img := signaturestest.Push(t, host+"/team/keyless:v1")
+		k := signaturestest.NewKey(t)
+		signaturestest.Sign(t, img, k, platformCA.Leaf(t, k, "https://token.ci.example", "build@ci.example", time.Hour))
+		entered(t, img.String(), []string{"identity https://token.ci.example build@ci.example"}, nil)
+	})
+}
+
+// A requirement that cannot be used (its key's ConfigMap is missing) holds
+// the run and says what to fix.
+func TestSignatureGateWithAMissingKeyHolds(t *testing.T) {
+	ns := tenant(t)
+	setGates(t, ns, "dev", &as.PromotionGates{Signatures: &as.SignatureGate{
+		Keys: []as.SignatureKey{{Name: "ci", ConfigMapKeyRef: &as.ConfigMapKey{Name: "nowhere", Key: "ci.pub"}}}}})
+	snapshot(t, ns, "snap-signed", "registry.example.test/team/app:v1")
+	r := manual(ns, "gated", "appa", "snap-signed", "dev")
+	require.NoError(t, k8s.Create(context.Background(), r))
+	waitRun(t, r, "held by the signature gate", waitingFor(promotionrun.ReasonSignatureNotVerified,
+		"signatures of Snapshot snap-signed for Environment dev: key ci: ConfigMap nowhere not found (fix the Environment)"))
+}
