@@ -430,7 +430,10 @@ func (v *Verifier) verifyAttestation(digest name.Digest, req *Requirement, l lay
 		return dsse.WrapVerifier(ver).VerifySignature(bytes.NewReader(l.content), nil)
 	})
 	if err != nil {
-		return "", "", fmt.Errorf("an attestation of predicate type %s %v", st.PredicateType, strings.TrimPrefix(err.Error(), "a signature "))
+		if rest, ok := strings.CutPrefix(err.Error(), "a signature "); ok {
+			return "", "", fmt.Errorf("an attestation of predicate type %s %s", st.PredicateType, rest)
+		}
+		return "", "", fmt.Errorf("an attestation of predicate type %s: %v", st.PredicateType, err)
 	}
 	return who, st.PredicateType, nil
 }
