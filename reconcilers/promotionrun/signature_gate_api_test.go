@@ -161,3 +161,40 @@ func TestSignatureGateWithAMissingKeyHolds(t *testing.T) {
 	waitRun(t, r, "held by the signature gate", waitingFor(promotionrun.ReasonSignatureNotVerified,
 		"signatures of Snapshot snap-signed for Environment dev: key ci: ConfigMap nowhere not found (fix the Environment)"))
 }
+
+// A hostile tenant cannot make the signature gate reach what the egress
+// policy refuses (the cloud's metadata address named as a registry), nor
+// read registry credentials of another namespace (registrySecret is a name
+// in the Environment's own namespace: a Secret of that name elsewhere is
+// not used). Both hold the run, saying why.
+func TestSignatureGateStaysInTheTenantsBounds(t *testing.T) {
+	ci := signaturestest.NewKey(t)
+	gate := func(secret string) *as.PromotionGates {
+		return &as.PromotionGates{Signatures: &as.SignatureGate{Keys: []as.SignatureKey{{Name: "ci", PublicKey: ci.PEM}}, RegistrySecret: secret}}
+	}
+	t.Run("an internal address as the registry", func(t *testing.T) {
+		ns := tenant(t)
+		setGates(t, ns, "dev", gate(""))
+		snapshot(t, ns, "snap-signed", "169.254.169.254/latest/meta-data:v1")
+		r := manual(ns, "gated", "appa", "snap-signed", "dev")
+		require.NoError(t, k8s.Create(context.Background(), r))
+		waitRun(t, r, "held: the registry's address is refused", waitingFor(promotionrun.ReasonSignatureNotVerified,
+			"could not resolve the tag to a digest: "))
+		waitRun(t, r, "held, saying why", waitingFor(promotionrun.ReasonSignatureNotVerified,
+			"169.254.169.254 resolves to a link-local address, which the platform does not let the GitOps Service connect to"))
+	})
+	t.Run("another namespace's registry credentials", func(t *testing.T) {
+		other, ns := tenant(t), tenant(t)
+		require.NoError(t, k8s.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "registry-creds"},
+			Type: corev1.SecretTypeDockerConfigJson, Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{"r.example.test":{"username":"u","password":"s3cret"}}}`)}}))
+		setGates(t, ns, "dev", gate("registry-creds"))
+		snapshot(t, ns, "snap-signed", "r.example.test/team/app:v1")
+		r := manual(ns, "gated", "appa", "snap-signed", "dev")
+		require.NoError(t, k8s.Create(context.Background(), r))
+		got := waitRun(t, r, "held: no such Secret in its own namespace", waitingFor(promotionrun.ReasonSignatureNotVerified,
+			`registry credentials Secret "registry-creds" in namespace "`+ns+`"`))
+		for _, c := range got.Status.Conditions {
+			assert.NotContains(t, c.Message, "s3cret")
+		}
+	})
+}
