@@ -73,6 +73,7 @@ func TestSignatureGate(t *testing.T) {
 		r := manual(ns, "gated", "appa", "snap-signed", "dev")
 		require.NoError(t, k8s.Create(context.Background(), r))
 		waitRun(t, r, "held by the signature gate", waitingFor(promotionrun.ReasonSignatureNotVerified, msg))
+		warning(t, r, promotionrun.ReasonSignatureNotVerified)
 		noBindingFor(t, ns, "dev")
 	}
 
