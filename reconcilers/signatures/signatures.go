@@ -6,7 +6,10 @@
 // certificate that chains to the platform's trusted root and names an
 // issuer and subject. No transparency log is asked (there is no network to
 // one): a keyless certificate is checked against the trusted root at the
-// time of verification (see Verifier.Check).
+// time its signature was logged when the signature carries a transparency
+// log entry (cosign's bundle annotation: the entry's signed timestamp,
+// verified with the log's key from the trusted root), else at the time of
+// verification (see Verifier.keyless).
 //
 // Results are cached by digest and requirement, so a promotion that waits
 // does not fetch the same signatures every pass; a tag is resolved each
@@ -38,6 +41,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore-go/pkg/tlog"
 	"github.com/sigstore/sigstore-go/pkg/verify"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
@@ -51,6 +55,7 @@ import (
 const (
 	AnnotationSignature    = "dev.cosignproject.cosign/signature"
 	AnnotationCertificate  = "dev.sigstore.cosign/certificate"
+	AnnotationBundle       = "dev.sigstore.cosign/bundle"
 	MediaTypeSimpleSigning = "application/vnd.dev.cosign.simplesigning.v1+json"
 	MediaTypeDSSE          = "application/vnd.dsse.envelope.v1+json"
 	PayloadTypeInToto      = "application/vnd.in-toto+json"
@@ -385,9 +390,83 @@ func (v *Verifier) verifySignature(digest name.Digest, req *Requirement, l layer
 	if err != nil || len(sig) == 0 {
 		return "", errors.New("a signature layer without a signature")
 	}
-	return v.signer(req, l, func(ver signature.Verifier) error {
+	at := v.now()
+	if l.annotations[AnnotationBundle] != "" && l.annotations[AnnotationCertificate] != "" {
+		t, err := v.loggedAt(l, sig)
+		if err != nil {
+			return "", fmt.Errorf("a keyless signature whose transparency log entry does not verify (%v)", err)
+		}
+		at = t
+	}
+	return v.signer(req, l, at, func(ver signature.Verifier) error {
 		return ver.VerifySignature(bytes.NewReader(sig), bytes.NewReader(l.content))
 	})
+}
+
+// bundle is cosign's record of a signature's transparency log entry.
+type bundle struct {
+	SignedEntryTimestamp []byte `json:"SignedEntryTimestamp"`
+	Payload              struct {
+		Body           string `json:"body"`
+		IntegratedTime int64  `json:"integratedTime"`
+		LogIndex       int64  `json:"logIndex"`
+		LogID          string `json:"logID"`
+	} `json:"Payload"`
+}
+
+// hashedRekord is the part of a hashedrekord log entry that binds it to a
+// signature: the signature, the certificate and the payload's digest.
+type hashedRekord struct {
+	Kind string `json:"kind"`
+	Spec struct {
+		Signature struct {
+			Content   []byte `json:"content"`
+			PublicKey struct {
+				Content []byte `json:"content"`
+			} `json:"publicKey"`
+		} `json:"signature"`
+		Data struct {
+			Hash struct {
+				Algorithm string `json:"algorithm"`
+				Value     string `json:"value"`
+			} `json:"hash"`
+		} `json:"data"`
+	} `json:"spec"`
+}
+
+// loggedAt is when the layer's signature was logged, from its bundle: the
+// entry's signed timestamp (SET) verifies with a log of the trusted root,
+// and the entry is of this signature, certificate and payload. Offline:
+// the entry's inclusion in the log is not checked (no network to it).
+func (v *Verifier) loggedAt(l layer, sig []byte) (time.Time, error) {
+	if v.Root == nil {
+		return time.Time{}, errors.New("no trusted root")
+	}
+	var b bundle
+	if err := json.Unmarshal([]byte(l.annotations[AnnotationBundle]), &b); err != nil {
+		return time.Time{}, errors.New("the bundle is not cosign's")
+	}
+	body, err := base64.StdEncoding.DecodeString(b.Payload.Body)
+	logID, err2 := hex.DecodeString(b.Payload.LogID)
+	var rec hashedRekord
+	if err != nil || err2 != nil || json.Unmarshal(body, &rec) != nil || rec.Kind != "hashedrekord" {
+		return time.Time{}, errors.New("the entry is not a hashedrekord")
+	}
+	e, err := tlog.NewEntry(body, b.Payload.IntegratedTime, b.Payload.LogIndex, logID, b.SignedEntryTimestamp, nil)
+	if err != nil {
+		return time.Time{}, errors.New("the entry cannot be read")
+	}
+	if err := tlog.VerifySET(e, v.Root.RekorLogs()); err != nil {
+		return time.Time{}, fmt.Errorf("its signed timestamp: %v", err)
+	}
+	certs, err := cryptoutils.UnmarshalCertificatesFromPEM(rec.Spec.Signature.PublicKey.Content)
+	ours, err2 := cryptoutils.UnmarshalCertificatesFromPEM([]byte(l.annotations[AnnotationCertificate]))
+	sum := sha256.Sum256(l.content)
+	if err != nil || err2 != nil || len(certs) == 0 || len(ours) == 0 || !certs[0].Equal(ours[0]) || !bytes.Equal(rec.Spec.Signature.Content, sig) ||
+		rec.Spec.Data.Hash.Algorithm != "sha256" || rec.Spec.Data.Hash.Value != hex.EncodeToString(sum[:]) {
+		return time.Time{}, errors.New("the entry is of another signature")
+	}
+	return e.IntegratedTime(), nil
 }
 
 // statement is the part of an in-toto statement that is checked.
@@ -426,7 +505,7 @@ func (v *Verifier) verifyAttestation(digest name.Digest, req *Requirement, l lay
 	if !slices.Contains(req.Attestations, st.PredicateType) {
 		return "", "", fmt.Errorf("an attestation of predicate type %s", st.PredicateType)
 	}
-	who, err := v.signer(req, l, func(ver signature.Verifier) error {
+	who, err := v.signer(req, l, v.now(), func(ver signature.Verifier) error {
 		return dsse.WrapVerifier(ver).VerifySignature(bytes.NewReader(l.content), nil)
 	})
 	if err != nil {
@@ -439,10 +518,10 @@ func (v *Verifier) verifyAttestation(digest name.Digest, req *Requirement, l lay
 }
 
 // signer is the first of req's keys, or of its identities when the layer
-// carries a certificate, for which check passes.
-func (v *Verifier) signer(req *Requirement, l layer, check func(signature.Verifier) error) (string, error) {
+// carries a certificate (checked at the time at), for which check passes.
+func (v *Verifier) signer(req *Requirement, l layer, at time.Time, check func(signature.Verifier) error) (string, error) {
 	if pemCert := l.annotations[AnnotationCertificate]; pemCert != "" {
-		return v.keyless(req, pemCert, check)
+		return v.keyless(req, pemCert, at, check)
 	}
 	for _, k := range req.Keys {
 		if check(k.Verifier) == nil {
@@ -453,10 +532,10 @@ func (v *Verifier) signer(req *Requirement, l layer, check func(signature.Verifi
 }
 
 // keyless checks a Fulcio-style certificate: it chains to the trusted root
-// now, its key made the signature, and it names one of the identities.
-// Without a transparency log entry or a timestamp there is no proof of
-// when it signed, so the certificate must be valid at the time of checking.
-func (v *Verifier) keyless(req *Requirement, pemCert string, check func(signature.Verifier) error) (string, error) {
+// at the time at, its key made the signature, and it names one of the
+// identities. at is when a verified transparency log entry says it signed;
+// without one there is no proof of when, so at is the time of checking.
+func (v *Verifier) keyless(req *Requirement, pemCert string, at time.Time, check func(signature.Verifier) error) (string, error) {
 	if len(req.Identities) == 0 {
 		return "", errors.New("a keyless signature (the Environment names no identity)")
 	}
@@ -468,8 +547,8 @@ func (v *Verifier) keyless(req *Requirement, pemCert string, check func(signatur
 		return "", errors.New("a keyless signature with an unreadable certificate")
 	}
 	cert := certs[0]
-	if !chains(v.Root, cert, v.now()) {
-		return "", errors.New("a keyless signature whose certificate does not chain to the trusted root (or is not valid now)")
+	if !chains(v.Root, cert, at) {
+		return "", errors.New("a keyless signature whose certificate does not chain to the trusted root (or was not valid when it signed)")
 	}
 	ver, err := signature.LoadVerifier(cert.PublicKey, crypto.SHA256)
 	if err != nil || check(ver) != nil {

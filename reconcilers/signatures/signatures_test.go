@@ -1,6 +1,7 @@
 package signatures_test
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -144,7 +145,7 @@ func TestKeyless(t *testing.T) {
 		{"another subject", ca, "https://token.ci.example", "mallory@evil.example", time.Hour, false, "a keyless signature by identity https://token.ci.example mallory@evil.example"},
 		{"another issuer", ca, "https://evil.example", "build@ci.example", time.Hour, false, "a keyless signature by identity https://evil.example build@ci.example"},
 		{"a CA the platform does not trust", rogue, "https://token.ci.example", "build@ci.example", time.Hour, false, "does not chain to the trusted root"},
-		{"an expired certificate (no log proves when it signed)", ca, "https://token.ci.example", "build@ci.example", -time.Minute, false, "does not chain to the trusted root (or is not valid now)"},
+		{"expired certificate (no log entry proves when it signed)", ca, "https://token.ci.example", "build@ci.example", -time.Minute, false, "does not chain to the trusted root (or was not valid when it signed)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			k := signaturestest.NewKey(t)
@@ -216,4 +217,59 @@ func TestAnUnreachableRegistryIsNotVerifiedAndSaysSo(t *testing.T) {
 func TestCompileRefusesABadKey(t *testing.T) {
 	_, err := signatures.Compile(&as.SignatureGate{Keys: []as.SignatureKey{{Name: "ci", PublicKey: "not a key"}}}, map[string]string{"ci": "not a key"})
 	assert.EqualError(t, err, "key ci is not a PEM public key")
+}
+
+// A keyless certificate that has expired since (Fulcio's live minutes)
+// verifies when a transparency log entry of the trusted root proves it
+// signed while it was valid; an entry from a log the platform does not
+// trust, an entry of another signature or one logged after the certificate
+// expired does not.
+func TestKeylessLoggedWhileValid(t *testing.T) {
+	host := signaturestest.Registry(t)
+	ctx := context.Background()
+	ca, log, rogueLog := signaturestest.NewCA(t), signaturestest.NewLog(t), signaturestest.NewLog(t)
+	tr, hash, err := signatures.LoadRoot(ca.TrustedRoot(t, log))
+	require.NoError(t, err)
+	v := &signatures.Verifier{Root: tr, RootHash: hash}
+	req, err := signatures.Compile(&as.SignatureGate{Identities: []as.KeylessIdentity{{Issuer: "https://token.ci.example", Subject: "build@ci.example"}}}, nil)
+	require.NoError(t, err)
+	now := time.Now()
+
+	for _, c := range []struct {
+		name     string
+		log      *signaturestest.Log
+		at       time.Time
+		verified bool
+		message  string
+	}{
+		{"logged-while-valid", log, now.Add(-15 * time.Minute), true, ""},
+		{"logged-after-expiry", log, now.Add(-5 * time.Minute), false, "was not valid when it signed"},
+		{"untrusted-log", rogueLog, now.Add(-15 * time.Minute), false, "transparency log entry does not verify (its signed timestamp: rekor log public key not found"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			k := signaturestest.NewKey(t)
+			img := signaturestest.Push(t, host+"/team/"+c.name+":v1")
+			signaturestest.SignLogged(t, img, k, ca.Leaf(t, k, "https://token.ci.example", "build@ci.example", -10*time.Minute), c.log, c.at)
+			r := v.Check(ctx, "c", img.String(), req)
+			assert.Equal(t, c.verified, r.Verified, r.Message)
+			if c.verified {
+				assert.Equal(t, []string{"identity https://token.ci.example build@ci.example"}, r.Signers)
+			} else {
+				assert.Contains(t, r.Message, c.message)
+			}
+		})
+	}
+
+	// The entry of another signature (another image's, by the same key and certificate), copied beside this one.
+	k := signaturestest.NewKey(t)
+	cert := ca.Leaf(t, k, "https://token.ci.example", "build@ci.example", -10*time.Minute)
+	other := signaturestest.Push(t, host+"/team/other:v1")
+	payload := signaturestest.Payload(other)
+	sig, err := k.SignMessage(bytes.NewReader(payload))
+	require.NoError(t, err)
+	img := signaturestest.Push(t, host+"/team/copied-entry:v1")
+	signaturestest.SignWithBundle(t, img, k, cert, log.Bundle(t, payload, sig, cert, now.Add(-15*time.Minute)))
+	r := v.Check(ctx, "c", img.String(), req)
+	assert.False(t, r.Verified)
+	assert.Contains(t, r.Message, "the entry is of another signature")
 }

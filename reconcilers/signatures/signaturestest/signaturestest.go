@@ -11,10 +11,12 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log"
@@ -120,6 +122,13 @@ func Payload(digest name.Digest) []byte {
 // certificate for k's key, put beside it.
 func Sign(t testing.TB, digest name.Digest, k *Key, cert []byte) {
 	t.Helper()
+	SignLogged(t, digest, k, cert, nil, time.Time{})
+}
+
+// SignLogged is Sign with, when lg is given, cosign's bundle of a
+// transparency log entry of the signature that lg says it logged at at.
+func SignLogged(t testing.TB, digest name.Digest, k *Key, cert []byte, lg *Log, at time.Time) {
+	t.Helper()
 	payload := Payload(digest)
 	sig, err := k.SignMessage(bytes.NewReader(payload))
 	if err != nil {
@@ -129,7 +138,62 @@ func Sign(t testing.TB, digest name.Digest, k *Key, cert []byte) {
 	if cert != nil {
 		ann[signatures.AnnotationCertificate] = string(cert)
 	}
+	if lg != nil {
+		ann[signatures.AnnotationBundle] = lg.Bundle(t, payload, sig, cert, at)
+	}
 	appendLayer(t, digest, ".sig", static.NewLayer(payload, signatures.MediaTypeSimpleSigning), ann)
+}
+
+// Log is a transparency log made for the test (Rekor's part): it signs
+// entries' timestamps with its key.
+type Log struct {
+	ID   []byte
+	priv *ecdsa.PrivateKey
+}
+
+// MakeLog makes a log key; its ID is the SHA-256 of its public key, as Rekor's.
+func MakeLog() (*Log, error) {
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	der, err := x509.MarshalPKIXPublicKey(priv.Public())
+	if err != nil {
+		return nil, err
+	}
+	id := sha256.Sum256(der)
+	return &Log{ID: id[:], priv: priv}, nil
+}
+
+// NewLog is MakeLog in a test.
+func NewLog(t testing.TB) *Log {
+	t.Helper()
+	lg, err := MakeLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lg
+}
+
+// Bundle is cosign's bundle annotation for a hashedrekord entry of the
+// signature, its signed entry timestamp made with the log's key.
+func (lg *Log) Bundle(t testing.TB, payload, sig, cert []byte, at time.Time) string {
+	t.Helper()
+	sum := sha256.Sum256(payload)
+	body, _ := json.Marshal(map[string]any{"apiVersion": "0.0.1", "kind": "hashedrekord", "spec": map[string]any{
+		"data":      map[string]any{"hash": map[string]string{"algorithm": "sha256", "value": hex.EncodeToString(sum[:])}},
+		"signature": map[string]any{"content": base64.StdEncoding.EncodeToString(sig), "publicKey": map[string]string{"content": base64.StdEncoding.EncodeToString(cert)}},
+	}})
+	entry := map[string]any{"body": base64.StdEncoding.EncodeToString(body), "integratedTime": at.Unix(), "logID": hex.EncodeToString(lg.ID), "logIndex": 1}
+	// encoding/json sorts a map's keys: the canonical form of these values.
+	canonical, _ := json.Marshal(entry)
+	h := sha256.Sum256(canonical)
+	set, err := ecdsa.SignASN1(rand.Reader, lg.priv, h[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]any{"SignedEntryTimestamp": set, "Payload": entry})
+	return string(b)
 }
 
 // SignPayload writes an arbitrary signed payload to digest's .sig tag
@@ -142,6 +206,19 @@ func SignPayload(t testing.TB, digest name.Digest, k *Key, payload []byte) {
 	}
 	appendLayer(t, digest, ".sig", static.NewLayer(payload, signatures.MediaTypeSimpleSigning),
 		map[string]string{signatures.AnnotationSignature: base64.StdEncoding.EncodeToString(sig)})
+}
+
+// SignWithBundle signs digest like Sign with cert, and puts bundle (a log
+// entry of something else, say) beside it.
+func SignWithBundle(t testing.TB, digest name.Digest, k *Key, cert []byte, bundle string) {
+	t.Helper()
+	payload := Payload(digest)
+	sig, err := k.SignMessage(bytes.NewReader(payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendLayer(t, digest, ".sig", static.NewLayer(payload, signatures.MediaTypeSimpleSigning), map[string]string{
+		signatures.AnnotationSignature: base64.StdEncoding.EncodeToString(sig), signatures.AnnotationCertificate: string(cert), signatures.AnnotationBundle: bundle})
 }
 
 // Attest writes an in-toto attestation of predicateType about digest,
@@ -259,10 +336,11 @@ func (ca *CA) Leaf(t testing.TB, k *Key, issuer, email string, validFor time.Dur
 	return pem
 }
 
-// TrustedRoot is a trusted_root.json that trusts the CA for keyless signatures.
-func (ca *CA) TrustedRoot(t testing.TB) []byte {
+// TrustedRoot is a trusted_root.json that trusts the CA for keyless
+// signatures, and the logs for the times their entries say.
+func (ca *CA) TrustedRoot(t testing.TB, logs ...*Log) []byte {
 	t.Helper()
-	b, err := ca.TrustedRootJSON()
+	b, err := ca.TrustedRootJSON(logs...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,10 +348,15 @@ func (ca *CA) TrustedRoot(t testing.TB) []byte {
 }
 
 // TrustedRootJSON is TrustedRoot outside a test.
-func (ca *CA) TrustedRootJSON() ([]byte, error) {
+func (ca *CA) TrustedRootJSON(logs ...*Log) ([]byte, error) {
+	tlogs := map[string]*root.TransparencyLog{}
+	for _, lg := range logs {
+		tlogs[hex.EncodeToString(lg.ID)] = &root.TransparencyLog{BaseURL: "https://rekor.test", ID: lg.ID, ValidityPeriodStart: ca.Cert.NotBefore,
+			HashFunc: crypto.SHA256, PublicKey: lg.priv.Public(), SignatureHashFunc: crypto.SHA256}
+	}
 	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01,
 		[]root.CertificateAuthority{&root.FulcioCertificateAuthority{Root: ca.Cert, ValidityPeriodStart: ca.Cert.NotBefore, URI: "https://fulcio.test"}},
-		nil, nil, nil)
+		nil, nil, tlogs)
 	if err != nil {
 		return nil, err
 	}
