@@ -19,8 +19,12 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/signatures/signaturestest"
 )
 
-// platformCA is the keyless CA the sidecar's --sigstore-trusted-root trusts.
-var platformCA *signaturestest.CA
+// platformCA and platformLog are the keyless CA and the transparency log the
+// sidecar's --sigstore-trusted-root trusts.
+var (
+	platformCA  *signaturestest.CA
+	platformLog *signaturestest.Log
+)
 
 // trustedRoot writes the platform's trusted root file for the suite.
 func trustedRoot() (string, error) {
@@ -28,8 +32,11 @@ func trustedRoot() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if platformLog, err = signaturestest.MakeLog(); err != nil {
+		return "", err
+	}
 	platformCA = ca
-	b, err := ca.TrustedRootJSON()
+	b, err := ca.TrustedRootJSON(platformLog)
 	if err != nil {
 		return "", err
 	}
@@ -147,6 +154,19 @@ func TestSignatureGate(t *testing.T) {
 		k := signaturestest.NewKey(t)
 		signaturestest.Sign(t, img, k, platformCA.Leaf(t, k, "https://token.ci.example", "build@ci.example", time.Hour))
 		entered(t, img.String(), []string{"identity https://token.ci.example build@ci.example"}, nil)
+	})
+	t.Run("keyless, the certificate expired since, logged while it was valid", func(t *testing.T) {
+		img := signaturestest.Push(t, host+"/team/keyless-logged:v1")
+		k := signaturestest.NewKey(t)
+		signaturestest.SignLogged(t, img, k, platformCA.Leaf(t, k, "https://token.ci.example", "build@ci.example", -10*time.Minute),
+			platformLog, time.Now().Add(-15*time.Minute))
+		entered(t, img.String(), []string{"identity https://token.ci.example build@ci.example"}, nil)
+	})
+	t.Run("keyless, the certificate expired, no log entry", func(t *testing.T) {
+		img := signaturestest.Push(t, host+"/team/keyless-expired:v1")
+		k := signaturestest.NewKey(t)
+		signaturestest.Sign(t, img, k, platformCA.Leaf(t, k, "https://token.ci.example", "build@ci.example", -10*time.Minute))
+		held(t, img.String(), "a keyless signature whose certificate does not chain to the trusted root (or was not valid when it signed)")
 	})
 }
 
