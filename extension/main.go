@@ -54,6 +54,7 @@ func main() {
 	flag.IntVar(&o.Concurrency, "concurrent-reconciles", 256, "Parallel reconciles per controller.")
 	flag.IntVar(&o.BinderConcurrency, "binder-concurrent-reconciles", 128, "Parallel reconciles of the DeploymentTargetClaim binder.")
 	flag.DurationVar(&o.PromotionTimeout, "promotion-timeout", promotionrun.DefaultTimeout, "How long a PromotionRun may take per Environment before it fails.")
+	flag.StringVar(&o.SigstoreTrustedRoot, "sigstore-trusted-root", "", "File with the platform's sigstore trusted root (trusted_root.json, e.g. mounted from a ConfigMap) that keyless signatures of an Environment's signature gate must chain to; verified offline. Empty: only public keys verify.")
 	flag.DurationVar(&o.ReleaseTimeout, "release-timeout", deploymenttarget.DefaultReleaseTimeout, "How long freeing a deleted DeploymentTarget's resources may fail before the target is marked Failed.")
 	flag.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Hour, "How often every object is reconciled again even without changes.")
 	flag.StringVar(&o.GeneratorAddr, "generator-bind-address", ":8090", "Address of the ApplicationSet plugin generator; \"0\" disables it.")

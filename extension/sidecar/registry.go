@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -38,6 +39,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/repositorycredentials"
 	shardreconciler "github.com/gitops-service/gitops-service/reconcilers/shard"
 	"github.com/gitops-service/gitops-service/reconcilers/sharding"
+	"github.com/gitops-service/gitops-service/reconcilers/signatures"
 	"github.com/gitops-service/gitops-service/reconcilers/snapshotenvironmentbinding"
 	"github.com/gitops-service/gitops-service/reconcilers/subscription"
 	"github.com/gitops-service/gitops-service/reconcilers/syncrun"
@@ -97,6 +99,10 @@ func registrations(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o Op
 	if err != nil {
 		return nil, err
 	}
+	verifier, err := signatureVerifier(o.SigstoreTrustedRoot)
+	if err != nil {
+		return nil, err
+	}
 	regs = append(regs,
 		registration{what: "the GitOpsDeployment reconciler", concurrency: o.Concurrency,
 			kinds: []client.Object{&v1.GitOpsDeployment{}, argoApp, project, &v1.GitOpsDeploymentManagedEnvironment{}, &v1.GitOpsDeploymentRepositoryCredentials{}},
@@ -127,7 +133,7 @@ func registrations(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o Op
 				&as.PromotionPolicy{}, &corev1.Namespace{}},
 			setup: &promotionrun.Reconciler{
 				Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace, Recorder: rec,
-				Timeout: o.PromotionTimeout, ServiceAccount: sa, Egress: &o.Egress,
+				Timeout: o.PromotionTimeout, ServiceAccount: sa, Signatures: verifier, Egress: &o.Egress,
 			}},
 		registration{what: "the Environment reconciler", concurrency: o.Concurrency,
 			kinds: []client.Object{&as.Environment{}, &v1.GitOpsDeploymentManagedEnvironment{}, &as.DeploymentTargetClaim{}, &as.DeploymentTarget{}},
@@ -335,4 +341,23 @@ func (c *lateInformers) lateKinds() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.late)
+}
+
+// signatureVerifier is the signature gate's verifier, with the platform's
+// trusted root for keyless signatures when one is given (a file that
+// cannot be read or parsed stops the start: a gate is never weaker than
+// the platform configured it).
+func signatureVerifier(trustedRoot string) (*signatures.Verifier, error) {
+	v := &signatures.Verifier{}
+	if trustedRoot == "" {
+		return v, nil
+	}
+	data, err := os.ReadFile(trustedRoot)
+	if err != nil {
+		return nil, fmt.Errorf("--sigstore-trusted-root: %w", err)
+	}
+	if v.Root, v.RootHash, err = signatures.LoadRoot(data); err != nil {
+		return nil, fmt.Errorf("--sigstore-trusted-root %s: %w", trustedRoot, err)
+	}
+	return v, nil
 }

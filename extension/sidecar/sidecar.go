@@ -93,6 +93,10 @@ type Options struct {
 	SubscriptionWebhookAddr string
 	// PromotionTimeout is how long a PromotionRun may take per Environment.
 	PromotionTimeout time.Duration
+	// SigstoreTrustedRoot is the platform's trusted root (sigstore's
+	// trusted_root.json) for keyless signatures of the signature gate;
+	// empty: only keys verify.
+	SigstoreTrustedRoot string
 	// ArgoRedis is the Redis of Argo CD's application controller, read for the
 	// per-resource health that Argo CD 3.x keeps only there by default. Empty
 	// Addr: GitOpsDeployments show no per-resource health on such an Argo CD.

@@ -17,7 +17,8 @@ import (
 // The gates of an Environment (its .spec.gates) hold a promotion before it
 // enters the Environment: the freeze switch, the freeze windows, the soak
 // time of its parent Environment and the approvals; so does its
-// .spec.preview (a clean PromotionPreview, preview_gate.go). Whether one holds it is a
+// .spec.preview (a clean PromotionPreview, preview_gate.go) and its
+// .spec.gates.signatures (signature_gate.go). Whether one holds it is a
 // pure function of what was read and of the clock (gate, below: an ordered
 // list of policies); the plan asks it before a run starts (its first
 // Environment) and before each next step of an automated promotion enters
@@ -72,6 +73,9 @@ type gateInput struct {
 	// SourceHistory is the Application's PromotionHistory of Env's parent,
 	// nil when none (or no policy binds Env).
 	SourceHistory *as.PromotionHistory
+	// SignatureProblem says why Env's signature requirement could not be
+	// used (a key missing or not a key); the gate holds on it.
+	SignatureProblem string
 	// Rollback: the promotion is a rollback (gates apply as Env's rollbacks policy says).
 	Rollback bool
 	Now      time.Time
@@ -101,6 +105,7 @@ func gates(w *world, run *as.PromotionRun, names []string, snap *as.Snapshot) *k
 		if claim := env.Spec.Configuration.Target.DeploymentTargetClaim.ClaimName; claim != "" {
 			in.Claim = w.Claims[claim]
 		}
+		in.Signatures, in.SignatureProblem = w.Signatures[name], w.SignatureProblems[name]
 		if p := env.Spec.ParentEnvironment; p != "" {
 			in.Parent = w.environment(p)
 			in.VerifiedInParent = verifiedAt(runs, run.Spec.Application, run.Spec.Snapshot, in.SnapshotID, p)
@@ -143,6 +148,7 @@ var ladder = []policy{
 	{freezeWindow, func(rb *as.RollbackGates) bool { return rb.Freeze }},
 	{soaked, never},
 	{approved, func(rb *as.RollbackGates) bool { return rb.Approvals }},
+	signaturesRung,
 	previewRung,
 	policyRung,
 }

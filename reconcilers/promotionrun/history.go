@@ -21,6 +21,10 @@ import (
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionhistories/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionapprovals,verbs=get;list;watch
 
+// maxVerifications is the most image verifications a history entry keeps
+// (the CRD's MaxItems of verifications).
+const maxVerifications = 64
+
 // HistoryName names the PromotionHistory of app in env.
 func HistoryName(app, env string) string { return as.PromotionHistoryName(app, env) }
 
@@ -126,6 +130,11 @@ func records(w *world, run *as.PromotionRun) []historyWrite {
 			in.SnapshotCreated = created.Time
 		}
 		e.ApprovedBy = approvedBy(in)
+		if !run.Spec.IsRollback() {
+			// The CRD keeps 64 per entry (a history keeps 50 entries): a
+			// larger Snapshot records its first 64 images.
+			e.Verifications = w.Signatures[env][:min(len(w.Signatures[env]), maxVerifications)]
+		}
 		out = append(out, historyWrite{Env: env, Entry: e, Rollback: e.Result == as.PromotionRunCompleteResultFailure && e.Kind == as.PromotionKindPromotion &&
 			envObj.Spec.Rollback != nil && envObj.Spec.Rollback.Automatic})
 	}

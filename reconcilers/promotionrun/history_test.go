@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
@@ -72,4 +73,28 @@ func TestUpsertEntryIsBoundedAndOncePerRun(t *testing.T) {
 	assert.Len(t, st.Entries, as.MaxHistoryEntries)
 	assert.Equal(t, "7", st.Entries[0].PromotionRun, "the oldest went first")
 	assert.Equal(t, fmt.Sprint(as.MaxHistoryEntries+6), st.Entries[len(st.Entries)-1].PromotionRun)
+}
+
+// A step's entry records what the signature gate verified, at most as many
+// images as the CRD keeps; a rollback's records none.
+func TestRecordsKeepTheVerifications(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 11, 26, 3, 0, 0, 0, time.UTC))
+	var many []as.ImageVerification
+	for i := range maxVerifications + 6 {
+		many = append(many, as.ImageVerification{Component: fmt.Sprint("c", i), Image: fmt.Sprintf("r.example/c%d@sha256:aa", i), Verified: true})
+	}
+	w := &world{Now: now, Environments: []as.Environment{{ObjectMeta: metav1.ObjectMeta{Name: "dev"}}, {ObjectMeta: metav1.ObjectMeta{Name: "prod"}}},
+		Signatures: map[string][]as.ImageVerification{"dev": many[:2], "prod": many}}
+	run := func(name string, rollback bool, env string) *as.PromotionRun {
+		return &as.PromotionRun{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "u-" + types.UID(name)},
+			Spec: as.PromotionRunSpec{Snapshot: "s", Application: "app", ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: env, Rollback: rollback}},
+			Status: as.PromotionRunStatus{Rollback: &as.RollbackStatus{Snapshot: "s"}, EnvironmentStatus: []as.PromotionRunEnvironmentStatus{
+				{Step: 1, EnvironmentName: env, Status: as.PromotionRunEnvironmentStatusSuccess}}}}
+	}
+	got := records(w, run("to-dev", false, "dev"))
+	assert.Equal(t, many[:2], got[0].Entry.Verifications)
+	got = records(w, run("to-prod", false, "prod"))
+	assert.Equal(t, many[:maxVerifications], got[0].Entry.Verifications)
+	got = records(w, run("back", true, "prod"))
+	assert.Nil(t, got[0].Entry.Verifications, "a rollback returns to a Snapshot verified before")
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/egress"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/policyrules"
+	"github.com/gitops-service/gitops-service/reconcilers/signatures"
 )
 
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=promotionruns,verbs=get;list;watch
@@ -82,9 +83,13 @@ type Reconciler struct {
 	// it as their parameter for approvals and requesters to count (identity.go).
 	ServiceAccount install.ServiceAccount
 	// Egress limits the addresses of target clusters dialled to read the
-	// live workloads of a ManagedEnvironment (live.go).
+	// live workloads of a ManagedEnvironment (live.go), and the registries the signature
+	// gate reads.
 	Egress *egress.Policy
 
+	// Signatures verifies the images of a Snapshot for an Environment's
+	// signature gate; nil: such a gate holds every promotion and says so.
+	Signatures *signatures.Verifier
 	// policies keeps the PromotionPolicies' compiled rules.
 	policies policyrules.Cache
 

@@ -5,6 +5,7 @@ package promotionrun_test
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"testing"
 	"time"
@@ -34,7 +35,13 @@ var (
 const sidecarSA = "system:serviceaccount:" + stack.SuiteArgoNamespace + ":gitops-service"
 
 func TestMain(m *testing.M) {
-	os.Exit(stack.RunSuite(m, "promotionrun", func(s *stack.Suite) error {
+	// The platform's trusted root for keyless signatures (signature_gate_api_test.go).
+	rootFile, err := trustedRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := stack.RunSuite(m, "promotionrun", func(s *stack.Suite) error {
 		k8s, kube = s.Client, s.Kube
 		// Approvals and requesters count only while every shipped
 		// admission policy is live as shipped.
@@ -42,7 +49,14 @@ func TestMain(m *testing.M) {
 			return err
 		}
 		return policiesEnforced(s.Ctx)
-	}, func(o *sidecar.Options) { o.PromotionTimeout = timeout }))
+	}, func(o *sidecar.Options) {
+		o.PromotionTimeout = timeout
+		// The signature gate reads the test's registry on loopback.
+		o.Egress.AllowRanges = append(o.Egress.AllowRanges, netip.MustParsePrefix("127.0.0.0/8"))
+		o.SigstoreTrustedRoot = rootFile
+	})
+	os.Remove(rootFile)
+	os.Exit(code)
 }
 
 // policiesEnforced waits until the API server refuses an approval in

@@ -67,6 +67,14 @@ type world struct {
 	// Live are the live workloads of the Applications whose digests the
 	// pass verifies (by Application name; live.go).
 	Live map[string]*liveWorkloads
+	// Signatures are the results of verifying the images of the Snapshot
+	// a step deploys against an Environment's signature requirement, by
+	// Environment name, for the Environments that have one and whose gates
+	// this pass looks at or whose history entry it writes;
+	// SignatureProblems say why an Environment's requirement could not be
+	// used (signature_gate.go).
+	Signatures        map[string][]as.ImageVerification
+	SignatureProblems map[string]string
 	// Refused: the API server refused the binding of an Environment (act
 	// found out; the plan is made again with it).
 	Refused map[string]*kernel.Refusal
@@ -92,7 +100,8 @@ func (w *world) environment(name string) *as.Environment {
 // gather reads what the pass over run needs, each kind once.
 func (r *Reconciler) gather(ctx context.Context, run *as.PromotionRun, starting bool) (*world, error) {
 	ns := run.Namespace
-	w := &world{Run: run, Now: r.now(), Timeout: r.timeout(), Starting: starting, Snapshots: map[string]*as.Snapshot{}, Claims: map[string]*as.DeploymentTargetClaim{}}
+	w := &world{Run: run, Now: r.now(), Timeout: r.timeout(), Starting: starting, Snapshots: map[string]*as.Snapshot{}, Claims: map[string]*as.DeploymentTargetClaim{},
+		Signatures: map[string][]as.ImageVerification{}, SignatureProblems: map[string]string{}}
 	var runs as.PromotionRunList
 	var reader client.Reader = r.Client
 	if starting {
@@ -172,6 +181,13 @@ func (r *Reconciler) gatherGates(ctx context.Context, w *world) error {
 		policies := bound(env)
 		needIdentity = needIdentity || asksApprovals(env) || policies
 		needPreviews = needPreviews || env.Spec.Preview != nil || policies
+		// The Snapshot a step there would deploy (a rollback's is chosen
+		// later, and the gate does not hold it).
+		if !run.Spec.IsRollback() {
+			if err := r.verifySignatures(ctx, w, env, w.snapshot(run.Spec.Snapshot)); err != nil {
+				return err
+			}
+		}
 		if claim := env.Spec.Configuration.Target.DeploymentTargetClaim.ClaimName; claim != "" && w.Claims[claim] == nil {
 			c := &as.DeploymentTargetClaim{}
 			err := kernel.GetConfirmed(ctx, r.Client, r.APIReader, client.ObjectKey{Namespace: run.Namespace, Name: claim}, c)
@@ -221,6 +237,19 @@ func (r *Reconciler) gatherActive(ctx context.Context, w *world) error {
 		return err
 	}
 	w.Histories = slices.DeleteFunc(histories.Items, func(h as.PromotionHistory) bool { return h.Spec.Application != run.Spec.Application })
+	// What was verified of the Snapshot in the Environments whose step is
+	// not recorded yet (it may end this pass) goes into their history entry
+	// (the verifier's cache answers for what the gate verified).
+	if !run.Spec.IsRollback() {
+		byEnv := byEnvironment(w.Histories)
+		for _, s := range run.Status.EnvironmentStatus {
+			if !recorded(byEnv[s.EnvironmentName], string(run.UID), as.PromotionRunCompleteResultSuccess) {
+				if err := r.verifySignatures(ctx, w, w.environment(s.EnvironmentName), w.snapshot(snapshotOf(run))); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	if run.Spec.IsRollback() && run.Status.Rollback == nil && len(run.Status.EnvironmentStatus) == 0 {
 		// What a rollback may go back to, read from the cache as it is now.
 		h := byEnvironment(w.Histories)[run.Spec.ManualPromotion.TargetEnvironment]

@@ -101,9 +101,10 @@ func newDuties(t *testing.T) *duties {
 			ParentEnvironment: "staging", DeploymentStrategy: as.DeploymentStrategyManual,
 			Preview: &as.PreviewPolicy{RequiredWithin: metav1.Duration{Duration: time.Hour}},
 			Gates: &as.PromotionGates{
-				Freeze:    &as.FreezeSwitch{Frozen: true, Reason: "INC-1"},
-				Approvals: &as.ApprovalGate{Required: 1, Users: []string{d.gatekeeperName}},
-				Rollbacks: &as.RollbackGates{Freeze: true, Approvals: true},
+				Freeze:     &as.FreezeSwitch{Frozen: true, Reason: "INC-1"},
+				Approvals:  &as.ApprovalGate{Required: 1, Users: []string{d.gatekeeperName}},
+				Rollbacks:  &as.RollbackGates{Freeze: true, Approvals: true},
+				Signatures: &as.SignatureGate{Keys: []as.SignatureKey{{Name: "ci", PublicKey: signingKey}}},
 			}}},
 		&as.Environment{ObjectMeta: metav1.ObjectMeta{Namespace: d.ns, Name: "scratch"}},
 		&as.Snapshot{ObjectMeta: metav1.ObjectMeta{Namespace: d.ns, Name: "snap-1"}, Spec: as.SnapshotSpec{Application: "shop"}},
@@ -203,6 +204,12 @@ func gateBypasses(ns string) map[string]func(c client.Client) error {
 		"move prod out from under staging's soak": func(c client.Client) error {
 			return patchEnv(c, ns, "prod", func(e *as.Environment) { e.Spec.ParentEnvironment = "scratch" })
 		},
+		"require signatures of prod's images no more": func(c client.Client) error {
+			return patchEnv(c, ns, "prod", func(e *as.Environment) { e.Spec.Gates.Signatures = nil })
+		},
+		"sign prod's images with a key of one's own": func(c client.Client) error {
+			return patchEnv(c, ns, "prod", func(e *as.Environment) { e.Spec.Gates.Signatures.Keys[0].PublicKey = otherSigningKey })
+		},
 		"drop staging's soak time": func(c client.Client) error {
 			return patchEnv(c, ns, "staging", func(e *as.Environment) { e.Spec.Gates.SoakTime = nil })
 		},
@@ -216,6 +223,13 @@ func gateBypasses(ns string) map[string]func(c client.Client) error {
 		},
 	}
 }
+
+// prod's signing key, and one a promoter would rather it were (the CRD does
+// not parse them: the gate does, when it verifies).
+const (
+	signingKey      = "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEci\n-----END PUBLIC KEY-----\n"
+	otherSigningKey = "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEme\n-----END PUBLIC KEY-----\n"
+)
 
 // editDeploysDirectly are the paths that edit keeps: it writes bindings as it
 // writes GitOpsDeployments, the core API, which no gate holds (docs/tenants.md,
@@ -268,6 +282,8 @@ func assertGated(t *testing.T, ns string) {
 	assert.Equal(t, "staging", prod.Spec.ParentEnvironment)
 	require.NotNil(t, staging.Spec.Gates)
 	assert.NotNil(t, staging.Spec.Gates.SoakTime)
+	require.NotNil(t, prod.Spec.Gates.Signatures)
+	assert.Equal(t, signingKey, prod.Spec.Gates.Signatures.Keys[0].PublicKey)
 	b := &as.SnapshotEnvironmentBinding{}
 	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop-prod"}, b))
 	assert.Equal(t, "snap-1", b.Spec.Snapshot)

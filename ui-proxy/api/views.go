@@ -149,6 +149,8 @@ type HistoryEntry struct {
 	PromotedBy   string   `json:"promotedBy,omitempty"`
 	ApprovedBy   []string `json:"approvedBy,omitempty"`
 	RolledBackBy string   `json:"rolledBackBy,omitempty"`
+	// Verifications: what the Environment's signature gate verified of each image.
+	Verifications []as.ImageVerification `json:"verifications,omitempty"`
 }
 
 // History is the view of the PromotionHistory of an application and
@@ -335,7 +337,8 @@ func HistoryOf(h *as.PromotionHistory) *History {
 	for i := len(h.Status.Entries) - 1; i >= 0; i-- {
 		e := h.Status.Entries[i]
 		out.Entries = append(out.Entries, HistoryEntry{PromotionRun: e.PromotionRun, Kind: string(e.Kind), Snapshot: e.Snapshot, Result: string(e.Result),
-			Completed: Timestamp(e.CompletionTime), PromotedBy: e.PromotedBy, ApprovedBy: e.ApprovedBy, RolledBackBy: e.RolledBackBy})
+			Completed: Timestamp(e.CompletionTime), PromotedBy: e.PromotedBy, ApprovedBy: e.ApprovedBy, RolledBackBy: e.RolledBackBy,
+			Verifications: e.Verifications})
 	}
 	for _, r := range h.Status.Rejected {
 		out.Rejected = append(out.Rejected, r.Snapshot)
@@ -354,7 +357,8 @@ func (v History) Object(ns string) as.PromotionHistory {
 	for i := len(v.Entries) - 1; i >= 0; i-- {
 		e := v.Entries[i]
 		h.Status.Entries = append(h.Status.Entries, as.PromotionHistoryEntry{PromotionRun: e.PromotionRun, Kind: as.PromotionKind(e.Kind), Snapshot: e.Snapshot,
-			Result: as.PromotionRunCompleteResult(e.Result), CompletionTime: parseTime(e.Completed), PromotedBy: e.PromotedBy, ApprovedBy: e.ApprovedBy, RolledBackBy: e.RolledBackBy})
+			Result: as.PromotionRunCompleteResult(e.Result), CompletionTime: parseTime(e.Completed), PromotedBy: e.PromotedBy, ApprovedBy: e.ApprovedBy, RolledBackBy: e.RolledBackBy,
+			Verifications: e.Verifications})
 	}
 	for _, r := range v.Rejected {
 		h.Status.Rejected = append(h.Status.Rejected, as.RejectedSnapshot{Snapshot: r})

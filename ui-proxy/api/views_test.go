@@ -55,7 +55,9 @@ func TestViewsRoundTrip(t *testing.T) {
 		Spec: as.PromotionHistorySpec{Application: "shop", Environment: "prod"},
 		Status: as.PromotionHistoryStatus{
 			Entries: []as.PromotionHistoryEntry{
-				{PromotionRun: "a", Kind: "Promotion", Snapshot: "shop-v1", Result: "Success", CompletionTime: at, PromotedBy: "alice", ApprovedBy: []string{"bob"}},
+				{PromotionRun: "a", Kind: "Promotion", Snapshot: "shop-v1", Result: "Success", CompletionTime: at, PromotedBy: "alice", ApprovedBy: []string{"bob"},
+					Verifications: []as.ImageVerification{{Component: "web", Image: "r.example/web:v1", Digest: "sha256:aa", Verified: true, Signers: []string{"key ci"},
+						Attestations: []string{"https://slsa.dev/provenance/v1"}}}},
 				{PromotionRun: "b", Kind: "Rollback", Snapshot: "shop-v1", Result: "Success", CompletionTime: at, RolledBackBy: "carol"},
 			},
 			Rejected: []as.RejectedSnapshot{{Snapshot: "shop-v2"}},

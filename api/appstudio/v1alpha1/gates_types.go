@@ -41,6 +41,12 @@ type PromotionGates struct {
 	// +optional
 	Approvals *ApprovalGate `json:"approvals,omitempty"`
 
+	// Signatures: every image of a Snapshot must be signed (and/or attested)
+	// by the given keys or identities before a promotion enters this
+	// Environment (signature_types.go).
+	// +optional
+	Signatures *SignatureGate `json:"signatures,omitempty"`
+
 	// Rollbacks says which gates also hold a rollback into this Environment.
 	// By default none do: a freeze or a missing approval does not block the
 	// way back to a Snapshot that was verified here.

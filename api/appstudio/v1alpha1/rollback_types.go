@@ -138,6 +138,14 @@ type PromotionHistoryEntry struct {
 	// (the API server does not enforce who approves), and for a rollback.
 	// +optional
 	ApprovedBy []string `json:"approvedBy,omitempty"`
+	// Verifications are what was verified of each image of the Snapshot
+	// against the Environment's signature requirements (its
+	// .spec.gates.signatures) when the promotion entered; empty when it
+	// requires none, and for a rollback.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	Verifications []ImageVerification `json:"verifications,omitempty"`
 	// RolledBackBy is the rollback that rolled this Snapshot back out of the
 	// Environment, if any.
 	// +optional

@@ -283,9 +283,21 @@
         'Automated promotion out of ', mono(d.environment), ' is held since ', hist.heldSince, ' by rollback ', mono(hist.heldBy),
         '; release: ', mono('argocd gitops rollback ' + d.environment + ' --application ' + d.application + ' --release')) : null,
       (hist.rejected || []).length ? h('div', {'data-gs': 'rejected'}, 'Rejected Snapshots: ', hist.rejected.map((r) => mono(r))) : null,
-      table('history', ['Completed', 'Kind', 'Snapshot', 'Result', 'Promoted by', 'Approved by', 'Rolled back by', 'Run'],
+      table('history', ['Completed', 'Kind', 'Snapshot', 'Result', 'Promoted by', 'Approved by', 'Rolled back by', 'Run', 'Signatures'],
         hist.entries.map((e) => h('tr', {key: e.promotionRun + e.completed}, td(e.completed, 1), td(e.kind, 2), td(e.snapshot, 3), td(e.result, 4),
-          td(e.promotedBy || 'unknown', 5), td((e.approvedBy || []).join(', ') || '-', 6), td(e.rolledBackBy || '-', 7), td(e.promotionRun, 8)))));
+          td(e.promotedBy || 'unknown', 5), td((e.approvedBy || []).join(', ') || '-', 6), td(e.rolledBackBy || '-', 7), td(e.promotionRun, 8),
+          td(signed(e.verifications), 9)))));
+  }
+
+  // signed sums up what the signature gate verified of a step's images: how
+  // many verified, by whom, with which attestations.
+  function signed(vs) {
+    if (!(vs || []).length) {
+      return '-';
+    }
+    const ok = vs.filter((v) => v.verified);
+    const by = [...new Set(ok.flatMap((v) => (v.signers || []).concat(v.attestations || [])))];
+    return ok.length + '/' + vs.length + ' verified' + (by.length ? ' (' + by.join(', ') + ')' : '');
   }
 
   // --- GitOpsDeployment -------------------------------------------------------
