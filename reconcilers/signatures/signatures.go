@@ -103,6 +103,11 @@ type Requirement struct {
 // name (inline or read from their ConfigMaps). A key that is not a public
 // key or a regular expression that does not compile is an error naming it.
 func Compile(g *as.SignatureGate, pems map[string]string) (*Requirement, error) {
+	// The CRD refuses a requirement without a key or identity; one written
+	// around it must not verify every image vacuously.
+	if len(g.Keys) == 0 && len(g.Identities) == 0 {
+		return nil, fmt.Errorf("the requirement names no key and no identity")
+	}
 	r := &Requirement{Attestations: slices.Clone(g.Attestations), AttestationsOnly: g.AttestationsOnly}
 	h := sha256.New()
 	fmt.Fprintf(h, "%q %t\n", g.Attestations, g.AttestationsOnly)

@@ -273,3 +273,10 @@ func TestKeylessLoggedWhileValid(t *testing.T) {
 	assert.False(t, r.Verified)
 	assert.Contains(t, r.Message, "the entry is of another signature")
 }
+
+// A requirement written around the CRD's rule (no key, no identity) is
+// refused, never satisfied by any image.
+func TestCompileRefusesARequirementWithoutKeyOrIdentity(t *testing.T) {
+	_, err := signatures.Compile(&as.SignatureGate{Attestations: []string{"https://slsa.dev/provenance/v1"}}, nil)
+	require.ErrorContains(t, err, "no key and no identity")
+}

@@ -12,7 +12,7 @@ package v1alpha1
 // keyless identities named here. The image's digest is what is verified (a
 // tag is resolved first). Signatures are found the cosign way, in the
 // image's repository (tags sha256-<digest>.sig and .att).
-// +kubebuilder:validation:XValidation:rule="(has(self.keys) && size(self.keys) > 0) || (has(self.identities) && size(self.identities) > 0)",message="name at least one key or identity",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule="(has(self.keys) && size(self.keys) > 0) || (has(self.identities) && size(self.identities) > 0)",message="name at least one key or identity",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!has(self.attestationsOnly) || !self.attestationsOnly || (has(self.attestations) && size(self.attestations) > 0)",message="attestationsOnly needs at least one attestation",fieldPath=".attestations",reason=FieldValueRequired
 type SignatureGate struct {
 	// Keys whose signatures count: any one of them (or of the identities)
