@@ -230,6 +230,13 @@ type PromotionRunEnvironmentStatus struct {
 	// step succeeded); a soak time of the Environment counts from then.
 	// +optional
 	VerifiedTime *metav1.Time `json:"verifiedTime,omitempty"`
+
+	// Analysis are the results of the Environment's analysis checks, from
+	// when the step was deployed; the step is verified once each passed.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	Analysis []AnalysisCheckStatus `json:"analysis,omitempty"`
 }
 
 // +kubebuilder:object:root=true
