@@ -124,7 +124,7 @@ func registrations(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o Op
 				&admissionv1.ValidatingAdmissionPolicy{}, &admissionv1.ValidatingAdmissionPolicyBinding{}},
 			setup: &promotionrun.Reconciler{
 				Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace, Recorder: rec,
-				Timeout: o.PromotionTimeout, ServiceAccount: sa,
+				Timeout: o.PromotionTimeout, ServiceAccount: sa, Egress: &o.Egress,
 			}},
 		registration{what: "the Environment reconciler", concurrency: o.Concurrency,
 			kinds: []client.Object{&as.Environment{}, &v1.GitOpsDeploymentManagedEnvironment{}, &as.DeploymentTargetClaim{}, &as.DeploymentTarget{}},

@@ -190,7 +190,7 @@ func enter(w *world, run *as.PromotionRun, d *decision, snap *as.Snapshot, level
 		return true
 	}
 	if run.Status.State != as.PromotionRunStateCompleted {
-		waitOrTimeout(w, run, d)
+		analysisWait(w, run, d)
 	}
 	return false
 }
@@ -220,6 +220,20 @@ func deploy(w *world, run *as.PromotionRun, d *decision, snap *as.Snapshot, leve
 		if ok, progress := verdict(snap, w.Generated[seb.UID]); ok {
 			setStep(run, env, as.PromotionRunEnvironmentStatusSuccess, progress)
 			verified(run, env, w.Now)
+			// Deployed: the Environment's analysis decides (analysis.go).
+			switch phase, msg := analyse(w, run, env); phase {
+			case as.AnalysisFailed:
+				setStep(run, env, as.PromotionRunEnvironmentStatusFailure, msg)
+				complete(run, d, as.PromotionRunCompleteResultFailure, analysisRefusal(msg))
+				return false
+			case as.AnalysisRunning:
+				setStep(run, env, as.PromotionRunEnvironmentStatusInProgress, msg)
+				all = false
+			case as.AnalysisSuccessful:
+				if msg != "" {
+					setStep(run, env, as.PromotionRunEnvironmentStatusSuccess, msg)
+				}
+			}
 		} else {
 			setStep(run, env, as.PromotionRunEnvironmentStatusInProgress, progress)
 			all = false

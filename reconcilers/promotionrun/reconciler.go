@@ -13,6 +13,7 @@ package promotionrun
 
 import (
 	"context"
+	"crypto/x509"
 	"sync"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/manifests/install"
 	"github.com/gitops-service/gitops-service/reconcilers/binding"
+	"github.com/gitops-service/gitops-service/reconcilers/egress"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 )
 
@@ -77,6 +79,11 @@ type Reconciler struct {
 	// ServiceAccount is the sidecar's own: the admission policies must name
 	// it as their parameter for approvals and requesters to count (identity.go).
 	ServiceAccount install.ServiceAccount
+	// Egress limits the addresses analysis checks connect to (nil: the
+	// fixed ranges refused); AnalysisRoots are the CAs they trust over
+	// https (nil: the system's).
+	Egress        *egress.Policy
+	AnalysisRoots *x509.CertPool
 
 	enforcementMu  sync.Mutex
 	lastUnenforced time.Time
