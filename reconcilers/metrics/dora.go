@@ -38,10 +38,11 @@ var (
 	}, append(doraLabels, "result"))
 
 	// PromotionFailures counts the failed changes: a promotion that failed
-	// verification or timed out, or one verified and later rolled back.
+	// verification or timed out, one whose analysis failed, or one verified
+	// and later rolled back.
 	PromotionFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: PromotionFailuresName,
-		Help: "Changes that failed, by tenant, application, environment and cause (failed: verification failed or timed out; rolled_back: verified, later rolled back). Change failure rate: this over gitops_service_promotions_total.",
+		Help: "Changes that failed, by tenant, application, environment and cause (failed: verification failed or timed out; analysis: an analysis check of the Environment failed; rolled_back: verified, later rolled back). Change failure rate: this over gitops_service_promotions_total.",
 	}, append(doraLabels, "cause"))
 
 	// LeadTime observes the time from a Snapshot's creation to its
@@ -89,7 +90,7 @@ func doraOf(old, cur *appstudio.PromotionHistory) dora {
 		if e.Kind == appstudio.PromotionKindPromotion {
 			d.promotions[string(e.Result)]++
 			if e.Result == appstudio.PromotionRunCompleteResultFailure {
-				d.failures["failed"]++
+				d.failures[failureCause(e)]++
 			}
 			if e.Result == appstudio.PromotionRunCompleteResultSuccess && e.SnapshotCreated != nil {
 				d.leadTimes = append(d.leadTimes, elapsed(e.SnapshotCreated.Time, e.CompletionTime.Time))
@@ -102,6 +103,18 @@ func doraOf(old, cur *appstudio.PromotionHistory) dora {
 		}
 	}
 	return d
+}
+
+// failureCause is the cause a failed promotion counts under: analysis when
+// one of the Environment's analysis checks failed it (its live state was
+// verified, its metrics or answers were not), failed otherwise.
+func failureCause(e appstudio.PromotionHistoryEntry) string {
+	for _, a := range e.Analysis {
+		if a.Phase == appstudio.AnalysisFailed {
+			return "analysis"
+		}
+	}
+	return "failed"
 }
 
 // restored is the time to restore that the verified entry e ends, after the
