@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,8 +34,23 @@ const Timeout = 10 * time.Second
 // DefaultInterval is a check's interval when it names none.
 const DefaultInterval = time.Minute
 
-// maxValue bounds the value a measurement keeps.
-const maxValue = 64
+// maxValue bounds the value a measurement keeps, maxMessage its message
+// (within the CRD's limits of a result's value and message).
+const (
+	maxValue   = 64
+	maxMessage = 480
+)
+
+// cut shortens s to at most n bytes and a mark, on a rune boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
 
 // Measurement is one measurement of a check.
 type Measurement struct {
@@ -83,9 +99,7 @@ func Measure(ctx context.Context, reader client.Reader, a Access, check as.Analy
 		m = getWeb(ctx, a, *check.Web, creds)
 	}
 	m.Time = now
-	if len(m.Value) > maxValue {
-		m.Value = m.Value[:maxValue] + "…"
-	}
+	m.Value = cut(m.Value, maxValue)
 	return m
 }
 
@@ -180,7 +194,7 @@ func Record(check as.AnalysisCheck, st as.AnalysisCheckStatus, m Measurement) as
 		return st
 	}
 	t := m.Time
-	st.LastCheckTime, st.Value, st.Message = &t, m.Value, m.Message
+	st.LastCheckTime, st.Value, st.Message = &t, cut(m.Value, maxValue), cut(m.Message, maxMessage)
 	if m.OK {
 		st.Successes++
 	} else {

@@ -5,8 +5,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
@@ -116,6 +118,15 @@ func TestRecordCountsToTheCountAndTheFailureLimit(t *testing.T) {
 	assert.Equal(t, as.AnalysisFailed, failing.Phase, "one failure more than the limit")
 	assert.Nil(t, failing.NextCheckTime)
 	assert.Equal(t, "connection refused", failing.Message)
+}
+
+// A result stays within the CRD's limits whatever was measured.
+func TestRecordKeepsTheResultWithinTheCRDsLimits(t *testing.T) {
+	long := strings.Repeat("é", 400)
+	st := Record(as.AnalysisCheck{Name: "x", Count: 2}, Start(as.AnalysisCheck{Name: "x"}, at(0)), Measurement{Time: at(1), Value: long, Message: long})
+	assert.LessOrEqual(t, len(st.Value), 128)
+	assert.LessOrEqual(t, len(st.Message), 512)
+	assert.True(t, utf8.ValidString(st.Value) && utf8.ValidString(st.Message), "cut on a rune boundary")
 }
 
 func TestVerdict(t *testing.T) {

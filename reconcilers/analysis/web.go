@@ -148,9 +148,4 @@ func Field(doc []byte, path string) (string, error) {
 }
 
 // short quotes a value for a message, cut at maxValue.
-func short(v string) string {
-	if len(v) > maxValue {
-		v = v[:maxValue] + "…"
-	}
-	return strconv.Quote(v)
-}
+func short(v string) string { return strconv.Quote(cut(v, maxValue)) }
