@@ -96,6 +96,7 @@ func TestAnalysisVerifiesAndRollsBack(t *testing.T) {
 	snapshot(t, ns, "snap-a2", "quay.io/x/fe:v2")
 
 	p1 := run(t, manual(ns, "p1", "appa", "snap-a", "staging"), "verified after its analysis", succeeded)
+	stack.WaitForEvent(t, k8s, p1, corev1.EventTypeNormal, "AnalysisPassed", "", wait)
 	results := analysisOf(p1, "staging")
 	require.Len(t, results, 2)
 	assert.Equal(t, as.AnalysisSuccessful, results[0].Phase)

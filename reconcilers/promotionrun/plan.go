@@ -233,6 +233,9 @@ func deploy(w *world, run *as.PromotionRun, d *decision, snap *as.Snapshot, leve
 				if msg != "" {
 					setStep(run, env, as.PromotionRunEnvironmentStatusSuccess, msg)
 				}
+				if len(w.Measurements[env]) > 0 {
+					d.note("AnalysisPassed", "Snapshot %s passed the analysis in Environment %s: %s", snap.Name, env, summary(stepOf(run, env).Analysis))
+				}
 			}
 		} else {
 			setStep(run, env, as.PromotionRunEnvironmentStatusInProgress, progress)
