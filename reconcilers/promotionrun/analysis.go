@@ -94,6 +94,28 @@ func analyse(w *world, run *as.PromotionRun, env string) (as.AnalysisPhase, stri
 	return phase, fmt.Sprintf("deployed; analysing: %s%s", summary(s.Analysis), at)
 }
 
+// analysed applies the analysis of env to run's deployed step there: a
+// failed one fails the step and the run, one going on keeps the step in
+// progress, a passed one (or none) lets it succeed. It returns the phase.
+func analysed(w *world, run *as.PromotionRun, d *decision, snap *as.Snapshot, env string) as.AnalysisPhase {
+	phase, msg := analyse(w, run, env)
+	switch phase {
+	case as.AnalysisFailed:
+		setStep(run, env, as.PromotionRunEnvironmentStatusFailure, msg)
+		complete(run, d, as.PromotionRunCompleteResultFailure, analysisRefusal(msg))
+	case as.AnalysisRunning:
+		setStep(run, env, as.PromotionRunEnvironmentStatusInProgress, msg)
+	case as.AnalysisSuccessful:
+		if msg != "" {
+			setStep(run, env, as.PromotionRunEnvironmentStatusSuccess, msg)
+		}
+		if len(w.Measurements[env]) > 0 {
+			d.note("AnalysisPassed", "Snapshot %s passed the analysis in Environment %s: %s", snap.Name, env, summary(stepOf(run, env).Analysis))
+		}
+	}
+	return phase
+}
+
 func limitOf(a *as.AnalysisPolicy, name string) int32 {
 	for _, c := range a.Checks {
 		if c.Name == name {

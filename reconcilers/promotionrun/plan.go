@@ -221,21 +221,11 @@ func deploy(w *world, run *as.PromotionRun, d *decision, snap *as.Snapshot, leve
 			setStep(run, env, as.PromotionRunEnvironmentStatusSuccess, progress)
 			verified(run, env, w.Now)
 			// Deployed: the Environment's analysis decides (analysis.go).
-			switch phase, msg := analyse(w, run, env); phase {
+			switch analysed(w, run, d, snap, env) {
 			case as.AnalysisFailed:
-				setStep(run, env, as.PromotionRunEnvironmentStatusFailure, msg)
-				complete(run, d, as.PromotionRunCompleteResultFailure, analysisRefusal(msg))
 				return false
 			case as.AnalysisRunning:
-				setStep(run, env, as.PromotionRunEnvironmentStatusInProgress, msg)
 				all = false
-			case as.AnalysisSuccessful:
-				if msg != "" {
-					setStep(run, env, as.PromotionRunEnvironmentStatusSuccess, msg)
-				}
-				if len(w.Measurements[env]) > 0 {
-					d.note("AnalysisPassed", "Snapshot %s passed the analysis in Environment %s: %s", snap.Name, env, summary(stepOf(run, env).Analysis))
-				}
 			}
 		} else {
 			setStep(run, env, as.PromotionRunEnvironmentStatusInProgress, progress)
