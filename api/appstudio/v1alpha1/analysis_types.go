@@ -106,6 +106,7 @@ type PrometheusCheck struct {
 }
 
 // WebCheck is a GET request and what its answer must be.
+// +kubebuilder:validation:XValidation:rule="!has(self.jsonField) || has(self.successCondition)",message="jsonField needs a successCondition",reason=FieldValueForbidden
 type WebCheck struct {
 	// URL to GET, http:// or https://.
 	// +required
