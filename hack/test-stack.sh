@@ -2,7 +2,7 @@
 # Installs and builds everything the real test stack needs (see test/stack):
 # apt packages, kube-apiserver/kube-controller-manager/kubectl, and each Argo CD
 # version the stack can run (ARGOCD_VERSION picks one at test time) with its web
-# UI embedded and the kustomize it ships, helm and the Argo CD operator.
+# UI embedded and the kustomize it ships, helm, the Argo CD operator and Prometheus.
 # ARGOCD_VERSIONS="3.5.1" limits the build to some of them.
 # Idempotent and fast when everything is cached.
 #
@@ -30,8 +30,10 @@ start=$(date +%s)
 mkdir -p "$CACHE"
 echo $$ >"$CACHE/.building"
 ui_pid=
+prom_pid=
 cleanup() {
   [ -z "$ui_pid" ] || kill "$ui_pid" 2>/dev/null || true
+  [ -z "$prom_pid" ] || kill "$prom_pid" 2>/dev/null || true
   # only ours: a second test-stack.sh may have started since
   if [ "$(cat "$CACHE/.building" 2>/dev/null)" = "$$" ]; then rm -f "$CACHE/.building"; fi
 }
@@ -45,6 +47,10 @@ trap cleanup EXIT
 ) &
 ui_pid=$!
 "$HACK/build-kube.sh"
+# Prometheus (the analysis tests) builds in the background beside the rest;
+# test/stack waits for it while this script runs.
+"$HACK/build-prometheus.sh" &
+prom_pid=$!
 for v in $VERSIONS; do
   KUSTOMIZE_VERSION="${KUSTOMIZE[$v]}" "$HACK/build-kustomize.sh"
 done
@@ -72,5 +78,7 @@ for v in $VERSIONS; do
   fi
 done
 wait_ui
+wait "$prom_pid" || { prom_pid=; echo "[test-stack] ERROR: building Prometheus failed (its output is above, prefixed [prometheus])" >&2; exit 1; }
+prom_pid=
 echo "[test-stack] ready in $(( $(date +%s) - start ))s; cache: $CACHE"
 echo "$CACHE"

@@ -225,7 +225,9 @@ func TestBindingViewAndPromotionPath(t *testing.T) {
 		Application: "shop", ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "staging"}},
 		Status: as.PromotionRunStatus{State: as.PromotionRunStateCompleted, CompletionResult: as.PromotionRunCompleteResultSuccess,
 			EnvironmentStatus: []as.PromotionRunEnvironmentStatus{{Step: 1, EnvironmentName: "staging",
-				Status: as.PromotionRunEnvironmentStatusSuccess, DisplayStatus: "All GitOpsDeployments are Synced/Healthy"}}}}
+				Status: as.PromotionRunEnvironmentStatusSuccess, DisplayStatus: "All GitOpsDeployments are Synced/Healthy",
+				Analysis: []as.AnalysisCheckStatus{{Name: "error-rate", Phase: as.AnalysisSuccessful, Value: "0.01", Successes: 3, Message: "0.01 <= 0.05",
+					LastCheckTime: &metav1.Time{Time: time.Date(2026, 1, 2, 3, 13, 5, 0, time.UTC)}}}}}}}
 	objs := []client.Object{
 		env("team-a", "dev", "", as.DeploymentStrategyAppStudioAutomated), env("team-a", "staging", "dev", as.DeploymentStrategyAppStudioAutomated),
 		env("team-a", "prod", "staging", as.DeploymentStrategyManual),
@@ -254,7 +256,8 @@ func TestBindingViewAndPromotionPath(t *testing.T) {
 	require.Len(t, d.PromotionRuns, 1)
 	assert.Equal(t, uiproxy.PromotionRun{Name: "to-staging", Snapshot: "snap-1", State: "Completed", Result: "Success",
 		Environments: []string{"staging: success"}, Target: "staging", Created: "2026-01-02T03:03:05Z",
-		Steps: []uiproxy.Step{{Step: 1, Environment: "staging", Status: "success", Message: "All GitOpsDeployments are Synced/Healthy"}}},
+		Steps: []uiproxy.Step{{Step: 1, Environment: "staging", Status: "success", Message: "All GitOpsDeployments are Synced/Healthy",
+			Analysis: []uiproxy.AnalysisResult{{Name: "error-rate", Phase: "Successful", Value: "0.01", Successes: 3, Message: "0.01 <= 0.05", Last: "2026-01-02T03:13:05Z"}}}}},
 		d.PromotionRuns[0])
 	webSynced := uiproxy.ComponentState{Name: "web", Sync: "Synced", Health: "Healthy", Commit: "c0ffee"}
 	assert.Equal(t, []uiproxy.EnvironmentState{

@@ -16,6 +16,7 @@ type (
 	ComponentState   = api.ComponentState
 	PromotionRun     = api.PromotionRun
 	Step             = api.Step
+	AnalysisResult   = api.AnalysisResult
 	HistoryEntry     = api.HistoryEntry
 	History          = api.History
 	Histories        = api.Histories

@@ -318,6 +318,26 @@ func (b *argoBackend) rollback(ctx context.Context, application, env string) (*a
 	return run, nil
 }
 
+// promotionRuns are those the panel shows with the binding (the newest few).
+func (b *argoBackend) promotionRuns(ctx context.Context, seb *as.SnapshotEnvironmentBinding) ([]as.PromotionRun, error) {
+	objs, err := b.panelObjects(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		if o.d.Kind != ownership.KindBinding || o.d.Namespace != seb.Namespace || o.d.Name != seb.Name {
+			continue
+		}
+		var out []as.PromotionRun
+		for _, r := range o.d.PromotionRuns {
+			out = append(out, as.PromotionRun{ObjectMeta: metav1.ObjectMeta{Namespace: seb.Namespace, Name: r.Name},
+				Spec: as.PromotionRunSpec{Application: seb.Spec.Application, Snapshot: r.Snapshot}, Status: r.Status()})
+		}
+		return out, nil
+	}
+	return nil, nil
+}
+
 func (b *argoBackend) histories(ctx context.Context, env, application string) ([]as.PromotionHistory, error) {
 	seb, err := b.binding(ctx, application, "")
 	if err != nil {

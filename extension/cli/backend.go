@@ -32,6 +32,8 @@ type backend interface {
 	preview(ctx context.Context, snapshot, to string) (*as.PromotionPreview, error)
 	// rollback creates the PromotionRun that rolls application back out of env.
 	rollback(ctx context.Context, application, env string) (*as.PromotionRun, error)
+	// promotionRuns are the PromotionRuns of the binding's Application, newest first.
+	promotionRuns(ctx context.Context, seb *as.SnapshotEnvironmentBinding) ([]as.PromotionRun, error)
 	// histories are the PromotionHistories of env (of application when given).
 	histories(ctx context.Context, env, application string) ([]as.PromotionHistory, error)
 	// release releases the hold of h (a held history histories returned)

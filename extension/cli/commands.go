@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -210,7 +211,7 @@ func (c *cli) status(ctx context.Context, name string) error {
 		return err
 	}
 	if b, ok := obj.(*as.SnapshotEnvironmentBinding); ok {
-		return c.bindingStatus(b)
+		return c.bindingStatus(ctx, b)
 	}
 	return c.deploymentStatus(obj.(*v1.GitOpsDeployment))
 }
@@ -239,11 +240,55 @@ func writeDeploymentStatus(out io.Writer, gd *v1.GitOpsDeployment) error {
 	return w.Flush()
 }
 
-func (c *cli) bindingStatus(b *as.SnapshotEnvironmentBinding) error {
+func (c *cli) bindingStatus(ctx context.Context, b *as.SnapshotEnvironmentBinding) error {
 	if done, err := c.printObjects(false, b); done {
 		return err
 	}
-	return writeBindingStatus(c.out, b)
+	if err := writeBindingStatus(c.out, b); err != nil {
+		return err
+	}
+	runs, err := c.be.promotionRuns(ctx, b)
+	if err != nil {
+		// The binding's status stands without it (a user who may not list runs).
+		_, err = fmt.Fprintf(c.out, "Analysis:  not shown: %v\n", err)
+		return err
+	}
+	return writeAnalysis(c.out, b.Spec.Environment, runs)
+}
+
+// writeAnalysis prints the analysis of the newest promotion into env that
+// has one: each check's phase, value, successes and failures, and when the
+// next measurement is due (or when the last was made).
+func writeAnalysis(out io.Writer, env string, runs []as.PromotionRun) error {
+	for _, run := range runs {
+		for _, s := range run.Status.EnvironmentStatus {
+			if s.EnvironmentName != env || len(s.Analysis) == 0 {
+				continue
+			}
+			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(w, "Analysis:	of PromotionRun %s (Snapshot %s), step %s\n", run.Name, run.Spec.Snapshot, s.Status)
+			for _, a := range s.Analysis {
+				fmt.Fprintf(w, "Check %s:\t%s\n", a.Name, analysisLine(a))
+			}
+			return w.Flush()
+		}
+	}
+	return nil
+}
+
+// analysisLine is one check's result in one line.
+func analysisLine(a as.AnalysisCheckStatus) string {
+	line := fmt.Sprintf("%s, value %s, %d ok, %d failed", a.Phase, dash(a.Value), a.Successes, a.Failures)
+	if a.Message != "" {
+		line += ": " + a.Message
+	}
+	switch {
+	case a.NextCheckTime != nil:
+		line += "; next check at " + a.NextCheckTime.UTC().Format(time.RFC3339)
+	case a.LastCheckTime != nil:
+		line += "; last check at " + a.LastCheckTime.UTC().Format(time.RFC3339)
+	}
+	return line
 }
 
 func writeBindingStatus(out io.Writer, b *as.SnapshotEnvironmentBinding) error {
@@ -371,6 +416,13 @@ func (s promotionSteps) show(p *progress, run *as.PromotionRun) {
 		if s[step.EnvironmentName] != line {
 			p.note(line)
 			s[step.EnvironmentName] = line
+		}
+		for _, a := range step.Analysis {
+			key, line := step.EnvironmentName+"\x00"+a.Name, fmt.Sprintf("    analysis %s: %s", a.Name, analysisLine(a))
+			if s[key] != line {
+				p.note(line)
+				s[key] = line
+			}
 		}
 	}
 	state := dash(string(run.Status.State))

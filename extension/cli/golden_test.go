@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	"github.com/stretchr/testify/assert"
@@ -158,6 +159,21 @@ func TestGoldenStatusAndEnvs(t *testing.T) {
 	b := sampleBindings()[0]
 	require.NoError(t, writeBindingStatus(&out, &b))
 	golden(t, "status", out.String())
+
+	out.Reset()
+	next, last := metav1.NewTime(time.Date(2026, 3, 4, 10, 1, 30, 0, time.UTC)), metav1.NewTime(time.Date(2026, 3, 4, 10, 0, 30, 0, time.UTC))
+	analysed := func(name, snapshot, env string, checks ...as.AnalysisCheckStatus) as.PromotionRun {
+		return as.PromotionRun{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: as.PromotionRunSpec{Snapshot: snapshot},
+			Status: as.PromotionRunStatus{EnvironmentStatus: []as.PromotionRunEnvironmentStatus{{EnvironmentName: env, Status: "in-progress", Analysis: checks}}}}
+	}
+	require.NoError(t, writeAnalysis(&out, "prod", []as.PromotionRun{
+		analysed("newest-elsewhere", "shop-v3", "staging", as.AnalysisCheckStatus{Name: "other", Phase: as.AnalysisRunning}),
+		analysed("shop-v2-to-prod", "shop-v2", "prod",
+			as.AnalysisCheckStatus{Name: "error-rate", Phase: as.AnalysisRunning, Value: "0.01", Successes: 1, Message: "0.01 <= 0.05", LastCheckTime: &last, NextCheckTime: &next},
+			as.AnalysisCheckStatus{Name: "health", Phase: as.AnalysisFailed, Value: "503", Failures: 1, Message: "HTTP status 503, expected 200", LastCheckTime: &last}),
+		analysed("older", "shop-v1", "prod", as.AnalysisCheckStatus{Name: "error-rate", Phase: as.AnalysisSuccessful}),
+	}))
+	golden(t, "status-analysis", out.String())
 
 	out.Reset()
 	writeEnvTree(&out, "team-a", environmentGraph([]as.Environment{

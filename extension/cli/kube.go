@@ -149,6 +149,16 @@ func (k *kubeBackend) rollback(ctx context.Context, application, env string) (*a
 	return run, nil
 }
 
+func (k *kubeBackend) promotionRuns(ctx context.Context, seb *as.SnapshotEnvironmentBinding) ([]as.PromotionRun, error) {
+	var list as.PromotionRunList
+	if err := k.List(ctx, &list, client.InNamespace(seb.Namespace)); err != nil {
+		return nil, explain(err, "PromotionRuns", seb.Namespace)
+	}
+	out := slices.DeleteFunc(list.Items, func(r as.PromotionRun) bool { return r.Spec.Application != seb.Spec.Application })
+	slices.SortStableFunc(out, func(a, b as.PromotionRun) int { return b.CreationTimestamp.Compare(a.CreationTimestamp.Time) })
+	return out, nil
+}
+
 func (k *kubeBackend) histories(ctx context.Context, env, application string) ([]as.PromotionHistory, error) {
 	var list as.PromotionHistoryList
 	if err := k.List(ctx, &list, client.InNamespace(k.namespace)); err != nil {

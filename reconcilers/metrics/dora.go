@@ -38,10 +38,11 @@ var (
 	}, append(doraLabels, "result"))
 
 	// PromotionFailures counts the failed changes: a promotion that failed
-	// verification or timed out, or one verified and later rolled back.
+	// verification or timed out, one whose analysis failed, or one verified
+	// and later rolled back.
 	PromotionFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: PromotionFailuresName,
-		Help: "Changes that failed, by tenant, application, environment and cause (failed: verification failed or timed out; rolled_back: verified, later rolled back). Change failure rate: this over gitops_service_promotions_total.",
+		Help: "Changes that failed, by tenant, application, environment and cause (failed: verification failed or timed out; analysis: an analysis check of the Environment failed; rolled_back: verified, later rolled back). Change failure rate: this over gitops_service_promotions_total.",
 	}, append(doraLabels, "cause"))
 
 	// LeadTime observes the time from a Snapshot's creation to its
@@ -88,7 +89,7 @@ func doraOf(old, cur *appstudio.PromotionHistory) dora {
 		}
 		if e.Kind == appstudio.PromotionKindPromotion {
 			d.promotions[string(e.Result)]++
-			if cause := e.ChangeFailure(); cause == appstudio.ChangeFailureFailed {
+			if cause := e.ChangeFailure(); cause == appstudio.ChangeFailureFailed || cause == appstudio.ChangeFailureAnalysis {
 				d.failures[cause]++
 			}
 			if e.Result == appstudio.PromotionRunCompleteResultSuccess && e.SnapshotCreated != nil {

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -23,6 +24,13 @@ func ent(uid string, kind as.PromotionKind, result as.PromotionRunCompleteResult
 		StartTime: at(start), CompletionTime: *at(end), Result: result, RolledBackBy: rolledBack}
 }
 
+func analysed(e as.PromotionHistoryEntry, phases ...as.AnalysisPhase) as.PromotionHistoryEntry {
+	for i, p := range phases {
+		e.Analysis = append(e.Analysis, as.AnalysisCheckStatus{Name: fmt.Sprintf("check-%d", i), Phase: p})
+	}
+	return e
+}
+
 func hist(entries ...as.PromotionHistoryEntry) *as.PromotionHistory {
 	return &as.PromotionHistory{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant"}, Spec: as.PromotionHistorySpec{Application: "app", Environment: "prod"},
 		Status: as.PromotionHistoryStatus{Entries: entries}}
@@ -40,6 +48,10 @@ func TestDoraOf(t *testing.T) {
 			dora{promotions: map[string]int{"Success": 1}, failures: map[string]int{}, leadTimes: []float64{600}}},
 		"nothing new": {hist(good), hist(good), dora{promotions: map[string]int{}, failures: map[string]int{}}},
 		"a failed promotion": {hist(good), hist(good, ent("2", P, failed, 20, 30, "")),
+			dora{promotions: map[string]int{"Failure": 1}, failures: map[string]int{"failed": 1}}},
+		"a promotion failed by its analysis": {hist(good), hist(good, analysed(ent("2", P, failed, 20, 30, ""), as.AnalysisSuccessful, as.AnalysisFailed)),
+			dora{promotions: map[string]int{"Failure": 1}, failures: map[string]int{"analysis": 1}}},
+		"a promotion whose analysis passed and that failed otherwise": {hist(good), hist(good, analysed(ent("2", P, failed, 20, 30, ""), as.AnalysisSuccessful)),
 			dora{promotions: map[string]int{"Failure": 1}, failures: map[string]int{"failed": 1}}},
 		"the automatic rollback after it restores from the failure": {
 			hist(good, ent("2", P, failed, 20, 30, "")),

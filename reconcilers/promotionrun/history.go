@@ -49,7 +49,7 @@ func historyEntries(run *as.PromotionRun, snapshotCreated *metav1.Time, promoted
 		out[s.EnvironmentName] = as.PromotionHistoryEntry{
 			PromotionRun: run.Name, PromotionRunUID: string(run.UID), Kind: kind, Snapshot: snapshotOf(run), SnapshotIdentity: run.Status.SnapshotIdentity,
 			SnapshotCreated: snapshotCreated, StartTime: &created, CompletionTime: now, Result: result, Message: s.DisplayStatus,
-			PromotedBy: promotedBy,
+			PromotedBy: promotedBy, Analysis: s.Analysis,
 		}
 	}
 	return out

@@ -195,7 +195,7 @@ func enter(w *world, run *as.PromotionRun, d *decision, snap *as.Snapshot, level
 		return true
 	}
 	if run.Status.State != as.PromotionRunStateCompleted {
-		waitOrTimeout(w, run, d)
+		analysisWait(w, run, d)
 	}
 	return false
 }
@@ -235,6 +235,13 @@ func deploy(w *world, run *as.PromotionRun, d *decision, snap *as.Snapshot, leve
 		if ok {
 			setStep(run, env, as.PromotionRunEnvironmentStatusSuccess, progress)
 			verified(run, env, w.Now)
+			// Deployed: the Environment's analysis decides (analysis.go).
+			switch analysed(w, run, d, snap, env) {
+			case as.AnalysisFailed:
+				return false
+			case as.AnalysisRunning:
+				all = false
+			}
 		} else {
 			setStep(run, env, as.PromotionRunEnvironmentStatusInProgress, progress)
 			all = false

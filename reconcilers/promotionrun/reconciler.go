@@ -13,6 +13,7 @@ package promotionrun
 
 import (
 	"context"
+	"crypto/x509"
 	"sync"
 	"time"
 
@@ -83,9 +84,12 @@ type Reconciler struct {
 	// it as their parameter for approvals and requesters to count (identity.go).
 	ServiceAccount install.ServiceAccount
 	// Egress limits the addresses of target clusters dialled to read the
-	// live workloads of a ManagedEnvironment (live.go), and the registries the signature
-	// gate reads.
-	Egress *egress.Policy
+	// live workloads of a ManagedEnvironment (live.go), the registries the
+	// signature gate reads and the analysis checks (nil: the fixed ranges
+	// refused); AnalysisRoots are the CAs analysis trusts over https (nil:
+	// the system's).
+	Egress        *egress.Policy
+	AnalysisRoots *x509.CertPool
 
 	// Signatures verifies the images of a Snapshot for an Environment's
 	// signature gate; nil: such a gate holds every promotion and says so.

@@ -14,6 +14,7 @@ import (
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/manifests/install"
+	"github.com/gitops-service/gitops-service/reconcilers/analysis"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/reconcilers/policyrules"
@@ -78,6 +79,9 @@ type world struct {
 	// Refused: the API server refused the binding of an Environment (act
 	// found out; the plan is made again with it).
 	Refused map[string]*kernel.Refusal
+	// Measurements are the analysis measurements made this pass, by
+	// Environment and check name (gatherAnalysis).
+	Measurements map[string]map[string]analysis.Measurement
 }
 
 // snapshot is the Snapshot of that name, nil when there is none (or no name).
@@ -146,6 +150,7 @@ func (r *Reconciler) gather(ctx context.Context, run *as.PromotionRun, starting 
 	if err := r.gatherActive(ctx, w); err != nil {
 		return nil, err
 	}
+	r.gatherAnalysis(ctx, w)
 	return w, nil
 }
 

@@ -99,7 +99,8 @@ func newDuties(t *testing.T) *duties {
 			Gates: &as.PromotionGates{SoakTime: &metav1.Duration{Duration: time.Hour}}}},
 		&as.Environment{ObjectMeta: metav1.ObjectMeta{Namespace: d.ns, Name: "prod"}, Spec: as.EnvironmentSpec{
 			ParentEnvironment: "staging", DeploymentStrategy: as.DeploymentStrategyManual,
-			Preview: &as.PreviewPolicy{RequiredWithin: metav1.Duration{Duration: time.Hour}},
+			Preview:  &as.PreviewPolicy{RequiredWithin: metav1.Duration{Duration: time.Hour}},
+			Analysis: &as.AnalysisPolicy{Checks: []as.AnalysisCheck{{Name: "ready", Web: &as.WebCheck{URL: "https://shop.example.test/healthz"}}}},
 			Gates: &as.PromotionGates{
 				Freeze:     &as.FreezeSwitch{Frozen: true, Reason: "INC-1"},
 				Approvals:  &as.ApprovalGate{Required: 1, Users: []string{d.gatekeeperName}},
@@ -201,6 +202,12 @@ func gateBypasses(ns string) map[string]func(c client.Client) error {
 		"require a preview of prod no more": func(c client.Client) error {
 			return patchEnv(c, ns, "prod", func(e *as.Environment) { e.Spec.Preview = nil })
 		},
+		"drop prod's analysis": func(c client.Client) error {
+			return patchEnv(c, ns, "prod", func(e *as.Environment) { e.Spec.Analysis = nil })
+		},
+		"let anything pass prod's analysis": func(c client.Client) error {
+			return patchEnv(c, ns, "prod", func(e *as.Environment) { e.Spec.Analysis.Checks[0].Web.ExpectedStatus = 404 })
+		},
 		"move prod out from under staging's soak": func(c client.Client) error {
 			return patchEnv(c, ns, "prod", func(e *as.Environment) { e.Spec.ParentEnvironment = "scratch" })
 		},
@@ -279,6 +286,8 @@ func assertGated(t *testing.T, ns string) {
 	assert.NotEmpty(t, prod.Spec.Gates.Approvals.Users)
 	assert.Equal(t, &as.RollbackGates{Freeze: true, Approvals: true}, prod.Spec.Gates.Rollbacks)
 	assert.NotNil(t, prod.Spec.Preview)
+	require.NotNil(t, prod.Spec.Analysis)
+	assert.Zero(t, prod.Spec.Analysis.Checks[0].Web.ExpectedStatus)
 	assert.Equal(t, "staging", prod.Spec.ParentEnvironment)
 	require.NotNil(t, staging.Spec.Gates)
 	assert.NotNil(t, staging.Spec.Gates.SoakTime)

@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -58,8 +61,12 @@ func panelGates(t *testing.T, alice *browserUser, ns string, devApp argov1alpha1
 	stagingApp := bindingApplication(t, ns, "staging", "frontend")
 	const approver = "argocd:alice"
 	staging := &as.Environment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "staging"}}
+	// And an analysis check, whose result the panel shows under the step.
+	ready := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, `{"status":"ok"}`) }))
+	defer ready.Close()
 	require.NoError(t, k8s.Patch(ctx, staging, client.RawPatch(types.MergePatchType,
-		[]byte(`{"spec":{"gates":{"approvals":{"required":1,"users":["`+approver+`"]}}}}`))))
+		[]byte(`{"spec":{"gates":{"approvals":{"required":1,"users":["`+approver+`"]}},`+
+			`"analysis":{"checks":[{"name":"ready","web":{"url":"`+ready.URL+`/healthz","jsonField":"status","successCondition":{"operator":"==","value":"ok"}}}]}}}`))))
 	gated := &as.PromotionRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "snap-1-to-staging-gated"}, Spec: as.PromotionRunSpec{
 		Snapshot: "snap-1", Application: "appa", ManualPromotion: &as.ManualPromotionConfiguration{TargetEnvironment: "staging"}}}
 	require.NoError(t, k8s.Create(ctx, gated))
@@ -82,6 +89,8 @@ func panelGates(t *testing.T, alice *browserUser, ns string, devApp argov1alpha1
 	assert.Equal(t, "snap-1", approvals.Items[0].Spec.Snapshot)
 	assert.Equal(t, "staging", approvals.Items[0].Spec.Environment)
 	waitPromotion(t, gated, "Success after the approval", promotionSucceeded)
+	alice.waitText(`[data-gs-step="staging"] [data-gs-check="ready"]`, "Successful")
+	alice.waitText(`[data-gs-step="staging"] [data-gs-check="ready"]`, "1 ok, 0 failed")
 	alice.waitText(`[data-gs-env="staging"] [data-gs="snapshot"]`, "snap-1")
 	assert.Zero(t, alice.count(`[data-gs="waiting"]`), "a completed run waits for nothing")
 

@@ -136,6 +136,56 @@ type Step struct {
 	Environment string `json:"environment"`
 	Status      string `json:"status"`
 	Message     string `json:"message,omitempty"`
+	// Analysis are the results of the Environment's analysis checks.
+	Analysis []AnalysisResult `json:"analysis,omitempty"`
+}
+
+// AnalysisResult is the result of one analysis check of a step: the value
+// measured, successes and failures, when it was last measured and when the
+// next measurement is due (RFC 3339; Next is empty once the check ended).
+type AnalysisResult struct {
+	Name      string `json:"name"`
+	Phase     string `json:"phase"`
+	Value     string `json:"value,omitempty"`
+	Successes int32  `json:"successes,omitempty"`
+	Failures  int32  `json:"failures,omitempty"`
+	Message   string `json:"message,omitempty"`
+	Last      string `json:"last,omitempty"`
+	Next      string `json:"next,omitempty"`
+}
+
+// AnalysisOf are the views of analysis results.
+func AnalysisOf(results []as.AnalysisCheckStatus) []AnalysisResult {
+	var out []AnalysisResult
+	for _, r := range results {
+		v := AnalysisResult{Name: r.Name, Phase: string(r.Phase), Value: r.Value, Successes: r.Successes, Failures: r.Failures, Message: r.Message}
+		if r.LastCheckTime != nil {
+			v.Last = Timestamp(*r.LastCheckTime)
+		}
+		if r.NextCheckTime != nil {
+			v.Next = Timestamp(*r.NextCheckTime)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// analysisStatus are the results the views show.
+func analysisStatus(views []AnalysisResult) []as.AnalysisCheckStatus {
+	var out []as.AnalysisCheckStatus
+	for _, v := range views {
+		r := as.AnalysisCheckStatus{Name: v.Name, Phase: as.AnalysisPhase(v.Phase), Value: v.Value, Successes: v.Successes, Failures: v.Failures, Message: v.Message}
+		if v.Last != "" {
+			t := parseTime(v.Last)
+			r.LastCheckTime = &t
+		}
+		if v.Next != "" {
+			t := parseTime(v.Next)
+			r.NextCheckTime = &t
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // HistoryEntry is one promotion or rollback into an Environment (its
@@ -151,6 +201,8 @@ type HistoryEntry struct {
 	RolledBackBy string   `json:"rolledBackBy,omitempty"`
 	// Verifications: what the Environment's signature gate verified of each image.
 	Verifications []as.ImageVerification `json:"verifications,omitempty"`
+	// Analysis are the results of the Environment's analysis checks for it.
+	Analysis []AnalysisResult `json:"analysis,omitempty"`
 }
 
 // History is the view of the PromotionHistory of an application and
@@ -315,7 +367,8 @@ func PromotionRunOf(p *as.PromotionRun) PromotionRun {
 	}
 	for _, e := range p.Status.EnvironmentStatus {
 		run.Environments = append(run.Environments, e.EnvironmentName+": "+string(e.Status))
-		run.Steps = append(run.Steps, Step{Step: e.Step, Environment: e.EnvironmentName, Status: string(e.Status), Message: e.DisplayStatus})
+		run.Steps = append(run.Steps, Step{Step: e.Step, Environment: e.EnvironmentName, Status: string(e.Status), Message: e.DisplayStatus,
+			Analysis: AnalysisOf(e.Analysis)})
 	}
 	return run
 }
@@ -326,7 +379,7 @@ func (r PromotionRun) Status() as.PromotionRunStatus {
 		Conditions: metaConditions(r.Conditions)}
 	for _, s := range r.Steps {
 		st.EnvironmentStatus = append(st.EnvironmentStatus, as.PromotionRunEnvironmentStatus{Step: s.Step, EnvironmentName: s.Environment,
-			Status: as.PromotionRunEnvironmentStatusField(s.Status), DisplayStatus: s.Message})
+			Status: as.PromotionRunEnvironmentStatusField(s.Status), DisplayStatus: s.Message, Analysis: analysisStatus(s.Analysis)})
 	}
 	return st
 }
@@ -338,7 +391,7 @@ func HistoryOf(h *as.PromotionHistory) *History {
 		e := h.Status.Entries[i]
 		out.Entries = append(out.Entries, HistoryEntry{PromotionRun: e.PromotionRun, Kind: string(e.Kind), Snapshot: e.Snapshot, Result: string(e.Result),
 			Completed: Timestamp(e.CompletionTime), PromotedBy: e.PromotedBy, ApprovedBy: e.ApprovedBy, RolledBackBy: e.RolledBackBy,
-			Verifications: e.Verifications})
+			Verifications: e.Verifications, Analysis: AnalysisOf(e.Analysis)})
 	}
 	for _, r := range h.Status.Rejected {
 		out.Rejected = append(out.Rejected, r.Snapshot)
@@ -358,7 +411,7 @@ func (v History) Object(ns string) as.PromotionHistory {
 		e := v.Entries[i]
 		h.Status.Entries = append(h.Status.Entries, as.PromotionHistoryEntry{PromotionRun: e.PromotionRun, Kind: as.PromotionKind(e.Kind), Snapshot: e.Snapshot,
 			Result: as.PromotionRunCompleteResult(e.Result), CompletionTime: parseTime(e.Completed), PromotedBy: e.PromotedBy, ApprovedBy: e.ApprovedBy, RolledBackBy: e.RolledBackBy,
-			Verifications: e.Verifications})
+			Verifications: e.Verifications, Analysis: analysisStatus(e.Analysis)})
 	}
 	for _, r := range v.Rejected {
 		h.Status.Rejected = append(h.Status.Rejected, as.RejectedSnapshot{Snapshot: r})

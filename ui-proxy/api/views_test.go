@@ -31,8 +31,10 @@ func TestViewsRoundTrip(t *testing.T) {
 	run := as.NewPromotion("team-a", "shop", "shop-v2", "prod", "", nil)
 	run.Name, run.CreationTimestamp = "shop-v2-to-prod-abcde", at
 	run.Status = as.PromotionRunStatus{State: as.PromotionRunStateCompleted, CompletionResult: as.PromotionRunCompleteResultFailure,
-		EnvironmentStatus: []as.PromotionRunEnvironmentStatus{{Step: 1, EnvironmentName: "prod", Status: "failure", DisplayStatus: "sync failed"}},
-		Conditions:        []metav1.Condition{{Type: "ErrorOccurred", Status: metav1.ConditionTrue, Reason: "SyncFailed", Message: "boom"}}}
+		EnvironmentStatus: []as.PromotionRunEnvironmentStatus{{Step: 1, EnvironmentName: "prod", Status: "failure", DisplayStatus: "sync failed",
+			Analysis: []as.AnalysisCheckStatus{{Name: "error-rate", Phase: as.AnalysisRunning, Value: "0.01", Successes: 1, Message: "0.01 <= 0.05",
+				LastCheckTime: &at, NextCheckTime: &at}, {Name: "health", Phase: as.AnalysisFailed, Failures: 1}}}},
+		Conditions: []metav1.Condition{{Type: "ErrorOccurred", Status: metav1.ConditionTrue, Reason: "SyncFailed", Message: "boom"}}}
 	v := overJSON(t, api.PromotionRunOf(run))
 	assert.Equal(t, "prod", v.Target)
 	assert.Equal(t, "2026-01-02T03:04:05Z", v.Created)
@@ -58,7 +60,8 @@ func TestViewsRoundTrip(t *testing.T) {
 				{PromotionRun: "a", Kind: "Promotion", Snapshot: "shop-v1", Result: "Success", CompletionTime: at, PromotedBy: "alice", ApprovedBy: []string{"bob"},
 					Verifications: []as.ImageVerification{{Component: "web", Image: "r.example/web:v1", Digest: "sha256:aa", Verified: true, Signers: []string{"key ci"},
 						Attestations: []string{"https://slsa.dev/provenance/v1"}}}},
-				{PromotionRun: "b", Kind: "Rollback", Snapshot: "shop-v1", Result: "Success", CompletionTime: at, RolledBackBy: "carol"},
+				{PromotionRun: "b", Kind: "Rollback", Snapshot: "shop-v1", Result: "Success", CompletionTime: at, RolledBackBy: "carol",
+					Analysis: []as.AnalysisCheckStatus{{Name: "error-rate", Phase: as.AnalysisFailed, Value: "0.3", Failures: 2, LastCheckTime: &at}}},
 			},
 			Rejected: []as.RejectedSnapshot{{Snapshot: "shop-v2"}},
 			Hold:     &as.PromotionHold{Since: at, PromotionRun: "b", Snapshot: "shop-v2"}}}

@@ -12,14 +12,21 @@ import "time"
 const (
 	ChangeFailureFailed     = "failed"
 	ChangeFailureRolledBack = "rolled_back"
+	ChangeFailureAnalysis   = "analysis"
 )
 
 // ChangeFailure is why the entry is a failed change, for the change failure
-// rate: ChangeFailureFailed (verification failed or timed out),
+// rate: ChangeFailureAnalysis (an analysis check failed it),
+// ChangeFailureFailed (verification failed or timed out otherwise),
 // ChangeFailureRolledBack (verified, later rolled back), or "" when it is not.
 func (e *PromotionHistoryEntry) ChangeFailure() string {
 	switch {
 	case e.Result == PromotionRunCompleteResultFailure:
+		for _, a := range e.Analysis {
+			if a.Phase == AnalysisFailed {
+				return ChangeFailureAnalysis
+			}
+		}
 		return ChangeFailureFailed
 	case e.Result == PromotionRunCompleteResultSuccess && e.RolledBackBy != "":
 		return ChangeFailureRolledBack

@@ -88,6 +88,11 @@ type EnvironmentSpec struct {
 	// a clean PromotionPreview of its Snapshot (see PreviewPolicy).
 	// +optional
 	Preview *PreviewPolicy `json:"preview,omitempty"`
+	// Analysis are checks (Prometheus queries, HTTP requests) a promotion's
+	// step into this Environment must pass, once deployed, to be verified
+	// (see AnalysisPolicy).
+	// +optional
+	Analysis *AnalysisPolicy `json:"analysis,omitempty"`
 }
 
 // EnvironmentConfiguration contains Environment-specific configuration.

@@ -238,6 +238,12 @@ type PromotionRunEnvironmentStatus struct {
 	// +listMapKey=component
 	// +kubebuilder:validation:MaxItems=256
 	Digests []RunningDigest `json:"digests,omitempty"`
+	// Analysis are the results of the Environment's analysis checks, from
+	// when the step was deployed; the step is verified once each passed.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	Analysis []AnalysisCheckStatus `json:"analysis,omitempty"`
 }
 
 // +kubebuilder:object:root=true

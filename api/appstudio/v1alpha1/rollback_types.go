@@ -150,6 +150,12 @@ type PromotionHistoryEntry struct {
 	// Environment, if any.
 	// +optional
 	RolledBackBy string `json:"rolledBackBy,omitempty"`
+	// Analysis are the results of the Environment's analysis checks for
+	// this step (a failed one is why the step failed).
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	Analysis []AnalysisCheckStatus `json:"analysis,omitempty"`
 }
 
 // RejectedSnapshot is a Snapshot rolled back out of the Environment: it is

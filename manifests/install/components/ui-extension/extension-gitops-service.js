@@ -402,6 +402,19 @@
       ]));
   }
 
+  // AnalysisView lists a step's analysis checks: the value measured,
+  // successes and failures, and when the next measurement is due.
+  function AnalysisView({analysis}) {
+    if (!analysis || !analysis.length) {
+      return null;
+    }
+    return h('table', {'data-gs': 'analysis', style: {margin: '0.2em 0 0.4em 0', fontSize: '0.9em'}},
+      h('tbody', null, analysis.map((a) => h('tr', {key: a.name, 'data-gs-check': a.name},
+        td(mono(a.name), 1), td(badge(a.phase), 2), td(a.value ? mono(a.value) : '', 3),
+        td(String(a.successes || 0) + ' ok, ' + String(a.failures || 0) + ' failed', 4),
+        td(a.message, 5), td(a.next ? 'next check ' + a.next : (a.last ? 'last check ' + a.last : ''), 6)))));
+  }
+
   function PromotionRunView({run}) {
     if (!run) {
       return h('div', {'data-gs': 'no-promotionruns', style: {color: '#6d7f8b'}},
@@ -422,7 +435,8 @@
         : null,
       steps.length
         ? h('ol', {'data-gs': 'steps', style: {margin: '0.4em 0 0 1.2em', padding: 0}},
-          steps.map((s) => h('li', {key: s.step, 'data-gs-step': s.environment}, mono(s.environment), ' ', badge(s.status), s.message)))
+          steps.map((s) => h('li', {key: s.step, 'data-gs-step': s.environment}, mono(s.environment), ' ', badge(s.status), s.message,
+            h(AnalysisView, {analysis: s.analysis}))))
         : null,
       h(Conditions, {conditions: run.conditions, fix: h('span', null, 'check ', mono('kubectl describe promotionrun ' + run.name))}));
   }
