@@ -7,6 +7,7 @@ import (
 	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/binding"
@@ -264,6 +265,39 @@ func soaking(run *as.PromotionRun, envs []as.Environment, now time.Time) []strin
 // driftRecheck is how often the digests of soaking steps are read again:
 // a Pod restarting on a moved tag changes no object the run watches.
 const driftRecheck = kernel.UnwatchedRecheck
+
+// watchSoak looks at a run that completed while a step it verified soaks:
+// its Environment's soak time is the step's too (drift during it fails the
+// step, the run and, through the history entry, rolls back as the
+// Environment says), so the digests are read again until the soak ends, as
+// for a run still Active waiting at its next gate.
+func watchSoak(w *world, run *as.PromotionRun, d *decision) {
+	snap := w.snapshot(snapshotOf(run))
+	if snap == nil || soakDrift(w, run, d, snap) {
+		return
+	}
+	d.Result = ctrl.Result{RequeueAfter: soakLook(run, w.Environments, w.Now.Time)}
+}
+
+// soakLook is when to read the digests of run's soaking steps again: every
+// driftRecheck, and once more when the first soak ends; 0 when none soaks.
+func soakLook(run *as.PromotionRun, envs []as.Environment, now time.Time) time.Duration {
+	next := time.Duration(0)
+	for _, s := range run.Status.EnvironmentStatus {
+		if !slices.Contains(soaking(run, envs, now), s.EnvironmentName) {
+			continue
+		}
+		i := slices.IndexFunc(envs, func(e as.Environment) bool { return e.Name == s.EnvironmentName })
+		left := s.VerifiedTime.Add(envs[i].Spec.Gates.SoakTime.Duration).Sub(now) + time.Second
+		if next == 0 || left < next {
+			next = left
+		}
+	}
+	if next > driftRecheck {
+		return driftRecheck
+	}
+	return next
+}
 
 // soakDrift fails the run when a component of a soaking step (soaking) runs
 // another digest than the one verified there; it says whether it did.

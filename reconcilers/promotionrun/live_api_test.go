@@ -127,3 +127,49 @@ func TestTagMovedUnderTheSameNameIsCaught(t *testing.T) {
 	}
 	assert.Contains(t, results, "moving="+string(as.PromotionRunCompleteResultFailure), "the verified step's entry says it failed in its soak")
 }
+
+// A run that completes while the step it verified soaks (a manual one into
+// an Environment with a soak time) watches the digests through the soak
+// too: a tag moved under the same name fails the step and the run, and the
+// Environment rolls back.
+func TestTagMovedAfterTheRunCompletedIsCaughtDuringTheSoak(t *testing.T) {
+	ctx := context.Background()
+	ns := tenant(t)
+	playArgo(t, ns)
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		dev := &as.Environment{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, dev); err != nil {
+			return err
+		}
+		dev.Spec.Gates = &as.PromotionGates{SoakTime: &metav1.Duration{Duration: time.Minute}}
+		dev.Spec.Rollback = &as.RollbackPolicy{Automatic: true}
+		return k8s.Update(ctx, dev)
+	}))
+	run(t, manual(ns, "first", "appa", "snap-a", "dev"), "verified", succeeded)
+	image := "quay.io/x/fe:moving-" + ns
+	snapshot(t, ns, "snap-moving", image)
+
+	promo := manual(ns, "moving", "appa", "snap-moving", "dev")
+	done := run(t, promo, "completed while dev soaks", succeeded)
+	require.Len(t, done.Status.EnvironmentStatus, 1)
+	pinned := done.Status.EnvironmentStatus[0].Digests
+	require.Len(t, pinned, 1)
+	want := digestOf(image)
+	assert.Equal(t, want, pinned[0].Digest)
+
+	moved := moveTag(image)
+	failed := waitRun(t, promo, "failed on the moved tag in the soak", failedWith("component appa-fe runs "+image+" with digest "+moved))
+	assert.Equal(t, as.PromotionRunStateCompleted, failed.Status.State)
+	assert.Equal(t, as.PromotionRunCompleteResultFailure, failed.Status.CompletionResult)
+	assert.Equal(t, as.PromotionRunEnvironmentStatusFailure, failed.Status.EnvironmentStatus[0].Status)
+	assert.Contains(t, failed.Status.EnvironmentStatus[0].DisplayStatus, "not the expected "+want)
+	warning(t, failed, promotionrun.ReasonImageDigestDrift)
+
+	rb := waitRun(t, &as.PromotionRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: as.NewAutomaticRollback(failed, "dev").Name}}, "rolled back", succeeded)
+	assert.Equal(t, "snap-a", rb.Status.Rollback.Snapshot)
+	var results []string
+	for _, e := range getHistory(t, ns, "dev").Status.Entries {
+		results = append(results, e.PromotionRun+"="+string(e.Result))
+	}
+	assert.Contains(t, results, "moving="+string(as.PromotionRunCompleteResultFailure), "the entry of the completed run says it failed in its soak")
+}

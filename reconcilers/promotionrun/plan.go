@@ -63,9 +63,13 @@ type bindWrite struct {
 func plan(w *world) decision {
 	var d decision
 	run := w.Run.DeepCopy() // the plan's own
-	if w.Starting {
+	switch {
+	case w.Starting:
 		start(w, run, &d)
-	} else {
+	case run.Status.State == as.PromotionRunStateCompleted:
+		watchSoak(w, run, &d)
+		d.Entries = records(w, run)
+	default:
 		promote(w, run, &d)
 		d.Entries = records(w, run)
 	}
@@ -169,6 +173,8 @@ func promote(w *world, run *as.PromotionRun, d *decision) {
 		}
 		if len(next) == 0 {
 			complete(run, d, as.PromotionRunCompleteResultSuccess, nil)
+			// A step that soaks is watched on (watchSoak).
+			d.Result = ctrl.Result{RequeueAfter: soakLook(run, w.Environments, w.Now.Time)}
 			return
 		}
 		// The next Environments are entered together, once the gates of each let the run in.

@@ -130,10 +130,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		kernel.SetReady(&run.Status.Conditions, nil, readiness(run.Status), run.Generation, r.now())
 		return ctrl.Result{}, nil
 	}
-	if run.Status.State == as.PromotionRunStateCompleted || !run.DeletionTimestamp.IsZero() {
+	if !run.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	starting := run.Status.State != as.PromotionRunStateActive
+	if run.Status.State == as.PromotionRunStateCompleted {
+		// Done, unless a step it verified still soaks: its digests are
+		// watched until the soak ends (watchSoak).
+		if soaks, err := r.soaks(ctx, run); !soaks || err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	starting := run.Status.State != as.PromotionRunStateActive && run.Status.State != as.PromotionRunStateCompleted
 	if starting {
 		// Who starts is decided and written under a per-application lock:
 		// deferred first, it is released after the status patch below.
@@ -157,6 +164,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	r.setWaiting(run, err)
 	kernel.SetReady(&run.Status.Conditions, err, readiness(run.Status), run.Generation, r.now())
 	return kernel.Outcome(result, err)
+}
+
+// soaks says whether run completed successfully while a step it verified
+// still soaks in its Environment.
+func (r *Reconciler) soaks(ctx context.Context, run *as.PromotionRun) (bool, error) {
+	if run.Status.CompletionResult != as.PromotionRunCompleteResultSuccess {
+		return false, nil
+	}
+	var envs as.EnvironmentList
+	if err := r.Client.List(ctx, &envs, client.InNamespace(run.Namespace)); err != nil {
+		return false, err
+	}
+	return len(soaking(run, envs.Items, r.now().Time)) > 0, nil
 }
 
 // apply makes the planned status the run's, with the failure's condition and
