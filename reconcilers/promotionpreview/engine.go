@@ -3,10 +3,8 @@ package promotionpreview
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"slices"
 	"sort"
@@ -36,12 +34,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	managedgitopsv1alpha1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/binding"
 	"github.com/gitops-service/gitops-service/reconcilers/egress"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
-	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/reconcilers/targetcluster"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
 )
 
@@ -264,33 +261,10 @@ func (e *Engine) targetConfig(ctx context.Context, pp *as.PromotionPreview, para
 		cfg.Timeout, cfg.UserAgent, cfg.QPS, cfg.Burst = remoteTimeout, "gitops-service-preview", 20, 40
 		return cfg, true, nil
 	}
-	var mes managedgitopsv1alpha1.GitOpsDeploymentManagedEnvironmentList
-	if err := e.Client.List(ctx, &mes, client.InNamespace(pp.Namespace)); err != nil {
-		return nil, false, err
-	}
-	for _, me := range mes.Items {
-		if argocd.ClusterServer(me.Spec.APIURL, string(me.UID)) != server {
-			continue
-		}
-		secret := &corev1.Secret{}
-		err := e.Client.Get(ctx, types.NamespacedName{Namespace: e.ArgoNamespace, Name: argocd.ClusterSecretName(string(me.UID))}, secret)
-		if err != nil && !apierrors.IsNotFound(err) {
-			return nil, false, err
-		}
-		if err != nil || !ownership.IsOwnedBy(secret.Labels, ownership.KindManagedEnvironment, string(me.UID)) || string(secret.Data["project"]) != project {
-			break
-		}
-		var cc argov1alpha1.ClusterConfig
-		if err := json.Unmarshal(secret.Data["config"], &cc); err != nil {
-			break
-		}
-		cfg := &rest.Config{Host: me.Spec.APIURL, BearerToken: cc.BearerToken, Timeout: remoteTimeout, UserAgent: "gitops-service-preview", QPS: 20, Burst: 40,
-			Dial: e.Egress.ForAPIServers().DialContext(&net.Dialer{Timeout: remoteTimeout})}
-		cfg.Insecure = cc.TLSClientConfig.Insecure
-		if !cfg.Insecure {
-			cfg.CAData = append([]byte(nil), cc.TLSClientConfig.CAData...)
-		}
-		return cfg, false, nil
+	cfg, err := targetcluster.Config(ctx, e.Client, e.ArgoNamespace, targetcluster.Target{Namespace: pp.Namespace, Server: server, Project: project},
+		e.Egress, remoteTimeout, "gitops-service-preview")
+	if err != nil || cfg != nil {
+		return cfg, false, err
 	}
 	return nil, false, kernel.Refuse(as.PromotionPreviewReasonInvalid, "the cluster credentials of Environment %q are not ready (see its GitOpsDeploymentManagedEnvironment)", pp.Spec.TargetEnvironment)
 }

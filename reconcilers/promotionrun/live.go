@@ -2,9 +2,7 @@ package promotionrun
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -21,10 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
-	mg "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/binding"
-	"github.com/gitops-service/gitops-service/reconcilers/ownership"
+	"github.com/gitops-service/gitops-service/reconcilers/targetcluster"
 )
 
 // Where the digests running come from: the Pods' own
@@ -203,42 +200,26 @@ func (r *Reconciler) targetReader(ctx context.Context, ns string, app *argov1alp
 	if server == argocd.LocalServer {
 		return r.APIReader, func() {}, ""
 	}
-	var mes mg.GitOpsDeploymentManagedEnvironmentList
-	if err := r.Client.List(ctx, &mes, client.InNamespace(ns)); err != nil {
+	cfg, err := targetcluster.Config(ctx, r.Client, r.ArgoNamespace, targetcluster.Target{Namespace: ns, Server: server, Project: app.Spec.Project},
+		r.Egress, liveTimeout, "gitops-service-verify")
+	if err != nil {
 		return nil, nil, "reading the credentials of its cluster failed"
 	}
-	for _, me := range mes.Items {
-		if argocd.ClusterServer(me.Spec.APIURL, string(me.UID)) != server {
-			continue
-		}
-		secret := &corev1.Secret{}
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.ArgoNamespace, Name: argocd.ClusterSecretName(string(me.UID))}, secret)
-		if err != nil || !ownership.IsOwnedBy(secret.Labels, ownership.KindManagedEnvironment, string(me.UID)) || string(secret.Data["project"]) != app.Spec.Project {
-			break
-		}
-		var cc argov1alpha1.ClusterConfig
-		if err := json.Unmarshal(secret.Data["config"], &cc); err != nil {
-			break
-		}
-		cfg := &rest.Config{Host: me.Spec.APIURL, BearerToken: cc.BearerToken, Timeout: liveTimeout, UserAgent: "gitops-service-verify", QPS: 20, Burst: 40,
-			Dial: r.Egress.ForAPIServers().DialContext(&net.Dialer{Timeout: liveTimeout})}
-		cfg.Insecure = cc.TLSClientConfig.Insecure
-		if !cfg.Insecure {
-			cfg.CAData = append([]byte(nil), cc.TLSClientConfig.CAData...)
-		}
-		hc, err := rest.HTTPClientFor(cfg)
-		if err != nil {
-			break
-		}
-		// The token never follows a redirect.
-		hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-		scheme := runtime.NewScheme()
-		_ = clientgoscheme.AddToScheme(scheme)
-		c, err := client.New(cfg, client.Options{Scheme: scheme, HTTPClient: hc})
-		if err != nil {
-			break
-		}
-		return c, hc.CloseIdleConnections, ""
+	notReady := "the credentials of its cluster are not ready (see the Environment's GitOpsDeploymentManagedEnvironment)"
+	if cfg == nil {
+		return nil, nil, notReady
 	}
-	return nil, nil, "the credentials of its cluster are not ready (see the Environment's GitOpsDeploymentManagedEnvironment)"
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, nil, notReady
+	}
+	// The token never follows a redirect.
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	c, err := client.New(cfg, client.Options{Scheme: scheme, HTTPClient: hc})
+	if err != nil {
+		return nil, nil, notReady
+	}
+	return c, hc.CloseIdleConnections, ""
 }
