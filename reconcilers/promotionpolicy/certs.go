@@ -112,8 +112,16 @@ func (c *Certs) Ensure(ctx context.Context) error {
 	err := c.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Secret}, s)
 	switch {
 	case apierrors.IsNotFound(err):
+		// Owned by the webhook configuration: deleting the install deletes
+		// it, and the garbage collector the Secret it is not listed in.
+		cfg := &admissionv1.ValidatingWebhookConfiguration{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: c.WebhookConfiguration}, cfg); err != nil {
+			return fmt.Errorf("the ValidatingWebhookConfiguration %s: %w", c.WebhookConfiguration, err)
+		}
 		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Secret,
-			Labels: map[string]string{"app.kubernetes.io/part-of": "gitops-service"}}, Type: corev1.SecretTypeTLS}
+			Labels: map[string]string{"app.kubernetes.io/part-of": "gitops-service"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingWebhookConfiguration",
+				Name: cfg.Name, UID: cfg.UID}}}, Type: corev1.SecretTypeTLS}
 		if s.Data, err = c.issue(); err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -50,6 +51,13 @@ func TestBadRulesAreRefusedAtAdmission(t *testing.T) {
 	secret := &corev1.Secret{}
 	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: stack.SuiteArgoNamespace, Name: "gitops-service-webhook-tls"}, secret))
 	require.Equal(t, ca, secret.Data["ca.crt"])
+	// Uninstalling deletes the webhook configuration; the garbage collector
+	// then deletes the Secret the manifests do not list.
+	require.Len(t, secret.OwnerReferences, 1)
+	assert.Equal(t, "ValidatingWebhookConfiguration", secret.OwnerReferences[0].Kind)
+	cfg := &admissionv1.ValidatingWebhookConfiguration{}
+	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Name: secret.OwnerReferences[0].Name}, cfg))
+	assert.Equal(t, cfg.UID, secret.OwnerReferences[0].UID)
 
 	nested := "images.all(a, images.all(b, images.all(c, images.all(d, a.image + b.image + c.image + d.image != ''))))"
 	for _, c := range []struct{ name, rule, want string }{
