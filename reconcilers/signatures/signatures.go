@@ -105,8 +105,22 @@ type Requirement struct {
 func Compile(g *as.SignatureGate, pems map[string]string) (*Requirement, error) {
 	// The CRD refuses a requirement without a key or identity; one written
 	// around it must not verify every image vacuously.
+	// The same for the CRD's other rules.
 	if len(g.Keys) == 0 && len(g.Identities) == 0 {
 		return nil, fmt.Errorf("the requirement names no key and no identity")
+	}
+	if g.AttestationsOnly && len(g.Attestations) == 0 {
+		return nil, fmt.Errorf("attestationsOnly needs at least one attestation predicate type")
+	}
+	for _, k := range g.Keys {
+		if (k.PublicKey != "") == (k.ConfigMapKeyRef != nil) {
+			return nil, fmt.Errorf("key %s: exactly one of publicKey and configMapKeyRef must be set", k.Name)
+		}
+	}
+	for i, id := range g.Identities {
+		if (id.Issuer != "") == (id.IssuerRegExp != "") || (id.Subject != "") == (id.SubjectRegExp != "") {
+			return nil, fmt.Errorf("identities[%d]: exactly one of issuer and issuerRegExp, and of subject and subjectRegExp, must be set", i)
+		}
 	}
 	r := &Requirement{Attestations: slices.Clone(g.Attestations), AttestationsOnly: g.AttestationsOnly}
 	h := sha256.New()

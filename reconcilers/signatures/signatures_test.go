@@ -280,3 +280,18 @@ func TestCompileRefusesARequirementWithoutKeyOrIdentity(t *testing.T) {
 	_, err := signatures.Compile(&as.SignatureGate{Attestations: []string{"https://slsa.dev/provenance/v1"}}, nil)
 	require.ErrorContains(t, err, "no key and no identity")
 }
+
+// So are the CRD's other rules (its admission checks, repeated here).
+func TestCompileRepeatsTheCRDsRules(t *testing.T) {
+	id := as.KeylessIdentity{Issuer: "https://issuer.example.com", Subject: "ci@example.com"}
+	for name, g := range map[string]*as.SignatureGate{
+		"attestationsOnly without attestations": {AttestationsOnly: true, Identities: []as.KeylessIdentity{id}},
+		"a key with neither source":             {Keys: []as.SignatureKey{{Name: "k"}}},
+		"a key with both sources":               {Keys: []as.SignatureKey{{Name: "k", PublicKey: "x", ConfigMapKeyRef: &as.ConfigMapKey{Name: "c", Key: "k"}}}},
+		"issuer and issuerRegExp":               {Identities: []as.KeylessIdentity{{Issuer: "a", IssuerRegExp: "b", Subject: "s"}}},
+		"no subject":                            {Identities: []as.KeylessIdentity{{Issuer: "a"}}},
+	} {
+		_, err := signatures.Compile(g, map[string]string{"k": "x"})
+		assert.Error(t, err, name)
+	}
+}

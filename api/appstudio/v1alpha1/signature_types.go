@@ -13,7 +13,7 @@ package v1alpha1
 // tag is resolved first). Signatures are found the cosign way, in the
 // image's repository (tags sha256-<digest>.sig and .att).
 // +kubebuilder:validation:XValidation:rule="(has(self.keys) && size(self.keys) > 0) || (has(self.identities) && size(self.identities) > 0)",message="name at least one key or identity",reason=FieldValueForbidden
-// +kubebuilder:validation:XValidation:rule="!has(self.attestationsOnly) || !self.attestationsOnly || (has(self.attestations) && size(self.attestations) > 0)",message="attestationsOnly needs at least one attestation",fieldPath=".attestations",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule="!has(self.attestationsOnly) || !self.attestationsOnly || (has(self.attestations) && size(self.attestations) > 0)",message="attestationsOnly needs at least one attestation",fieldPath=".attestations",reason=FieldValueForbidden
 type SignatureGate struct {
 	// Keys whose signatures count: any one of them (or of the identities)
 	// signing is enough.
@@ -58,7 +58,7 @@ type SignatureGate struct {
 
 // SignatureKey is a public key (PEM), inline or from a ConfigMap in the
 // Environment's namespace.
-// +kubebuilder:validation:XValidation:rule="has(self.publicKey) != has(self.configMapKeyRef)",message="exactly one of publicKey and configMapKeyRef must be set",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="has(self.publicKey) != has(self.configMapKeyRef)",message="exactly one of publicKey and configMapKeyRef must be set",reason=FieldValueForbidden
 type SignatureKey struct {
 	// Name of the key, as the results and the history name its signer.
 	// +required
@@ -91,8 +91,8 @@ type ConfigMapKey struct {
 // KeylessIdentity is the OIDC issuer and subject a keyless (Fulcio-style)
 // certificate must name, each exactly or by a regular expression (RE2,
 // anchored by the writer).
-// +kubebuilder:validation:XValidation:rule="has(self.issuer) != has(self.issuerRegExp)",message="exactly one of issuer and issuerRegExp must be set",reason=FieldValueInvalid
-// +kubebuilder:validation:XValidation:rule="has(self.subject) != has(self.subjectRegExp)",message="exactly one of subject and subjectRegExp must be set",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="has(self.issuer) != has(self.issuerRegExp)",message="exactly one of issuer and issuerRegExp must be set",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="has(self.subject) != has(self.subjectRegExp)",message="exactly one of subject and subjectRegExp must be set",reason=FieldValueForbidden
 type KeylessIdentity struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
