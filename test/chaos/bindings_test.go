@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -215,6 +216,7 @@ func killAtRandom(side *stack.Sidecar, stop chan struct{}, killed chan<- int) {
 	kills := 0
 	defer func() { killed <- kills }()
 	for {
+		sofar.Store(int32(kills))
 		select {
 		case <-stop:
 			return
@@ -230,6 +232,19 @@ func killAtRandom(side *stack.Sidecar, stop chan struct{}, killed chan<- int) {
 			default:
 			}
 		}
+	}
+}
+
+// sofar is how many SIGKILLs killAtRandom has sent (one runs at a time).
+var sofar atomic.Int32
+
+// killsFor lets killAtRandom kill for at least d, and on (up to a minute)
+// until it killed at least twice: a restart behind the faulty proxy can
+// take most of d on a loaded machine, and a round with one kill proves little.
+func killsFor(d time.Duration) {
+	time.Sleep(d)
+	for deadline := time.Now().Add(time.Minute); sofar.Load() < 2 && time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

@@ -167,7 +167,7 @@ func TestChaosRound(t *testing.T) {
 		}
 	}
 	// Kills go on while the sidecar works through all that (a kill every 2-6 s).
-	time.Sleep(12 * time.Second)
+	killsFor(12 * time.Second)
 	close(stop)
 	kills := <-killed
 	if side.Exited() {
