@@ -83,16 +83,7 @@ func TestTagMovedUnderTheSameNameIsCaught(t *testing.T) {
 	ctx := context.Background()
 	ns := tenant(t)
 	playArgo(t, ns)
-	// The Environment reconciler writes dev too: retried on conflict.
-	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		dev := &as.Environment{}
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, dev); err != nil {
-			return err
-		}
-		dev.Spec.Gates = &as.PromotionGates{SoakTime: &metav1.Duration{Duration: time.Minute}}
-		dev.Spec.Rollback = &as.RollbackPolicy{Automatic: true}
-		return k8s.Update(ctx, dev)
-	}))
+	soakAndRollBackDev(t, ns)
 	// What dev goes back to.
 	run(t, manual(ns, "first", "appa", "snap-a", "dev"), "verified", succeeded)
 	image := "quay.io/x/fe:moving-" + ns
@@ -133,18 +124,9 @@ func TestTagMovedUnderTheSameNameIsCaught(t *testing.T) {
 // too: a tag moved under the same name fails the step and the run, and the
 // Environment rolls back.
 func TestTagMovedAfterTheRunCompletedIsCaughtDuringTheSoak(t *testing.T) {
-	ctx := context.Background()
 	ns := tenant(t)
 	playArgo(t, ns)
-	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		dev := &as.Environment{}
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, dev); err != nil {
-			return err
-		}
-		dev.Spec.Gates = &as.PromotionGates{SoakTime: &metav1.Duration{Duration: time.Minute}}
-		dev.Spec.Rollback = &as.RollbackPolicy{Automatic: true}
-		return k8s.Update(ctx, dev)
-	}))
+	soakAndRollBackDev(t, ns)
 	run(t, manual(ns, "first", "appa", "snap-a", "dev"), "verified", succeeded)
 	image := "quay.io/x/fe:moving-" + ns
 	snapshot(t, ns, "snap-moving", image)
@@ -172,4 +154,19 @@ func TestTagMovedAfterTheRunCompletedIsCaughtDuringTheSoak(t *testing.T) {
 		results = append(results, e.PromotionRun+"="+string(e.Result))
 	}
 	assert.Contains(t, results, "moving="+string(as.PromotionRunCompleteResultFailure), "the entry of the completed run says it failed in its soak")
+}
+
+// soakAndRollBackDev gives dev a minute's soak time and automatic rollback
+// (the Environment reconciler writes dev too: retried on conflict).
+func soakAndRollBackDev(t *testing.T, ns string) {
+	t.Helper()
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		dev := &as.Environment{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "dev"}, dev); err != nil {
+			return err
+		}
+		dev.Spec.Gates = &as.PromotionGates{SoakTime: &metav1.Duration{Duration: time.Minute}}
+		dev.Spec.Rollback = &as.RollbackPolicy{Automatic: true}
+		return k8s.Update(context.Background(), dev)
+	}))
 }
