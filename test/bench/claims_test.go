@@ -27,8 +27,9 @@ import (
 )
 
 var (
-	claims     = flag.Int("claims", 1000, "DeploymentTargetClaims (and matching DeploymentTargets) per mode of the binder benchmark, spread over -m namespaces")
-	claimsRate = flag.Float64("claims-rate", 50, "claims created per second in the binder benchmark's steady mode (0: burst mode only)")
+	claims        = flag.Int("claims", 1000, "DeploymentTargetClaims (and matching DeploymentTargets) per mode of the binder benchmark, spread over -m namespaces")
+	claimsRate    = flag.Float64("claims-rate", 50, "claims created per second in the binder benchmark's steady mode (0: burst mode only)")
+	claimsClients = flag.Int("claims-clients", 32, "clients creating the binder benchmark's burst at once (more: a faster arrival, as far as the API server takes it)")
 )
 
 const benchClass = "bench-static"
@@ -37,7 +38,7 @@ const benchClass = "bench-static"
 // DeploymentTargets of two classes; then -claims claims of the first class
 // arriving at -claims-rate per second (steady: p99 from each claim's
 // creation to Bound), then as many of the second class created as fast as
-// 32 clients can (burst: all Bound how long after the last create). Each
+// -claims-clients (32) can (burst: all Bound how long after the last create). Each
 // mode reports the API server's work per claim: writes and uncached reads
 // as the sidecar counts them, and writes by resource as the API server does.
 func BenchmarkClaims(b *testing.B) {
@@ -199,7 +200,7 @@ func runClaims(b *testing.B) {
 }
 
 // claimsRun creates -claims claims of mode's class, steadily at
-// -claims-rate or in a burst from 32 clients, and waits for all to be Bound.
+// -claims-rate or in a burst from -claims-clients, and waits for all to be Bound.
 func claimsRun(ctx context.Context, b *testing.B, kube *stack.Kube, c client.WithWatch, side *stack.Sidecar, apiHC *http.Client,
 	namespaces []string, mode string, fail func(string, ...any)) claimsMode {
 	n, m := *claims, *spaces
@@ -278,8 +279,8 @@ func claimsRun(ctx context.Context, b *testing.B, kube *stack.Kube, c client.Wit
 			}
 		}
 	} else {
-		fmt.Printf("bench: %d DeploymentTargetClaims from 32 clients\n", n)
-		if err := parallel(32, n, create); err != nil {
+		fmt.Printf("bench: %d DeploymentTargetClaims from %d clients\n", n, *claimsClients)
+		if err := parallel(*claimsClients, n, create); err != nil {
 			fail("create: %v", err)
 		}
 	}
