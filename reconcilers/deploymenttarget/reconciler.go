@@ -57,7 +57,7 @@ type Reconciler struct {
 // changed -> reconcileNormal or reconcileDelete. The provisioner finalizer is
 // the provisioners' (they create targets with it; reconcileNormal puts it
 // back), so this reconciler adds none of its own.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
 	dt := &as.DeploymentTarget{}
 	// Our last write not cached yet: deciding again would write the same
 	// again (or meet a conflict); Outcome requeues ErrStaleCache.
@@ -73,13 +73,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	// Locked: the binder writes phases too (Released), and a stale one must
 	// not win (a conflict is retried); our own writes of this pass are not
-	// stale.
-	patcher := kernel.NewStatusPatcher(r.Client, dt).WithOptimisticLock()
+	// stale. A PUT, the API server's cheapest locked write.
+	patcher := kernel.NewStatusPatcher(r.Client, dt).WithUpdate()
 	defer func() {
 		rv := dt.ResourceVersion
-		patcher.Patch(ctx, dt, &err)
+		var werr error
+		patcher.Patch(ctx, dt, &werr)
 		if dt.ResourceVersion != rv {
 			r.written.Replaced(req.NamespacedName, rv)
+		}
+		// A conflict: the target changed since it was read; at once again.
+		if werr != nil && err == nil {
+			res, err = kernel.Outcome(res, werr)
 		}
 	}()
 	if !dt.DeletionTimestamp.IsZero() {

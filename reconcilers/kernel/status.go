@@ -19,6 +19,7 @@ type StatusPatcher struct {
 	client  client.Client
 	before  client.Object
 	lock    bool
+	update  bool
 	written *StatusWrites
 }
 
@@ -35,6 +36,18 @@ func (p *StatusPatcher) WithOptimisticLock() *StatusPatcher {
 	return p
 }
 
+// WithUpdate writes a changed status as a PUT of the status subresource
+// instead of a merge patch, locked like WithOptimisticLock (the PUT carries
+// the resourceVersion). It costs the API server 13-19% less CPU: it decodes the
+// request, where a merge patch has it encode the stored object, merge and
+// decode the result (make bench BENCH=ClaimWrites, issue 38). Only for types
+// whose Go struct holds every field of the CRD's status, and not with
+// Remembering (whose fresh base would not match the version written).
+func (p *StatusPatcher) WithUpdate() *StatusPatcher {
+	p.lock, p.update = true, true
+	return p
+}
+
 // Remembering makes the patcher diff against the server's status when obj was
 // read from a cache that has not yet shown this reconciler's last status write
 // to it (see StatusWrites).
@@ -43,8 +56,8 @@ func (p *StatusPatcher) Remembering(w *StatusWrites) *StatusPatcher {
 	return p
 }
 
-// Patch writes obj's status as a merge patch of what changed, and nothing
-// else. Meant to be deferred: a write error lands in *errp unless it already
+// Patch writes obj's status as a merge patch of what changed (a PUT of the
+// status WithUpdate), and nothing else. Meant to be deferred: a write error lands in *errp unless it already
 // holds one. A deleted object is not an error.
 func (p *StatusPatcher) Patch(ctx context.Context, obj client.Object, errp *error) {
 	if err := p.patch(ctx, obj); err != nil && *errp == nil {
@@ -79,6 +92,23 @@ func (p *StatusPatcher) patch(ctx context.Context, obj client.Object) error {
 		if readFresh {
 			p.written.saw(p.before)
 		}
+		return nil
+	}
+	if p.update {
+		// Without the UID, which the API server would make a precondition:
+		// an object deleted meanwhile then answers 404, as to a patch, not a
+		// 409 for the UID; the resourceVersion locks the write all the same.
+		uid := obj.GetUID()
+		obj.SetUID("")
+		if err := p.client.Status().Update(ctx, obj); err != nil {
+			obj.SetUID(uid)
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("updating status: %w", err)
+		}
+		p.before = obj.DeepCopyObject().(client.Object)
+		p.written.wrote(obj)
 		return nil
 	}
 	body := map[string]any{"status": status}

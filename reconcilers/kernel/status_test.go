@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -106,4 +107,51 @@ func TestStatusFromACacheBehindOurWrites(t *testing.T) {
 	caughtUp := server()
 	pass(caughtUp, "Progressing")
 	assert.Equal(t, v1.HealthStatusCode("Progressing"), server().Status.Health.Status)
+}
+
+// WithUpdate writes the status as a PUT: only when it changed, locked by the
+// version read (a stale pass gets a conflict and writes nothing), and an
+// object deleted meanwhile is no error (as with a patch).
+func TestStatusWithUpdate(t *testing.T) {
+	if k8s == nil {
+		t.Skip("needs the real API server (make test-stack)")
+	}
+	ctx := context.Background()
+	gd := &v1.GitOpsDeployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: stack.Tenant(t, k8s).Name, Name: "app"},
+		Spec:       v1.GitOpsDeploymentSpec{Source: v1.ApplicationSource{RepoURL: "https://example.test/r.git", Path: "p"}, Type: v1.GitOpsDeploymentSpecTypeAutomated},
+	}
+	require.NoError(t, k8s.Create(ctx, gd))
+	pass := func(from *v1.GitOpsDeployment, health v1.HealthStatusCode) (*v1.GitOpsDeployment, error) {
+		t.Helper()
+		obj := from.DeepCopy()
+		p := kernel.NewStatusPatcher(k8s, obj).WithUpdate()
+		obj.Status.Health.Status = health
+		var err error
+		p.Patch(ctx, obj, &err)
+		return obj, err
+	}
+
+	read := gd.DeepCopy()
+	healthy, err := pass(read, "Healthy")
+	require.NoError(t, err)
+	assert.NotEqual(t, read.ResourceVersion, healthy.ResourceVersion, "not written")
+	assert.Equal(t, gd.UID, healthy.UID)
+	got := &v1.GitOpsDeployment{}
+	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(gd), got))
+	assert.Equal(t, v1.HealthStatusCode("Healthy"), got.Status.Health.Status)
+
+	same, err := pass(healthy, "Healthy")
+	require.NoError(t, err)
+	assert.Equal(t, healthy.ResourceVersion, same.ResourceVersion, "an unchanged status was written")
+
+	stale, err := pass(read, "Degraded")
+	assert.True(t, apierrors.IsConflict(err), "a pass from a stale read wrote: %v", err)
+	assert.Equal(t, gd.UID, stale.UID, "the UID was not put back after a failed write")
+	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(gd), got))
+	assert.Equal(t, v1.HealthStatusCode("Healthy"), got.Status.Health.Status)
+
+	require.NoError(t, k8s.Delete(ctx, got))
+	_, err = pass(healthy, "Degraded")
+	assert.NoError(t, err, "the write to a deleted object")
 }
