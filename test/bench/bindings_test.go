@@ -899,8 +899,9 @@ func runBindings(b *testing.B) {
 	}
 	if os.Getenv("BENCH_WRITE_RESULTS") == "1" {
 		name := fmt.Sprintf("bindings-N%d-%s", n, *bindParams)
-		if *bindRepos == "one" {
-			name += "-onerepo"
+		if *bindRepos == "tenant" {
+			// Runs before 2026-11-29 had one repository for all.
+			name += fmt.Sprintf("-repos%d", m)
 		}
 		if *bindResync != "" {
 			name += "-resync" + *bindResync
