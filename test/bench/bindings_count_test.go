@@ -58,3 +58,16 @@ func TestBindFilesPerTenant(t *testing.T) {
 		t.Errorf("GitOpsDeployments' repository: %d files", len(gd))
 	}
 }
+
+func TestSidecarReconcilesPerApplication(t *testing.T) {
+	before := metrics{`controller_runtime_reconcile_total{controller="snapshotenvironmentbinding",result="success"}`: 10}
+	after := metrics{`controller_runtime_reconcile_total{controller="snapshotenvironmentbinding",result="success"}`: 40,
+		`controller_runtime_reconcile_total{controller="snapshotenvironmentbinding",result="error"}`: 5,
+		`controller_runtime_reconcile_total{controller="gitopsdeployment",result="success"}`:         0}
+	if got, want := sidecarReconciles(before, after, 10), "snapshotenvironmentbinding 3.5"; got != want {
+		t.Fatalf("sidecarReconciles = %q, want %q", got, want)
+	}
+	if got := sidecarReconciles(after, after, 10); got != "none" {
+		t.Fatalf("no reconcile: %q", got)
+	}
+}

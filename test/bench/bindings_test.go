@@ -319,6 +319,9 @@ type bindPhase struct {
 	// resource (everyone's); generator: the plugin generator's requests per
 	// binding and their mean time.
 	writes, generator string
+	// reconciles: the sidecar's reconciles per binding (per application's
+	// GitOpsDeployments), by controller.
+	reconciles string
 }
 
 // phaseWrites says the writes (POST, PUT, PATCH, APPLY, DELETE) the API server
@@ -382,6 +385,24 @@ func generatorCalls(before, after metrics, bindings int) string {
 		return "none"
 	}
 	return fmt.Sprintf("%.2f per binding, %.1f ms each on average", calls/float64(max(bindings, 1)), 1000*secs/calls)
+}
+
+// sidecarReconciles says the sidecar's reconciles per unit of the phase (a
+// binding, or an application's 3 GitOpsDeployments) by the controllers that
+// ran, between two scrapes.
+func sidecarReconciles(before, after metrics, units int) string {
+	const name = "controller_runtime_reconcile_total"
+	var parts []string
+	for _, c := range []string{"snapshotenvironmentbinding", "gitopsdeployment", "promotionrun", "tenant"} {
+		label := `controller="` + c + `"`
+		if d := after.sum(name, label) - before.sum(name, label); d > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.1f", c, d/float64(max(units, 1))))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
 
 func runBindings(b *testing.B) {
@@ -559,6 +580,7 @@ func runBindings(b *testing.B) {
 		}
 		if after, err := scrape(side); err == nil && sideBefore != nil {
 			p.generator = generatorCalls(sideBefore, after, units)
+			p.reconciles = sidecarReconciles(sideBefore, after, units)
 		}
 		tr.mu.Lock()
 		p.count = len(tr.want)
@@ -890,7 +912,8 @@ func runBindings(b *testing.B) {
 	for _, p := range append(append([]bindPhase(nil), ours...), peer...) {
 		fmt.Fprintf(&sb, "- %s: generated -> Argo CD's first comparison at it %s, -> done %s (p50 / p99 / max); %.2f Application updates each; load after %s; CPU: %s\n",
 			p.name, stats(p.compare), stats(p.sync), p.updates, p.load, p.cpu)
-		fmt.Fprintf(&sb, "  - API server writes per Application: %s; plugin generator requests: %s\n", cmp.Or(p.writes, "-"), cmp.Or(p.generator, "-"))
+		fmt.Fprintf(&sb, "  - API server writes per Application: %s; plugin generator requests: %s; the sidecar's reconciles per application: %s\n",
+			cmp.Or(p.writes, "-"), cmp.Or(p.generator, "-"), cmp.Or(p.reconciles, "-"))
 	}
 	fmt.Println()
 	fmt.Print(sb.String())
