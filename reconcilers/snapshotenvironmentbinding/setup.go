@@ -5,6 +5,7 @@ import (
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -40,9 +41,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("snapshotenvironmentbinding").
-		For(&as.SnapshotEnvironmentBinding{}).
+		For(&as.SnapshotEnvironmentBinding{}, builder.WithPredicates(r.notOwnStatusWrites())).
 		Watches(&argov1alpha1.ApplicationSet{}, ours).
-		Watches(&argov1alpha1.Application{}, ours).
+		Watches(&argov1alpha1.Application{}, ours, builder.WithPredicates(applicationUpdates())).
 		Watches(&as.Snapshot{}, r.bindingsWhere(func(seb *as.SnapshotEnvironmentBinding, o client.Object) bool {
 			return seb.Spec.Snapshot == o.GetName()
 		})).

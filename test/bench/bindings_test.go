@@ -27,6 +27,7 @@ import (
 	"github.com/gitops-service/gitops-service/extension/sidecar"
 	"github.com/gitops-service/gitops-service/reconcilers/argocd"
 	"github.com/gitops-service/gitops-service/reconcilers/argocdsettings"
+	metricsPkg "github.com/gitops-service/gitops-service/reconcilers/metrics"
 	"github.com/gitops-service/gitops-service/reconcilers/ownership"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
@@ -38,6 +39,8 @@ var (
 		"Argo CD's timeout.reconciliation for the bindings benchmark (empty: the test stack's 10s; Argo CD's own default is 180s)")
 	bindParams = flag.String("bindings-argocd-params", "install",
 		"applicationset controller settings for the bindings benchmark: install (those the sidecar writes, reconcilers/argocdsettings) or default (Argo CD's)")
+	bindRepos = flag.String("bindings-repos", "tenant",
+		"the bindings benchmark's GitOps repositories: tenant (one per tenant namespace, on each side) or one (all applications in one, each side)")
 )
 
 const (
@@ -53,7 +56,7 @@ const (
 
 // BenchmarkBindings is a release day for the App Studio path, with the real
 // Argo CD (its applicationset controller among it): N bindings of 3 components
-// over M tenants (-n, default 300; -m, default 10) created in a burst, until
+// over M tenants (-n, default 300; -m, default N/30, at least 10) created in a burst, until
 // every Application is Synced/Healthy and runs its image; every binding moved
 // to a new Snapshot at once, until every Application runs the new image; then
 // -promotions PromotionRuns at once, until each is Completed and its
@@ -61,7 +64,8 @@ const (
 // 3N Applications made from 3N GitOpsDeployments, whose path moves to a
 // kustomization with the new image tag in the same phases. Each side runs all
 // its phases, then its objects are deleted and its Applications gone before
-// the other starts; each deploys its own copy of the repository.
+// the other starts; each deploys its own copy of the repositories (one per
+// tenant unless -bindings-repos=one).
 func BenchmarkBindings(b *testing.B) {
 	requireStack(b)
 	for i := 0; i < b.N; i++ {
@@ -82,14 +86,17 @@ func (w bindWorld) app(i int) string       { return fmt.Sprintf("a%03d", i) }
 func (w bindWorld) id(i, j int) string     { return fmt.Sprintf("a%03d-c%d", i, j) }
 func (w bindWorld) image(id string) string { return "quay.io/bench/" + id }
 
-// bindFiles is the repository: each component's Deployment (one replica,
+// bindFiles is a repository: each component's Deployment (one replica,
 // whose Pod stack.RunPods reports running: Argo CD reports the images of the
-// running Pods) and, for the GitOpsDeployments, kustomizations gd/vT/<id>
-// setting image tag T on it.
-func bindFiles(n int, tags ...string) map[string]string {
+// running Pods) of the applications i that in says are in it and, for the
+// GitOpsDeployments (tags given), kustomizations gd/vT/<id> setting image tag
+// T on it.
+func bindFiles(w bindWorld, in func(i int) bool, tags ...string) map[string]string {
 	files := map[string]string{}
-	w := bindWorld{n: n}
-	for i := 0; i < n; i++ {
+	for i := 0; i < w.n; i++ {
+		if !in(i) {
+			continue
+		}
 		for j := 0; j < bindComponents; j++ {
 			id := w.id(i, j)
 			files["comp/"+id+"/kustomization.yaml"] = "resources:\n- deployment.yaml\n"
@@ -308,19 +315,123 @@ type bindPhase struct {
 	runs []time.Duration
 	cpu  string
 	load string
+	// writes: the API server's writes per Application in the phase, by
+	// resource (everyone's); generator: the plugin generator's requests per
+	// binding and their mean time.
+	writes, generator string
+	// reconciles: the sidecar's reconciles per binding (per application's
+	// GitOpsDeployments), by controller.
+	reconciles string
+}
+
+// phaseWrites says the writes (POST, PUT, PATCH, APPLY, DELETE) the API server
+// counted between two scrapes, per Application of the phase, by resource and
+// verb, the largest first.
+func phaseWrites(before, after metrics, apps int) string {
+	counts := map[string]float64{}
+	var all float64
+	for k, v := range after {
+		if !strings.HasPrefix(k, "apiserver_request_total{") {
+			continue
+		}
+		label := func(name string) string {
+			_, rest, ok := strings.Cut(k, ","+name+"=\"")
+			if !ok {
+				_, rest, ok = strings.Cut(k, "{"+name+"=\"")
+			}
+			if !ok {
+				return ""
+			}
+			v, _, _ := strings.Cut(rest, "\"")
+			return v
+		}
+		verb := label("verb")
+		if !strings.Contains(" POST PUT PATCH APPLY DELETE ", " "+verb+" ") {
+			continue
+		}
+		d := v - before[k]
+		if d <= 0 {
+			continue
+		}
+		name := label("resource")
+		if sub := label("subresource"); sub != "" {
+			name += "/" + sub
+		}
+		counts[verb+" "+name] += d
+		all += d
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return counts[keys[i]] > counts[keys[j]] })
+	parts := []string{fmt.Sprintf("%.1f in all", all/float64(max(apps, 1)))}
+	for _, k := range keys {
+		if v := counts[k] / float64(max(apps, 1)); v >= 0.05 {
+			parts = append(parts, fmt.Sprintf("%s %.2f", k, v))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// generatorCalls says the plugin generator's requests per binding between two
+// scrapes of the sidecar, and their mean time.
+func generatorCalls(before, after metrics, bindings int) string {
+	name := metricsPkg.HTTPRequestDurationName
+	label := `server="generator"`
+	calls := after.sum(name+"_count", label) - before.sum(name+"_count", label)
+	secs := after.sum(name+"_sum", label) - before.sum(name+"_sum", label)
+	if calls <= 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%.2f per binding, %.1f ms each on average", calls/float64(max(bindings, 1)), 1000*secs/calls)
+}
+
+// sidecarReconciles says the sidecar's reconciles per unit of the phase (a
+// binding, or an application's 3 GitOpsDeployments) by the controllers that
+// ran, between two scrapes.
+func sidecarReconciles(before, after metrics, units int) string {
+	const name = "controller_runtime_reconcile_total"
+	var parts []string
+	for _, c := range []string{"snapshotenvironmentbinding", "gitopsdeployment", "promotionrun", "tenant"} {
+		label := `controller="` + c + `"`
+		if d := after.sum(name, label) - before.sum(name, label); d > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.1f", c, d/float64(max(units, 1))))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
 
 func runBindings(b *testing.B) {
 	ctx := context.Background()
-	n, m := 300, 10
+	n, m := 300, 0
+	timeoutGiven := false
 	flag.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "n":
 			n = *total
 		case "m":
 			m = *spaces
+		case "timeout":
+			timeoutGiven = true
 		}
 	})
+	if m == 0 {
+		// 30-odd applications a tenant: N=1,000 spreads over 33 tenants.
+		m = max(10, n/30)
+	}
+	timeout := *converged
+	if !timeoutGiven {
+		// A phase syncs 3N Applications in Argo CD's application
+		// controller: 5m43s at N=300 on the quiet machine.
+		timeout = max(timeout, time.Duration(n)*2*time.Second)
+	}
+	if *bindRepos != "tenant" && *bindRepos != "one" {
+		b.Fatalf("-bindings-repos: %q is neither tenant nor one", *bindRepos)
+	}
 	promotions := min(*bindPromotions, n)
 	load := loadAvg()
 	root, _ := stack.RepoRoot()
@@ -365,6 +476,10 @@ func runBindings(b *testing.B) {
 		argo.WriteLogs(os.Stderr)
 		b.Fatalf(format, args...)
 	}
+	apiHC, err := rest.HTTPClientFor(kube.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
 	cfg := rest.CopyConfig(kube.Config)
 	cfg.QPS, cfg.Burst = 5000, 10000
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: sidecar.NewScheme()})
@@ -376,7 +491,6 @@ func runBindings(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer os.RemoveAll(gitRoot)
-	files := bindFiles(n, "1", "2", "3")
 
 	tr := newBindTracker()
 	var none argov1alpha1.ApplicationList
@@ -417,6 +531,8 @@ func runBindings(b *testing.B) {
 		}
 		tr.expect(all, tag)
 		meter := newCPUMeter(procs)
+		apiBefore, _ := scrapeWith(apiHC, kube.URL+"/metrics")
+		sideBefore, _ := scrape(side)
 		var mu sync.Mutex
 		sent := map[string]time.Time{}
 		fmt.Printf("bench: %s: %d writes, %d Applications to run tag %s (load %s)\n", name, units, len(all), tag, loadAvg())
@@ -449,8 +565,8 @@ func runBindings(b *testing.B) {
 			if done == want && runsOK {
 				break
 			}
-			if time.Since(start) > *converged {
-				fail("%s: %d of %d Applications running tag %s, %d generated for it, after %s: %s", name, done, len(all), tag, gen, *converged, tr.stuck())
+			if time.Since(start) > timeout {
+				fail("%s: %d of %d Applications running tag %s, %d generated for it, after %s: %s", name, done, len(all), tag, gen, timeout, tr.stuck())
 			}
 			if time.Since(lastProgress) >= 10*time.Second {
 				lastProgress = time.Now()
@@ -459,6 +575,13 @@ func runBindings(b *testing.B) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		p := bindPhase{name: name, runs: runs, cpu: meter.String()}
+		if after, err := scrapeWith(apiHC, kube.URL+"/metrics"); err == nil && apiBefore != nil {
+			p.writes = phaseWrites(apiBefore, after, len(all))
+		}
+		if after, err := scrape(side); err == nil && sideBefore != nil {
+			p.generator = generatorCalls(sideBefore, after, units)
+			p.reconciles = sidecarReconciles(sideBefore, after, units)
+		}
 		tr.mu.Lock()
 		p.count = len(tr.want)
 		var last, lastGen time.Time
@@ -506,22 +629,39 @@ func runBindings(b *testing.B) {
 			}
 		}
 	}
-	repo := func(name string) string {
-		r, err := stack.NewGitRepo(gitRoot, name)
-		if err != nil {
-			b.Fatal(err)
+	// repos makes w's repositories (each holding what its side deploys) and
+	// returns application i's URL. Argo CD's repo-server generates the
+	// manifests of one repository one at a time for kustomize sources with
+	// image overrides (the bindings'): one repository for all is the worst
+	// case for that side, one per tenant what tenants that share no
+	// repository have (App Studio has one per application).
+	repos := func(w bindWorld, tags ...string) func(i int) string {
+		newRepo := func(name string, in func(i int) bool) string {
+			r, err := stack.NewGitRepo(gitRoot, name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := r.Commit(bindFiles(w, in, tags...), "bench"); err != nil {
+				b.Fatal(err)
+			}
+			return r.URL
 		}
-		if _, err := r.Commit(files, "bench"); err != nil {
-			b.Fatal(err)
+		if *bindRepos == "one" {
+			url := newRepo(w.prefix, func(int) bool { return true })
+			return func(int) string { return url }
 		}
-		return r.URL
+		urls := make([]string, m)
+		for t := 0; t < m; t++ {
+			urls[t] = newRepo(w.ns(t), func(i int) bool { return i%m == t })
+		}
+		return func(i int) string { return urls[i%m] }
 	}
 
 	// runFailed are the PromotionRuns that completed with Failure, with why.
 	var runFailed map[string]string
 	bindingSide := func() []bindPhase {
 		w := bindWorld{prefix: "seb", n: n, m: m}
-		url := repo(w.prefix)
+		url := repos(w)
 		createNS(w)
 		fmt.Printf("bench: bindings: setting up %d applications of %d components in %d tenants\n", n, bindComponents, m)
 		snapshot := func(i int, tag string) error {
@@ -550,7 +690,7 @@ func runBindings(b *testing.B) {
 				if err := c.Create(ctx, comp); err != nil {
 					return err
 				}
-				comp.Status.GitOps = as.GitOpsStatus{RepositoryURL: url, Branch: "main", Context: "comp/" + id}
+				comp.Status.GitOps = as.GitOpsStatus{RepositoryURL: url(i), Branch: "main", Context: "comp/" + id}
 				if err := c.Status().Update(ctx, comp); err != nil {
 					return err
 				}
@@ -649,7 +789,7 @@ func runBindings(b *testing.B) {
 
 	gitopsDeploymentSide := func() []bindPhase {
 		w := bindWorld{prefix: "gd", n: n, m: m}
-		url := repo(w.prefix)
+		url := repos(w, "1", "2", "3")
 		createNS(w)
 		gdOf := func(i, j int) *v1.GitOpsDeployment {
 			return &v1.GitOpsDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns(i), Name: w.id(i, j)}}
@@ -669,7 +809,7 @@ func runBindings(b *testing.B) {
 		phases = append(phases, phase("GitOpsDeployments: create", "1", n, idsOf(w), func(i int) error {
 			for j := 0; j < bindComponents; j++ {
 				gd := gdOf(i, j)
-				gd.Spec = v1.GitOpsDeploymentSpec{Source: v1.ApplicationSource{RepoURL: url, Path: "gd/v1/" + w.id(i, j)}, Type: v1.GitOpsDeploymentSpecTypeAutomated}
+				gd.Spec = v1.GitOpsDeploymentSpec{Source: v1.ApplicationSource{RepoURL: url(i), Path: "gd/v1/" + w.id(i, j)}, Type: v1.GitOpsDeploymentSpecTypeAutomated}
 				if err := c.Create(ctx, gd); err != nil {
 					return err
 				}
@@ -719,8 +859,12 @@ func runBindings(b *testing.B) {
 		sort.Strings(kv)
 		settings = "the install's (" + strings.Join(kv, ", ") + ")"
 	}
-	fmt.Fprintf(&sb, "%s Real Argo CD %s controllers, applicationset controller settings: %s; Argo CD's timeout.reconciliation %s; the sidecar serving the plugin generator. Each Application deploys one Deployment (1 replica, its Pod reported running by the stack in place of a kubelet) whose image the binding's Snapshot (kustomize image override) or the GitOpsDeployment's path (a kustomization setting the tag) chooses; done = Synced and Healthy at the spec with the new image, and Argo CD reporting only the new image running. Sides in the order %s, each with its own copy of the repository; each side's objects deleted, and its Applications gone, before the next. Per phase: first write -> last Application done (total), and each Application's write of its binding, PromotionRun or GitOpsDeployment -> done (p50 / p99 / max).\n\n",
-		machineLine(load), stack.ArgoCDVersion, settings, cmp.Or(*bindResync, "10s (the test stack's)"), *bindSides)
+	layout := fmt.Sprintf("one GitOps repository per tenant (%d applications each)", (n+m-1)/m)
+	if *bindRepos == "one" {
+		layout = "one GitOps repository for all applications"
+	}
+	fmt.Fprintf(&sb, "%s Real Argo CD %s controllers, applicationset controller settings: %s; Argo CD's timeout.reconciliation %s; the sidecar serving the plugin generator; %s on each side. Each Application deploys one Deployment (1 replica, its Pod reported running by the stack in place of a kubelet) whose image the binding's Snapshot (kustomize image override) or the GitOpsDeployment's path (a kustomization setting the tag) chooses; done = Synced and Healthy at the spec with the new image, and Argo CD reporting only the new image running. Sides in the order %s, each with its own copy of the repository; each side's objects deleted, and its Applications gone, before the next. Per phase: first write -> last Application done (total), and each Application's write of its binding, PromotionRun or GitOpsDeployment -> done (p50 / p99 / max).\n\n",
+		machineLine(load), stack.ArgoCDVersion, settings, cmp.Or(*bindResync, "10s (the test stack's)"), layout, *bindSides)
 	sb.WriteString("| phase | Applications | bindings: total | each (p50 / p99 / max) | of which generated | GitOpsDeployments: total | each (p50 / p99 / max) | of which Application updated | bindings / GitOpsDeployments |\n|---|---|---|---|---|---|---|---|---|\n")
 	var sumOurs, sumPeer time.Duration
 	for i := 0; i < max(len(ours), len(peer)); i++ {
@@ -749,7 +893,7 @@ func runBindings(b *testing.B) {
 		// The goal is the Snapshot change reflected in all Applications:
 		// their specs, our hop. Running it is Argo CD's application
 		// controller's syncing, shown beside the peer's, which waits on it too.
-		fmt.Fprintf(&sb, "- Snapshot change on every binding -> all %d Applications generated for the new Snapshot (first write -> last spec with the new image): %s (target at N=300: <= %s: %s)\n", ours[1].count, ms(ours[1].generated), targetBindChange, mark(ours[1].generated <= targetBindChange))
+		fmt.Fprintf(&sb, "- Snapshot change on every binding -> all %d Applications generated for the new Snapshot (first write -> last spec with the new image): %s (target <= %s: %s)\n", ours[1].count, ms(ours[1].generated), targetBindChange, mark(ours[1].generated <= targetBindChange))
 		peerRun := "-"
 		if len(peer) > 1 {
 			peerRun = ms(peer[1].total) + " for the peer's GitOpsDeployments, whose Applications the sidecar updated within " + ms(peer[1].generated)
@@ -768,6 +912,8 @@ func runBindings(b *testing.B) {
 	for _, p := range append(append([]bindPhase(nil), ours...), peer...) {
 		fmt.Fprintf(&sb, "- %s: generated -> Argo CD's first comparison at it %s, -> done %s (p50 / p99 / max); %.2f Application updates each; load after %s; CPU: %s\n",
 			p.name, stats(p.compare), stats(p.sync), p.updates, p.load, p.cpu)
+		fmt.Fprintf(&sb, "  - API server writes per Application: %s; plugin generator requests: %s; the sidecar's reconciles per application: %s\n",
+			cmp.Or(p.writes, "-"), cmp.Or(p.generator, "-"), cmp.Or(p.reconciles, "-"))
 	}
 	fmt.Println()
 	fmt.Print(sb.String())
@@ -776,6 +922,10 @@ func runBindings(b *testing.B) {
 	}
 	if os.Getenv("BENCH_WRITE_RESULTS") == "1" {
 		name := fmt.Sprintf("bindings-N%d-%s", n, *bindParams)
+		if *bindRepos == "tenant" {
+			// Runs before 2026-11-29 had one repository for all.
+			name += fmt.Sprintf("-repos%d", m)
+		}
 		if *bindResync != "" {
 			name += "-resync" + *bindResync
 		}
