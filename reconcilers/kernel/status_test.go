@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -106,4 +107,51 @@ func TestStatusFromACacheBehindOurWrites(t *testing.T) {
 	caughtUp := server()
 	pass(caughtUp, "Progressing")
 	assert.Equal(t, v1.HealthStatusCode("Progressing"), server().Status.Health.Status)
+}
+
+// Issue 38: waiting for the cache, a reconcile that starts from a cache
+// behind our status write diffs against the cached object once the watch
+// brought our write, and reads nothing from the server.
+func TestStatusWaitsForTheCache(t *testing.T) {
+	if k8s == nil {
+		t.Skip("needs the real API server (make test-stack)")
+	}
+	ctx := context.Background()
+	gd := &v1.GitOpsDeployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: stack.Tenant(t, k8s).Name, Name: "app"},
+		Spec:       v1.GitOpsDeploymentSpec{Source: v1.ApplicationSource{RepoURL: "https://example.test/r.git", Path: "p"}, Type: v1.GitOpsDeploymentSpecTypeAutomated},
+	}
+	require.NoError(t, k8s.Create(ctx, gd))
+	reads := &countingReader{Reader: k8s}
+	written := kernel.NewStatusWrites(reads).WaitingForCache(time.Minute)
+	server := func() *v1.GitOpsDeployment {
+		t.Helper()
+		got := &v1.GitOpsDeployment{}
+		require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(gd), got))
+		return got
+	}
+	pass := func(from *v1.GitOpsDeployment, health v1.HealthStatusCode) {
+		t.Helper()
+		obj := from.DeepCopy()
+		p := kernel.NewStatusPatcher(k8s, obj).Remembering(written)
+		obj.Status.Health.Status = health
+		var err error
+		p.Patch(ctx, obj, &err)
+		require.NoError(t, err)
+	}
+
+	stale := server()
+	pass(stale, "Degraded")
+	// The watch event of that write arrives a little later.
+	seen := make(chan bool, 1)
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		seen <- written.Wrote(server())
+	}()
+	start := time.Now()
+	pass(stale, "Healthy") // from the stale object: Degraded must still be undone
+	assert.GreaterOrEqual(t, time.Since(start), 150*time.Millisecond, "did not wait for the cache")
+	assert.True(t, <-seen, "the event of our own write")
+	assert.Equal(t, v1.HealthStatusCode("Healthy"), server().Status.Health.Status, "the write of Degraded was not undone")
+	assert.Zero(t, reads.n, "reads around the cache")
 }
