@@ -3,7 +3,6 @@ package gitopsdeployment
 import (
 	"context"
 	"slices"
-	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,7 +32,7 @@ const (
 // SetupWithManager registers the reconciler, its indexes and watches.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
 	// The For predicate below passes every update event to Wrote.
-	r.statusWrites = kernel.NewStatusWrites(r.APIReader).WaitingForCache(time.Second)
+	r.statusWrites = kernel.NewStatusWrites(r.APIReader).Deferring()
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &argov1alpha1.Application{}, ownerIndex, func(o client.Object) []string {
 		if owner := ownerOf(o); owner != nil {

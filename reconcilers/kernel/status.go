@@ -111,9 +111,8 @@ func (p *StatusPatcher) patch(ctx context.Context, obj client.Object) error {
 type StatusWrites struct {
 	reader client.Reader
 	ttl    time.Duration
-	// wait: how long a reconcile waits for the cache to show our last write
-	// before it reads the server (0: it reads at once).
-	wait time.Duration
+	// deferring: see Deferring.
+	deferring bool
 
 	mu        sync.Mutex
 	cur, prev map[types.UID]*statusWrite
@@ -124,9 +123,10 @@ type statusWrite struct {
 	// wrote: the version our write made; seen: a later version (someone
 	// else's write) read from the server, whose status is ours too.
 	wrote, seen string
-	// cached is closed once the cache holds the version we wrote (Wrote saw
-	// its watch event); nil unless the caller waits for it.
-	cached chan struct{}
+	// cached: the cache holds the version we wrote (Wrote saw its watch
+	// event); deferred: a reconcile left its status write to the one that
+	// event brings (Deferring).
+	cached, deferred bool
 }
 
 // NewStatusWrites reads the server's objects with reader (not a cache).
@@ -134,22 +134,25 @@ func NewStatusWrites(reader client.Reader) *StatusWrites {
 	return &StatusWrites{reader: reader, ttl: time.Minute, cur: map[types.UID]*statusWrite{}, rotated: time.Now()}
 }
 
-// WaitingForCache makes a reconcile that starts from a cache behind our last
-// status write wait up to d for the cache to show it, and diff against the
-// cached object then, instead of reading the server's (issue 38: ~0.7
-// uncached reads per new GitOpsDeployment in a burst, whose second reconcile
-// comes with its Application's event, before its status write's). Only for
-// a caller whose watch passes every update event of the kind to Wrote, as
-// the cache learns of it.
-func (w *StatusWrites) WaitingForCache(d time.Duration) *StatusWrites {
-	w.wait = d
+// Deferring makes a reconcile that starts from a cache behind our last status
+// write write no status, and the watch event of that write, which the cache
+// then holds, reconcile again instead of being dropped as our own (issue 38:
+// instead of ~0.3-0.7 uncached reads per new GitOpsDeployment in a burst,
+// whose second reconcile comes with its Application's event, before its
+// status write's). A second such reconcile before that event (a relist may
+// skip it) reads the server's object as without. Only for a caller whose
+// watch passes every update event of the kind to Wrote and reconciles when it
+// says false.
+func (w *StatusWrites) Deferring() *StatusWrites {
+	w.deferring = true
 	return w
 }
 
 // base returns the object to diff against: before when the cache has caught
-// up with our last write (or we know of none), else the cached object once it
-// does (WaitingForCache) or the server's object; nil when the object is gone
-// or was made again.
+// up with our last write (or we know of none), else the cached object when
+// the cache has caught up since (Deferring) or the server's object; nil when
+// no status is to be written: the object is gone or was made again, or the
+// write is deferred.
 func (w *StatusWrites) base(ctx context.Context, cache client.Reader, before client.Object) (client.Object, error) {
 	uid, rv := before.GetUID(), before.GetResourceVersion()
 	w.mu.Lock()
@@ -159,32 +162,32 @@ func (w *StatusWrites) base(ctx context.Context, cache client.Reader, before cli
 		delete(w.prev, uid)
 		e = nil
 	}
-	w.mu.Unlock()
-	if e == nil {
-		return before, nil
-	}
-	if e.cached != nil {
-		timer := time.NewTimer(w.wait)
-		select {
-		case <-e.cached:
-			// The cache holds our write's version or a later one.
-			timer.Stop()
-			cached := before.DeepCopyObject().(client.Object)
-			err := cache.Get(ctx, client.ObjectKeyFromObject(before), cached)
-			switch {
-			case apierrors.IsNotFound(err):
-				return nil, nil
-			case err != nil:
-				return nil, fmt.Errorf("reading the current status: %w", err)
-			case cached.GetUID() != uid:
-				return nil, nil
-			}
-			return cached, nil
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
-			return nil, ctx.Err()
+	cached, deferred := false, false
+	if e != nil && w.deferring {
+		cached = e.cached
+		if deferred = !cached && !e.deferred; deferred {
+			e.deferred = true
 		}
+	}
+	w.mu.Unlock()
+	switch {
+	case e == nil:
+		return before, nil
+	case deferred:
+		return nil, nil
+	case cached:
+		// The cache holds our write's version or a later one.
+		obj := before.DeepCopyObject().(client.Object)
+		err := cache.Get(ctx, client.ObjectKeyFromObject(before), obj)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, nil
+		case err != nil:
+			return nil, fmt.Errorf("reading the current status: %w", err)
+		case obj.GetUID() != uid:
+			return nil, nil
+		}
+		return obj, nil
 	}
 	fresh := before.DeepCopyObject().(client.Object)
 	if err := w.reader.Get(ctx, client.ObjectKeyFromObject(before), fresh); err != nil {
@@ -200,7 +203,8 @@ func (w *StatusWrites) base(ctx context.Context, cache client.Reader, before cli
 }
 
 // Wrote says whether obj is at the version our last status write made (an
-// update event of our own making), and notes that the cache now holds it.
+// update event of our own making, nothing to reconcile) and no reconcile
+// deferred its status write to it (Deferring).
 func (w *StatusWrites) Wrote(obj client.Object) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -208,14 +212,8 @@ func (w *StatusWrites) Wrote(obj client.Object) bool {
 	if e == nil || e.wrote != obj.GetResourceVersion() {
 		return false
 	}
-	if e.cached != nil {
-		select {
-		case <-e.cached:
-		default:
-			close(e.cached)
-		}
-	}
-	return true
+	e.cached = true
+	return !e.deferred
 }
 
 func (w *StatusWrites) get(uid types.UID) *statusWrite {
@@ -235,11 +233,7 @@ func (w *StatusWrites) wrote(obj client.Object) {
 	if time.Since(w.rotated) > w.ttl {
 		w.prev, w.cur, w.rotated = w.cur, map[types.UID]*statusWrite{}, time.Now()
 	}
-	e := &statusWrite{wrote: obj.GetResourceVersion()}
-	if w.wait > 0 {
-		e.cached = make(chan struct{})
-	}
-	w.cur[obj.GetUID()] = e
+	w.cur[obj.GetUID()] = &statusWrite{wrote: obj.GetResourceVersion()}
 }
 
 // saw notes a version read from the server whose status needed no write.
