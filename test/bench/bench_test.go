@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -77,13 +78,14 @@ type results struct {
 	// Uncached reads per GitOpsDeployment in the latency phase (steady, 20/s)
 	// and the throughput phase (each tenant's project exists by then).
 	readsSteady, readsBurst float64
-	// The API server's reads of each resource per GitOpsDeployment (all phases).
-	readsByResource           string
-	reconcilesPerCR           float64
-	resyncWrites, resyncReads float64
-	resyncTime                time.Duration
-	rssConverged, rssResync   int64
-	hwmConverged, hwmResync   int64
+	// The API server's reads of each resource per GitOpsDeployment (all
+	// phases); its writes of each resource during the idle resync.
+	readsByResource, resyncWritesByResource string
+	reconcilesPerCR                         float64
+	resyncWrites, resyncReads               float64
+	resyncTime                              time.Duration
+	rssConverged, rssResync                 int64
+	hwmConverged, hwmResync                 int64
 }
 
 func runOnce(b *testing.B) *results {
@@ -306,7 +308,8 @@ func runOnce(b *testing.B) *results {
 		r.readsBurst = (sumMethods(after, "GET LIST") - sumMethods(steady, "GET LIST")) / float64(rest)
 	}
 	if apiAfter, err := scrapeWith(apiHC, kube.URL+"/metrics"); err == nil {
-		r.readsByResource = readsByResource(apiBefore, apiAfter, n)
+		r.readsByResource = requestsByResource(apiBefore, apiAfter, n, "GET", "LIST")
+		apiBefore = apiAfter
 	} else {
 		fmt.Printf("bench: API server metrics: %v\n", err)
 	}
@@ -348,6 +351,9 @@ func runOnce(b *testing.B) *results {
 	r.resyncTime = time.Since(restart)
 	final := settle(b, side)
 	r.resyncWrites = sumMethods(final, writeMethodsRE)
+	if apiAfter, err := scrapeWith(apiHC, kube.URL+"/metrics"); err == nil && r.resyncWrites > 0 {
+		r.resyncWritesByResource = " (" + requestsByResource(apiBefore, apiAfter, 1, "POST", "PUT", "PATCH", "APPLY", "DELETE") + ")"
+	}
 	r.resyncReads = sumMethods(final, "GET LIST")
 	r.rssResync, r.hwmResync = rss(side.Pid())
 	if heaps != nil {
@@ -505,7 +511,7 @@ func (r *results) report(b *testing.B) {
 		{"uncached reads (GET, LIST) per GitOpsDeployment, throughput phase (every tenant's project exists)", fmt.Sprintf("%.2f", r.readsBurst), fmt.Sprintf("<= %.1f: %s", targetReads, mark(r.readsBurst <= targetReads))},
 		{"the API server's reads per GitOpsDeployment, by resource (all phases)", r.readsByResource, ""},
 		{"reconciles per GitOpsDeployment", fmt.Sprintf("%.2f", r.reconcilesPerCR), ""},
-		{fmt.Sprintf("idle resync (restart, %d objects reconciled again): writes", r.n), fmt.Sprintf("%.0f", r.resyncWrites), "0: " + mark(r.resyncWrites == 0)},
+		{fmt.Sprintf("idle resync (restart, %d objects reconciled again): writes", r.n), fmt.Sprintf("%.0f%s", r.resyncWrites, r.resyncWritesByResource), "0: " + mark(r.resyncWrites == 0)},
 		{"idle resync: time to reconcile everything again", r.resyncTime.Round(time.Millisecond * 10).String(), ""},
 		{"sidecar RSS after convergence (peak)", mib(r.rssConverged) + " (" + mib(r.hwmConverged) + ")", rssTarget(r)},
 		{"sidecar RSS after the resync (peak)", mib(r.rssResync) + " (" + mib(r.hwmResync) + ")", rssResyncTarget(r)},
@@ -560,14 +566,15 @@ func rssResyncTarget(r *results) string {
 	return "<= 300 MiB: " + mark(r.hwmResync <= targetRSS10k)
 }
 
-// readsByResource is every client's GETs and LISTs per GitOpsDeployment
-// between two scrapes of the API server, by resource (the sidecar is the only
-// client that reads single objects; the bench lists Applications once).
-func readsByResource(before, after metrics, n int) string {
+// requestsByResource is every client's requests of the verbs per
+// GitOpsDeployment (n) between two scrapes of the API server, by resource
+// (the sidecar is the only client that reads single objects; the bench lists
+// Applications once).
+func requestsByResource(before, after metrics, n int, verbs ...string) string {
 	counts := map[string]float64{}
 	for k, v := range after {
 		f := apiRequestRE.FindStringSubmatch(k)
-		if f == nil || (f[4] != "GET" && f[4] != "LIST") {
+		if f == nil || !slices.Contains(verbs, f[4]) {
 			continue
 		}
 		name := f[4] + " " + f[2]
