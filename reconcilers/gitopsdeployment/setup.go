@@ -31,7 +31,8 @@ const (
 
 // SetupWithManager registers the reconciler, its indexes and watches.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
-	r.statusWrites = kernel.NewStatusWrites(r.APIReader)
+	// The For predicate below passes every update event to Wrote.
+	r.statusWrites = kernel.NewStatusWrites(r.APIReader).Deferring()
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &argov1alpha1.Application{}, ownerIndex, func(o client.Object) []string {
 		if owner := ownerOf(o); owner != nil {

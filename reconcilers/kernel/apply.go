@@ -72,18 +72,11 @@ func (o Owned) Apply(ctx context.Context, current, desired client.Object) error 
 	annotations[AnnotationApplied] = hex.EncodeToString(sum[:12])
 	want.SetAnnotations(annotations)
 	if current == nil {
-		existing := desired.DeepCopyObject().(client.Object)
-		err := o.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), existing)
-		switch {
-		case err == nil && o.Ours(existing):
-			return ErrStaleCache
-		case err == nil:
-			return &NotOursError{Kind: want.GetKind(), Namespace: desired.GetNamespace(), Name: desired.GetName()}
-		case !apierrors.IsNotFound(err):
-			return fmt.Errorf("reading %s %s: %w", want.GetKind(), desired.GetName(), err)
-		}
-		// Not there: the apply creates it. (Between this read and the apply,
-		// only someone guessing our UID-based name could create it first.)
+		// Create only, with no read first: an apply conditional on a version
+		// no object has fails on anything already under the name (ours not
+		// yet cached, or someone else's), and the condition does not apply to
+		// a create. Only then is the object read, to tell which.
+		want.SetResourceVersion(noVersion)
 	} else {
 		have, err := applyConfig(o.Client.Scheme(), current)
 		if err != nil {
@@ -99,7 +92,18 @@ func (o Owned) Apply(ctx context.Context, current, desired client.Object) error 
 		}
 	}
 	// Forced: these fields are ours, whoever edited them since.
-	if err := o.Client.Patch(ctx, want, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	err = o.Client.Patch(ctx, want, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership)
+	if current == nil && apierrors.IsConflict(err) {
+		if err = o.existing(ctx, desired, want.GetKind()); err != nil {
+			return err
+		}
+		// Not there (deleted since, or an API server that holds a create to
+		// the condition): as without one, which only a guess of our name
+		// could race.
+		want.SetResourceVersion("")
+		err = o.Client.Patch(ctx, want, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership)
+	}
+	if err != nil {
 		return fmt.Errorf("applying %s %s: %w", want.GetKind(), desired.GetName(), err)
 	}
 	// desired becomes what the server stored (status included); by JSON, as
@@ -114,6 +118,27 @@ func (o Owned) Apply(ctx context.Context, current, desired client.Object) error 
 		return fmt.Errorf("reading back %s %s: %w", want.GetKind(), desired.GetName(), err)
 	}
 	return nil
+}
+
+// noVersion is a resourceVersion no stored object has: etcd's revisions
+// start at 1 with the empty store, and every write makes a later one.
+const noVersion = "1"
+
+// existing is Apply's error when a create found desired's name taken:
+// ErrStaleCache when the object there is ours, a *NotOursError when it is
+// not, nil when there is none.
+func (o Owned) existing(ctx context.Context, desired client.Object, kind string) error {
+	there := desired.DeepCopyObject().(client.Object)
+	switch err := o.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), there); {
+	case err == nil && o.Ours(there):
+		return ErrStaleCache
+	case err == nil:
+		return &NotOursError{Kind: kind, Namespace: desired.GetNamespace(), Name: desired.GetName()}
+	case apierrors.IsNotFound(err):
+		return nil
+	default:
+		return fmt.Errorf("reading %s %s: %w", kind, desired.GetName(), err)
+	}
 }
 
 // applyConfig is obj as an apply configuration: its kind, name and the fields

@@ -155,3 +155,62 @@ func TestStatusWithUpdate(t *testing.T) {
 	_, err = pass(healthy, "Degraded")
 	assert.NoError(t, err, "the write to a deleted object")
 }
+
+// Issue 38: deferring to the cache, a reconcile that starts from a cache
+// behind our status write writes nothing and reads nothing around the cache;
+// the watch event of our write then reconciles again (Wrote says false), and
+// that reconcile writes from the cached object. A second reconcile from the
+// stale cache before that event reads the server as without.
+func TestStatusDefersToTheCache(t *testing.T) {
+	if k8s == nil {
+		t.Skip("needs the real API server (make test-stack)")
+	}
+	ctx := context.Background()
+	gd := &v1.GitOpsDeployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: stack.Tenant(t, k8s).Name, Name: "app"},
+		Spec:       v1.GitOpsDeploymentSpec{Source: v1.ApplicationSource{RepoURL: "https://example.test/r.git", Path: "p"}, Type: v1.GitOpsDeploymentSpecTypeAutomated},
+	}
+	require.NoError(t, k8s.Create(ctx, gd))
+	reads := &countingReader{Reader: k8s}
+	written := kernel.NewStatusWrites(reads).Deferring()
+	server := func() *v1.GitOpsDeployment {
+		t.Helper()
+		got := &v1.GitOpsDeployment{}
+		require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(gd), got))
+		return got
+	}
+	// The patcher's client plays the cache: it shows the server's object once
+	// Wrote has seen our write's event.
+	pass := func(from *v1.GitOpsDeployment, health v1.HealthStatusCode) {
+		t.Helper()
+		obj := from.DeepCopy()
+		p := kernel.NewStatusPatcher(k8s, obj).Remembering(written)
+		obj.Status.Health.Status = health
+		var err error
+		p.Patch(ctx, obj, &err)
+		require.NoError(t, err)
+	}
+
+	stale := server()
+	pass(stale, "Degraded")
+	degraded := server()
+	require.Equal(t, v1.HealthStatusCode("Degraded"), degraded.Status.Health.Status)
+	pass(stale, "Healthy")
+	assert.Equal(t, degraded.ResourceVersion, server().ResourceVersion, "a status written from the stale cache")
+	assert.Zero(t, reads.n, "reads around the cache")
+	assert.False(t, written.Wrote(degraded), "the event of our write is dropped though a reconcile waits for it")
+	// The reconcile that event brings starts from the cache, which has our write.
+	pass(degraded, "Healthy")
+	assert.Equal(t, v1.HealthStatusCode("Healthy"), server().Status.Health.Status, "the write of Degraded was not undone")
+	assert.Zero(t, reads.n, "reads around the cache")
+
+	// Without that event (a relist skipped it): the first reconcile from the
+	// stale cache defers, the second reads the server.
+	stale = server()
+	pass(stale, "Progressing")
+	pass(stale, "Healthy")
+	assert.Equal(t, v1.HealthStatusCode("Progressing"), server().Status.Health.Status, "deferred")
+	pass(stale, "Healthy")
+	assert.Equal(t, 1, reads.n, "reads around the cache")
+	assert.Equal(t, v1.HealthStatusCode("Healthy"), server().Status.Health.Status, "the write of Progressing was not undone")
+}

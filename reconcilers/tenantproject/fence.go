@@ -66,10 +66,14 @@ func (p *Projects) Fence(ctx context.Context, project *argov1alpha1.AppProject) 
 	fenced.Spec.SourceRepos = nil
 	fenced.Spec.Roles = nil
 	fenced.Spec.SourceNamespaces = nil
-	if err := p.Client.Patch(ctx, fenced, patch); err != nil && !apierrors.IsNotFound(err) {
+	switch err := p.Client.Patch(ctx, fenced, patch); {
+	case err == nil:
+		w.wrote(fenced)
+	case apierrors.IsNotFound(err):
+		w.forget()
+	default:
 		return fmt.Errorf("fencing AppProject %s of a deleted tenant: %w", project.Name, err)
 	}
-	w.known = fenced.ResourceVersion
 	w.pending = pending{}
 	return nil
 }

@@ -55,8 +55,14 @@ type Projects struct {
 type writer struct {
 	sync.Mutex
 	// known is the version of the project we last wrote or read from the API
-	// server: a cached project at another version is read again around the cache.
-	known   string
+	// server, last the project at that version (nil: not known).
+	known string
+	last  *argov1alpha1.AppProject
+	// ours are the versions our last writes made: a cached project at one
+	// of them, or none cached yet, is the cache behind our writes, and last
+	// is the project (issue 38: without reading it around the cache). At any
+	// other version it is read again around the cache.
+	ours    []string
 	pending pending
 	// ensured is when a caller's Ensure (with repositories) last succeeded:
 	// its Application may not exist yet.
@@ -172,10 +178,27 @@ func (p *Projects) Delete(ctx context.Context, project *argov1alpha1.AppProject)
 		return left, nil
 	}
 	err = p.Client.Delete(ctx, project, client.Preconditions{UID: &project.UID, ResourceVersion: &project.ResourceVersion})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+	switch {
+	case err == nil || apierrors.IsNotFound(err):
+		w.forget()
+	case !apierrors.IsConflict(err):
 		return 0, fmt.Errorf("deleting AppProject %s: %w", project.Name, err)
 	}
 	return 0, nil
+}
+
+// wrote notes our write that made project (as stored).
+func (w *writer) wrote(project *argov1alpha1.AppProject) {
+	w.known, w.last = project.ResourceVersion, project
+	if w.ours = append(w.ours, project.ResourceVersion); len(w.ours) > 8 {
+		w.ours = slices.Delete(w.ours, 0, len(w.ours)-8)
+	}
+}
+
+// forget notes the project deleted: the cache may still show it, so the
+// next pass reads it around the cache.
+func (w *writer) forget() {
+	w.known, w.last, w.ours = "(deleted)", nil, nil
 }
 
 func (p *Projects) writer(name string) *writer {
@@ -186,7 +209,7 @@ func (p *Projects) writer(name string) *writer {
 // ensure is one read-decide-write pass of Ensure, under w's lock.
 func (p *Projects) ensure(ctx context.Context, ns *corev1.Namespace, w *writer, fresh bool, repos []string, checked map[string]bool) error {
 	key := types.NamespacedName{Namespace: p.ArgoNamespace, Name: argocd.ProjectName(string(ns.UID))}
-	current, err := p.read(ctx, key, w.known, fresh)
+	current, err := p.read(ctx, key, w, fresh)
 	if err != nil {
 		return err
 	}
@@ -246,24 +269,34 @@ func (p *Projects) ensure(ctx context.Context, ns *corev1.Namespace, w *writer, 
 		return err
 	}
 	// Apply leaves desired as stored when it wrote, else as built (no version).
-	if w.known = desired.ResourceVersion; w.known == "" && current != nil {
-		w.known = current.ResourceVersion
+	switch {
+	case desired.ResourceVersion != "":
+		w.wrote(desired)
+	case current != nil:
+		w.known, w.last = current.ResourceVersion, current
 	}
 	w.pending.add(added(have, repos, exists), now)
 	return nil
 }
 
 // read is the tenant's project, nil when there is none: from the cache when
-// it shows the version we know, else from the API server.
-func (p *Projects) read(ctx context.Context, key types.NamespacedName, known string, fresh bool) (*argov1alpha1.AppProject, error) {
+// it shows the version we know; the one we last wrote while the cache shows
+// an earlier write of ours or none; none when we know of none and the cache
+// shows none (the create-only apply refuses an uncached one: a squatted
+// project, or ours made elsewhere); else from the API server.
+func (p *Projects) read(ctx context.Context, key types.NamespacedName, w *writer, fresh bool) (*argov1alpha1.AppProject, error) {
 	current := &argov1alpha1.AppProject{}
 	if !fresh {
 		err := p.Client.Get(ctx, key, current)
-		if err == nil && (known == "" || current.ResourceVersion == known) {
+		switch {
+		case err == nil && (w.known == "" || current.ResourceVersion == w.known):
 			return current, nil
-		}
-		if err != nil && !apierrors.IsNotFound(err) {
+		case err != nil && !apierrors.IsNotFound(err):
 			return nil, fmt.Errorf("reading AppProject %s: %w", key.Name, err)
+		case w.known == "":
+			return nil, nil
+		case w.last != nil && w.last.ResourceVersion == w.known && (err != nil || slices.Contains(w.ours, current.ResourceVersion)):
+			return w.last.DeepCopy(), nil
 		}
 	}
 	// Not cached (new, or someone else's) or behind our last write.
