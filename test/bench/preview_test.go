@@ -29,6 +29,7 @@ import (
 	"github.com/gitops-service/gitops-service/extension/sidecar"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/promotionpreview"
+	"github.com/gitops-service/gitops-service/reconcilers/render"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
@@ -192,10 +193,9 @@ spec:
 	must(err)
 	settingsMgr := settings.NewSettingsManager(ctx, cs, argo.Namespace)
 	repoClient := &timedRepo{Clientset: apiclient.NewRepoServerClientset(argo.RepoServerAddr, 60, apiclient.TLSConfiguration{DisableTLS: true})}
-	engine := &promotionpreview.Engine{Client: c, APIReader: api, ArgoNamespace: argo.Namespace, Repo: repoClient, Settings: settingsMgr,
+	engine := &promotionpreview.Engine{Renderer: &render.Renderer{Client: c, APIReader: api, ArgoNamespace: argo.Namespace, Repo: repoClient, Settings: settingsMgr,
 		DB: db.NewDB(argo.Namespace, settingsMgr, cs), DefaultTracking: tracking, AllowFileRepositories: true,
-		Access: &tenantproject.Access{Client: c, APIReader: api, ArgoNamespace: argo.Namespace, AllowFileRepositories: true}}
-	pp := &as.PromotionPreview{ObjectMeta: meta("bench"), Spec: as.PromotionPreviewSpec{Snapshot: "snap", Application: "app", TargetEnvironment: "prod"}}
+		Access: &tenantproject.Access{Client: c, APIReader: api, ArgoNamespace: argo.Namespace, AllowFileRepositories: true}}}
 
 	// The Environment's cluster connects (its ManagedEnvironment and Argo CD
 	// cluster Secret), and the first preview fills the repo-server's cache.
@@ -203,7 +203,7 @@ spec:
 	var cold, coldRepo time.Duration
 	for {
 		start := time.Now()
-		res, err := engine.Run(ctx, pp)
+		res, err := engine.Run(ctx, ns, "app", "snap", "prod")
 		if err == nil {
 			cold, coldRepo = time.Since(start), repoClient.take()
 			for _, comp := range res.Components {
@@ -225,7 +225,7 @@ spec:
 	var totals, repos []time.Duration
 	for i := 0; i < previewRuns; i++ {
 		start := time.Now()
-		res, err := engine.Run(ctx, pp)
+		res, err := engine.Run(ctx, ns, "app", "snap", "prod")
 		must(err)
 		totals = append(totals, time.Since(start))
 		repos = append(repos, repoClient.take())
