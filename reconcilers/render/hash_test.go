@@ -78,7 +78,9 @@ func TestCacheKey(t *testing.T) {
 	assert.Equal(t, base, key(req(func(r *apiclient.ManifestRequest) { r.Repo.Password = "secret-2" }), commit), "credentials are not what decides a render")
 	assert.Equal(t, base, key(req(func(r *apiclient.ManifestRequest) { r.Revision = "other-branch" }), commit), "the resolved commit decides, not the name")
 	for name, mut := range map[string]func(*apiclient.ManifestRequest){
-		"an image":        func(r *apiclient.ManifestRequest) { r.ApplicationSource.Kustomize.Images = argov1alpha1.KustomizeImages{"quay.io/x/web:v3"} },
+		"an image": func(r *apiclient.ManifestRequest) {
+			r.ApplicationSource.Kustomize.Images = argov1alpha1.KustomizeImages{"quay.io/x/web:v3"}
+		},
 		"a path":          func(r *apiclient.ManifestRequest) { r.ApplicationSource.Path = "components/api" },
 		"a namespace":     func(r *apiclient.ManifestRequest) { r.Namespace = "other" },
 		"the kubeVersion": func(r *apiclient.ManifestRequest) { r.KubeVersion = "1.32" },
