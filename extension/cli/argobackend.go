@@ -261,6 +261,10 @@ func (b *argoBackend) promote(ctx context.Context, snapshot, to, autoFrom string
 }
 
 func (b *argoBackend) preview(ctx context.Context, snapshot, to string) (*as.PromotionPreview, error) {
+	if to == "" {
+		// The panel's preview action is of one Environment.
+		return nil, usageError("--all-environments needs the Kubernetes API (--kube): through Argo CD a preview is of one Environment")
+	}
 	from, err := b.bindingRunning(ctx, snapshot)
 	if err != nil {
 		return nil, err
