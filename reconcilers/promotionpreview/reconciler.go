@@ -131,9 +131,11 @@ const maxEnvironments = 64
 
 // release previews the Snapshot into every Environment of the namespace's
 // path, one after another (one place of the limiter for the whole release).
-// An Environment that cannot be previewed (its cluster's credentials, a
-// repository) says why in its result and the others still run; a transient
-// failure runs the whole release again.
+// An Environment that cannot be previewed (its cluster not connected yet, a
+// repository) says why in its result, the others are still previewed, and
+// the release is refused as a preview of that Environment alone would be
+// (and runs again, as that one would): it completes only with a result in
+// every Environment. A transient failure runs the whole release again.
 func (r *Reconciler) release(ctx context.Context, pp *as.PromotionPreview) error {
 	for kind, obj := range map[string]client.Object{"Snapshot": &as.Snapshot{}, "Application": &as.Application{}} {
 		name := pp.Spec.Snapshot
@@ -158,10 +160,14 @@ func (r *Reconciler) release(ctx context.Context, pp *as.PromotionPreview) error
 		return kernel.Refuse(as.PromotionPreviewReasonInvalid, "namespace %q has %d Environments, a release preview covers at most %d", pp.Namespace, len(names), maxEnvironments)
 	}
 	results := make([]EnvironmentResult, 0, len(names))
+	var refused error
 	for _, env := range names {
 		res, err := r.Engine.Run(ctx, pp.Namespace, pp.Spec.Application, pp.Spec.Snapshot, env)
 		if ref := kernel.AsRefusal(err); ref != nil {
 			results = append(results, EnvironmentResult{Name: env, Error: ref.Message})
+			if refused == nil {
+				refused = kernel.Refuse(ref.Reason, "Environment %q: %s", env, ref.Message)
+			}
 			continue
 		}
 		if err != nil {
@@ -172,6 +178,10 @@ func (r *Reconciler) release(ctx context.Context, pp *as.PromotionPreview) error
 	}
 	pp.Status.Environments, pp.Status.Clean = SummarizeRelease(results, MaxStatusDiff)
 	pp.Status.Components, pp.Status.Diff, pp.Status.DiffTruncated = nil, "", false
+	if refused != nil {
+		pp.Status.CompletedAt, pp.Status.Clean = nil, false
+		return refused
+	}
 	now := r.Now.Now()
 	pp.Status.CompletedAt = &now
 	r.Diffs.keep(client.ObjectKeyFromObject(pp), pp.Generation, FullReleaseDiff(results))
