@@ -27,11 +27,19 @@ type PreviewDiffs interface {
 // of promote (the user must be named by the tenant mapping).
 func (s *Server) createPreview(w http.ResponseWriter, r *http.Request) {
 	var req api.PromoteRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil || req.Environment == "" {
-		writeError(w, http.StatusBadRequest, `the body must be {"environment": "<Environment to preview a promotion to>"}`)
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil || (req.Environment == "") == !req.AllEnvironments {
+		writeError(w, http.StatusBadRequest, `the body must be {"environment": "<Environment to preview a promotion to>"} or {"allEnvironments": true}`)
 		return
 	}
 	s.act(w, r, ownership.KindBinding, func(ns, name, uid string) (client.Object, error) {
+		if req.AllEnvironments {
+			seb, snap, err := s.released(r, ns, name, uid)
+			if err != nil {
+				return nil, err
+			}
+			return &as.PromotionPreview{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: runName(snap.Name + "-preview-all")},
+				Spec: as.PromotionPreviewSpec{Snapshot: snap.Name, Application: seb.Spec.Application, AllEnvironments: true}}, nil
+		}
 		seb, snap, env, err := s.promotion(r, ns, name, uid, req.Environment)
 		if err != nil {
 			return nil, err
@@ -86,7 +94,7 @@ func (s *Server) previewView(pp *as.PromotionPreview) Preview {
 	done := st.CompletedAt != nil && st.ObservedGeneration == pp.Generation
 	v := Preview{Namespace: pp.Namespace, Name: pp.Name, Snapshot: pp.Spec.Snapshot, Environment: pp.Spec.TargetEnvironment,
 		Completed: done, Clean: done && st.Clean, Components: st.Components, Diff: st.Diff, Truncated: st.DiffTruncated,
-		Conditions: api.ConditionsOf(st.Conditions)}
+		Conditions: api.ConditionsOf(st.Conditions), AllEnvironments: pp.Spec.AllEnvironments, Environments: st.Environments}
 	if done {
 		v.CompletedAt = st.CompletedAt
 	}
@@ -99,6 +107,23 @@ func (s *Server) previewView(pp *as.PromotionPreview) Preview {
 		v.Full = true
 	}
 	return v
+}
+
+// released reads and checks what a release preview of binding ns/name (UID
+// uid) starts from: the binding and its Snapshot, of its application.
+func (s *Server) released(r *http.Request, ns, name, uid string) (*as.SnapshotEnvironmentBinding, *as.Snapshot, error) {
+	seb := &as.SnapshotEnvironmentBinding{}
+	if err := s.get(r, client.ObjectKey{Namespace: ns, Name: name}, seb, uid); err != nil {
+		return nil, nil, err
+	}
+	snap := &as.Snapshot{}
+	err := s.Client.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: seb.Spec.Snapshot}, snap)
+	if apierrors.IsNotFound(err) || (err == nil && snap.Spec.Application != seb.Spec.Application) {
+		return nil, nil, &refusal{http.StatusConflict, "Snapshot " + seb.Spec.Snapshot + " is not a Snapshot of application " + seb.Spec.Application}
+	} else if err != nil {
+		return nil, nil, err
+	}
+	return seb, snap, nil
 }
 
 // promotion reads and checks what a promotion (or its preview) of binding

@@ -112,4 +112,38 @@ func TestPanelPreview(t *testing.T) {
 	pp := &as.PromotionPreview{}
 	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: "team-a", Name: body["name"].(string)}, pp))
 	assert.Equal(t, as.PromotionPreviewSpec{Snapshot: "snap-1", Application: "shop", TargetEnvironment: "staging"}, pp.Spec)
+
+	// A release preview: every Environment of the path, the same checks.
+	all := post
+	all.body = `{"allEnvironments":true}`
+	status, body = all.do(t, srv)
+	assert.Equal(t, http.StatusForbidden, status, "no user: %v", body)
+	for _, bad := range []string{`{"allEnvironments":true,"environment":"staging"}`, `{"allEnvironments":false}`, `{}`} {
+		a := all
+		a.user, a.body = "alice", bad
+		status, body = a.do(t, srv)
+		assert.Equal(t, http.StatusBadRequest, status, "%s: %v", bad, body)
+	}
+	all.user = "alice"
+	status, body = all.do(t, srv)
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	release := &as.PromotionPreview{}
+	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: "team-a", Name: body["name"].(string)}, release))
+	assert.Equal(t, as.PromotionPreviewSpec{Snapshot: "snap-1", Application: "shop", AllEnvironments: true}, release.Spec)
+
+	// Its view has each Environment's result and render hashes.
+	release.Generation = 1
+	release.Status = as.PromotionPreviewStatus{ObservedGeneration: 1, CompletedAt: &at, Clean: true, Environments: []as.PreviewEnvironmentResult{
+		{Name: "dev", Clean: true, Components: []as.PreviewComponentSummary{{Name: "web", RenderHash: "sha256:d"}}},
+		{Name: "staging", Clean: true, Components: []as.PreviewComponentSummary{{Name: "web", RenderHash: "sha256:s"}}, Diff: "staging diff\n"}}}
+	require.NoError(t, c.Update(context.Background(), release))
+	status, body = get(release.Name).do(t, srv)
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	assert.Equal(t, true, body["allEnvironments"])
+	envs, _ := body["environments"].([]any)
+	require.Len(t, envs, 2, "%v", body)
+	staging := envs[1].(map[string]any)
+	assert.Equal(t, "staging", staging["name"])
+	assert.Equal(t, "staging diff\n", staging["diff"])
+	assert.Equal(t, "sha256:s", staging["components"].([]any)[0].(map[string]any)["renderHash"])
 }

@@ -265,12 +265,13 @@ func (b *argoBackend) preview(ctx context.Context, snapshot, to string) (*as.Pro
 	if err != nil {
 		return nil, err
 	}
-	act, err := b.a.act(ctx, from.app, panel.PathPreview, panel.PromoteRequest{Environment: to})
+	// No Environment: a release preview of every Environment of the path.
+	act, err := b.a.act(ctx, from.app, panel.PathPreview, panel.PromoteRequest{Environment: to, AllEnvironments: to == ""})
 	if err != nil {
 		return nil, err
 	}
 	pp := &as.PromotionPreview{ObjectMeta: metav1.ObjectMeta{Namespace: act.Namespace, Name: act.Name},
-		Spec: as.PromotionPreviewSpec{Snapshot: snapshot, Application: from.d.Application, TargetEnvironment: to}}
+		Spec: as.PromotionPreviewSpec{Snapshot: snapshot, Application: from.d.Application, TargetEnvironment: to, AllEnvironments: to == ""}}
 	b.remember("PromotionPreview", pp, from)
 	return pp, nil
 }

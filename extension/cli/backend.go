@@ -28,7 +28,8 @@ type backend interface {
 	// promote creates the PromotionRun of snapshot to one Environment (to)
 	// or along the graph from one (autoFrom).
 	promote(ctx context.Context, snapshot, to, autoFrom string) (*as.PromotionRun, error)
-	// preview creates a PromotionPreview of snapshot to Environment to.
+	// preview creates a PromotionPreview of snapshot to Environment to, or
+	// to every Environment of the path when to is "".
 	preview(ctx context.Context, snapshot, to string) (*as.PromotionPreview, error)
 	// rollback creates the PromotionRun that rolls application back out of env.
 	rollback(ctx context.Context, application, env string) (*as.PromotionRun, error)

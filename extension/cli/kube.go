@@ -112,7 +112,7 @@ func (k *kubeBackend) preview(ctx context.Context, snapshot, to string) (*as.Pro
 	}
 	pp := &as.PromotionPreview{
 		ObjectMeta: metav1.ObjectMeta{Namespace: k.namespace, GenerateName: snap.Name + "-preview-"},
-		Spec:       as.PromotionPreviewSpec{Snapshot: snap.Name, Application: snap.Spec.Application, TargetEnvironment: to},
+		Spec:       as.PromotionPreviewSpec{Snapshot: snap.Name, Application: snap.Spec.Application, TargetEnvironment: to, AllEnvironments: to == ""},
 	}
 	if err := k.Create(ctx, pp); err != nil {
 		return nil, explain(err, "the PromotionPreview", k.namespace)

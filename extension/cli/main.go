@@ -147,6 +147,7 @@ type options struct {
 	// approve, freeze and rollback
 	snapshot, application, comment, reason string
 	release, preview                       bool
+	allEnvironments                        bool
 	timeout                                time.Duration
 	argocdNamespace                        string
 	clientOnly                             bool

@@ -23,7 +23,7 @@ func (c *cli) preview(ctx context.Context, snapshot string) error {
 		return err
 	}
 	p := c.progress()
-	p.note(fmt.Sprintf("PromotionPreview %s created: %s of application %s to %s", pp.Name, snapshot, pp.Spec.Application, c.opts.to))
+	p.note(fmt.Sprintf("PromotionPreview %s created: %s of application %s to %s", pp.Name, snapshot, pp.Spec.Application, previewedTo(pp)))
 	var refused *metav1.Condition
 	err = c.follow(ctx, pp, func() bool {
 		refused = meta.FindStatusCondition(pp.Status.Conditions, as.PromotionPreviewConditionFailed)
@@ -56,9 +56,17 @@ func (c *cli) previewResult(followErr error, pp *as.PromotionPreview, refused *m
 		writePreview(c.out, pp, c.opts.tty)
 	}
 	if !pp.Status.Clean {
-		return &exitError{code: exitFailed, msg: fmt.Sprintf("promoting %s to %s would fail: %s", pp.Spec.Snapshot, pp.Spec.TargetEnvironment, previewProblems(pp))}
+		return &exitError{code: exitFailed, msg: fmt.Sprintf("promoting %s to %s would fail: %s", pp.Spec.Snapshot, previewedTo(pp), previewProblems(pp))}
 	}
 	return nil
+}
+
+// previewedTo names what pp previews the promotion to.
+func previewedTo(pp *as.PromotionPreview) string {
+	if pp.Spec.AllEnvironments {
+		return "every Environment"
+	}
+	return pp.Spec.TargetEnvironment
 }
 
 func previewState(pp *as.PromotionPreview) string {
@@ -73,14 +81,24 @@ func previewState(pp *as.PromotionPreview) string {
 
 // previewProblems counts what made a preview unclean.
 func previewProblems(pp *as.PromotionPreview) string {
-	errs, render := 0, 0
-	for _, c := range pp.Status.Components {
+	errs, render, skipped := 0, 0, 0
+	components := pp.Status.Components
+	for _, e := range pp.Status.Environments {
+		components = append(components, e.Components...)
+		if e.Error != "" {
+			skipped++
+		}
+	}
+	for _, c := range components {
 		errs += c.Errors
 		if c.RenderError != "" {
 			render++
 		}
 	}
 	var parts []string
+	if skipped > 0 {
+		parts = append(parts, fmt.Sprintf("%d Environment(s) not previewed", skipped))
+	}
 	if errs > 0 {
 		parts = append(parts, fmt.Sprintf("%d dry-run error(s)", errs))
 	}
@@ -106,6 +124,44 @@ const (
 // added, changed and removed, the dry-run's errors, then the unified diff,
 // colored when color is set.
 func writePreview(out io.Writer, pp *as.PromotionPreview, color bool) {
+	if !pp.Spec.AllEnvironments {
+		writeComponents(out, pp.Status.Components, pp.Status.Diff, pp.Status.DiffTruncated, color)
+		return
+	}
+	// A release preview: the Environments in the path's order, each as a
+	// preview of one, with its render hashes.
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ENVIRONMENT\tCOMPONENT\tRENDER HASH\tCLEAN")
+	for _, e := range pp.Status.Environments {
+		if e.Error != "" {
+			fmt.Fprintf(tw, "%s\t-\t-\tnot previewed\n", e.Name)
+		}
+		for _, c := range e.Components {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%t\n", e.Name, c.Name, shortHash(c.RenderHash), e.Clean)
+		}
+	}
+	_ = tw.Flush()
+	for _, e := range pp.Status.Environments {
+		fmt.Fprintf(out, "\n== Environment %s\n", e.Name)
+		if e.Error != "" {
+			fmt.Fprintf(out, "not previewed: %s\n", e.Error)
+			continue
+		}
+		writeComponents(out, e.Components, e.Diff, e.DiffTruncated, color)
+	}
+}
+
+// shortHash is a render hash cut for a table ("sha256:" and 12 digits).
+func shortHash(h string) string {
+	if len(h) > len("sha256:")+12 {
+		return h[:len("sha256:")+12]
+	}
+	return h
+}
+
+// writeComponents shows one Environment's result: its components, the
+// dry-run's errors, then the unified diff, colored when color is set.
+func writeComponents(out io.Writer, components []as.PreviewComponentSummary, diff string, truncated, color bool) {
 	paint := func(code, s string) string {
 		if !color {
 			return s
@@ -114,11 +170,11 @@ func writePreview(out io.Writer, pp *as.PromotionPreview, color bool) {
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "COMPONENT\tADDED\tCHANGED\tREMOVED\tUNCHANGED\tERRORS")
-	for _, c := range pp.Status.Components {
+	for _, c := range components {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\n", c.Name, c.Added, c.Changed, c.Removed, c.Unchanged, c.Errors)
 	}
 	_ = tw.Flush()
-	for _, c := range pp.Status.Components {
+	for _, c := range components {
 		if c.RenderError != "" {
 			fmt.Fprintf(out, "%s: %s\n", paint(ansiRed, c.Name+": not rendered"), c.RenderError)
 		}
@@ -133,10 +189,10 @@ func writePreview(out io.Writer, pp *as.PromotionPreview, color bool) {
 			fmt.Fprintf(out, "%s: %d more dry-run error(s)\n", c.Name, c.Errors-shown)
 		}
 	}
-	if pp.Status.Diff != "" {
+	if diff != "" {
 		fmt.Fprintln(out)
 	}
-	for _, line := range strings.SplitAfter(pp.Status.Diff, "\n") {
+	for _, line := range strings.SplitAfter(diff, "\n") {
 		if line == "" {
 			continue
 		}
@@ -156,7 +212,7 @@ func writePreview(out io.Writer, pp *as.PromotionPreview, color bool) {
 			fmt.Fprintln(out)
 		}
 	}
-	if pp.Status.DiffTruncated {
+	if truncated {
 		fmt.Fprintf(out, "... the diff is cut here: the panel's Preview shows all of it\n")
 	}
 }

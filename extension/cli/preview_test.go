@@ -68,3 +68,30 @@ func TestPreviewProblems(t *testing.T) {
 	assert.Equal(t, "2 dry-run error(s), 1 component(s) not rendered", previewProblems(samplePreview(false)))
 	assert.Equal(t, "see its status", previewProblems(samplePreview(true)))
 }
+
+// sampleRelease is a release preview: staging clean, prod with the
+// single preview's errors, qa not previewed.
+func sampleRelease() *as.PromotionPreview {
+	single, broken := samplePreview(true), samplePreview(false)
+	pp := &as.PromotionPreview{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "shop-v2-preview-y"},
+		Spec: as.PromotionPreviewSpec{Snapshot: "shop-v2", Application: "shop", AllEnvironments: true}}
+	hash := func(c byte) string { return "sha256:" + string(bytes.Repeat([]byte{c}, 64)) }
+	staging := as.PreviewEnvironmentResult{Name: "staging", Clean: true, Components: single.Status.Components, Diff: single.Status.Diff}
+	staging.Components[0].RenderHash, staging.Components[1].RenderHash = hash('a'), hash('b')
+	prod := as.PreviewEnvironmentResult{Name: "prod", Components: broken.Status.Components, Diff: broken.Status.Diff, DiffTruncated: true}
+	prod.Components[0].RenderHash = hash('c')
+	pp.Status = as.PromotionPreviewStatus{CompletedAt: single.Status.CompletedAt, Environments: []as.PreviewEnvironmentResult{
+		staging, prod, {Name: "qa", Error: `the cluster credentials of Environment "qa" are not ready`}}}
+	return pp
+}
+
+func TestGoldenReleasePreview(t *testing.T) {
+	var out bytes.Buffer
+	writePreview(&out, sampleRelease(), false)
+	golden(t, "preview-release", out.String())
+	assert.Contains(t, out.String(), "staging      web        sha256:aaaaaaaaaaaa")
+	assert.Contains(t, out.String(), "== Environment prod\n")
+	assert.Contains(t, out.String(), "not previewed: the cluster credentials")
+	assert.Equal(t, "1 Environment(s) not previewed, 2 dry-run error(s), 1 component(s) not rendered", previewProblems(sampleRelease()))
+	assert.Equal(t, "every Environment", previewedTo(sampleRelease()))
+}

@@ -197,7 +197,7 @@ succeeds, fails or --timeout passes: on a terminal one live line, piped one line
 
 func newPromoteCommand(o *options) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "promote <snapshot> (--to <env> | --auto-from <env>)",
+		Use:   "promote <snapshot> (--to <env> | --auto-from <env> | --preview --all-environments)",
 		Short: "Promote a Snapshot to an Environment, or along the Environment graph, and follow it",
 		Long: `Create a PromotionRun of a Snapshot, either to one Environment (--to) or along the Environment
 graph from one (--auto-from, through AppStudioAutomated Environments), and follow it step by step
@@ -206,17 +206,26 @@ until it completes or --timeout passes. -o prints the finished run.
 --preview promotes nothing: it shows what promoting to --to would change there (a
 PromotionPreview: the manifests Argo CD would render, diffed against the live objects, and a
 server-side dry-run on the target cluster), and exits 0 when the promotion would apply cleanly,
-1 when the dry-run refused objects.
+1 when the dry-run refused objects. --preview --all-environments previews the Snapshot into every
+Environment of the path at once (a release preview), with each component's render hash: an
+Environment that requires a preview lets a promotion in only while it renders the same.
 
 ` + exitCodesHelp,
 		Example: `  %[1]s promote shop-v2 --to staging
   %[1]s promote shop-v2 --auto-from dev --timeout 30m
   %[1]s promote shop-v2 --to prod -o yaml
-  %[1]s promote shop-v2 --to prod --preview`,
+  %[1]s promote shop-v2 --to prod --preview
+  %[1]s promote shop-v2 --preview --all-environments`,
 		Args:              exactArgs(1, "the Snapshot"),
 		ValidArgsFunction: completeNames(o, "snapshots"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Usage first: nothing is done, no connection needed.
+			if o.allEnvironments && (!o.preview || o.to != "" || o.autoFrom != "") {
+				return usageError("--all-environments goes with --preview alone: it previews every Environment of the path, not --to or --auto-from")
+			}
+			if o.allEnvironments {
+				return connected(o, func(c *cli, cmd *cobra.Command, args []string) error { return c.preview(cmd.Context(), args[0]) })(cmd, args)
+			}
 			if (o.to == "") == (o.autoFrom == "") {
 				return usageError("promote needs exactly one of --to <environment> (one Environment) or --auto-from <environment> (along the Environment graph)")
 			}
@@ -229,6 +238,7 @@ server-side dry-run on the target cluster), and exits 0 when the promotion would
 	cmd.Flags().StringVar(&o.to, "to", "", "The Environment to promote to")
 	cmd.Flags().StringVar(&o.autoFrom, "auto-from", "", "Promote along the Environment graph from this Environment")
 	cmd.Flags().BoolVar(&o.preview, "preview", false, "Promote nothing: show what promoting to --to would change (diff against the live objects, server-side dry-run)")
+	cmd.Flags().BoolVar(&o.allEnvironments, "all-environments", false, "With --preview: preview every Environment of the path at once (a release preview)")
 	_ = cmd.RegisterFlagCompletionFunc("to", completeNames(o, "environments"))
 	_ = cmd.RegisterFlagCompletionFunc("auto-from", completeNames(o, "environments"))
 	addTimeout(o, cmd.Flags())

@@ -13,6 +13,7 @@ import (
 
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	"github.com/gitops-service/gitops-service/reconcilers/promotionpreview"
+	"github.com/gitops-service/gitops-service/reconcilers/render"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
 )
 
@@ -20,11 +21,11 @@ import (
 // panel's backend.
 var previewDiffs = &promotionpreview.Diffs{}
 
-// previews is the row of the PromotionPreview reconciler, with Argo CD's own
-// clients: the repo-server's gRPC client, and the settings manager and
-// database the application controller reads argocd-cm and repositories with;
-// nil without a repo-server.
-func previews(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o Options, access *tenantproject.Access) (*registration, error) {
+// newRenderer is the rendering shared by previews and promotions, with
+// Argo CD's own clients: the repo-server's gRPC client, and the settings
+// manager and database the application controller reads argocd-cm and
+// repositories with; nil without a repo-server.
+func newRenderer(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o Options, access *tenantproject.Access) (*render.Renderer, error) {
 	p := o.Preview
 	if p.RepoServerAddr == "" {
 		return nil, nil
@@ -45,7 +46,7 @@ func previews(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o Options
 		local = rest.CopyConfig(cfg)
 		local.Impersonate = rest.ImpersonationConfig{UserName: p.LocalIdentity}
 	}
-	engine := &promotionpreview.Engine{
+	return &render.Renderer{
 		Client:                mgr.GetClient(),
 		APIReader:             mgr.GetAPIReader(),
 		ArgoNamespace:         o.ArgoNamespace,
@@ -57,14 +58,24 @@ func previews(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o Options
 		Local:                 local,
 		Access:                access,
 		Egress:                &o.Egress,
+		Cache:                 &render.Cache{},
+	}, nil
+}
+
+// previews is the row of the PromotionPreview reconciler; nil without a
+// renderer (a repo-server).
+func previews(mgr ctrl.Manager, o Options, renderer *render.Renderer) *registration {
+	if renderer == nil {
+		return nil
 	}
+	p := o.Preview
 	return &registration{what: "the PromotionPreview reconciler", concurrency: max(p.Total, 1),
 		kinds: []client.Object{&as.PromotionPreview{}},
 		setup: &promotionpreview.Reconciler{
 			Client:   mgr.GetClient(),
-			Engine:   engine,
+			Engine:   &promotionpreview.Engine{Renderer: renderer},
 			Limiter:  &promotionpreview.Limiter{PerTenant: p.PerTenant, Total: p.Total},
 			Recorder: mgr.GetEventRecorderFor("gitops-service"),
 			Diffs:    previewDiffs,
-		}}, nil
+		}}
 }

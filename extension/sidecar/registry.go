@@ -103,6 +103,12 @@ func registrations(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o Op
 	if err != nil {
 		return nil, err
 	}
+	// Previews and promotions render the same way (a promotion checks it
+	// renders what was previewed).
+	renderer, err := newRenderer(ctx, mgr, cfg, o, s.access)
+	if err != nil {
+		return nil, err
+	}
 	regs = append(regs,
 		registration{what: "the GitOpsDeployment reconciler", concurrency: o.Concurrency,
 			kinds: []client.Object{&v1.GitOpsDeployment{}, argoApp, project, &v1.GitOpsDeploymentManagedEnvironment{}, &v1.GitOpsDeploymentRepositoryCredentials{}},
@@ -134,6 +140,7 @@ func registrations(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o Op
 			setup: &promotionrun.Reconciler{
 				Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ArgoNamespace: o.ArgoNamespace, Recorder: rec,
 				Timeout: o.PromotionTimeout, ServiceAccount: sa, Signatures: verifier, Egress: &o.Egress,
+				Renderer: renderer,
 			}},
 		registration{what: "the Environment reconciler", concurrency: o.Concurrency,
 			kinds: []client.Object{&as.Environment{}, &v1.GitOpsDeploymentManagedEnvironment{}, &as.DeploymentTargetClaim{}, &as.DeploymentTarget{}},
@@ -178,9 +185,7 @@ func registrations(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, o Op
 			kinds: []client.Object{&as.Environment{}},
 			setup: &notifications.SubscriptionReconciler{Client: mgr.GetClient(), Recorder: rec, Platform: notify}},
 	)
-	if preview, err := previews(ctx, mgr, cfg, o, s.access); err != nil {
-		return nil, err
-	} else if preview != nil {
+	if preview := previews(mgr, o, renderer); preview != nil {
 		regs = append(regs, *preview)
 	}
 	return regs, nil

@@ -79,17 +79,30 @@ func readiness(pp *as.PromotionPreview) kernel.Readiness {
 		return kernel.Progressing("the preview is running")
 	}
 	if pp.Status.Clean {
+		if pp.Spec.AllEnvironments {
+			return kernel.Done(kernel.ReasonSucceeded, "the promotion would apply cleanly in every Environment")
+		}
 		return kernel.Done(kernel.ReasonSucceeded, "the promotion would apply cleanly")
+	}
+	if pp.Spec.AllEnvironments {
+		return kernel.Failed("DryRunErrors", "the promotion would fail: see status.environments")
 	}
 	return kernel.Failed("DryRunErrors", "the promotion would fail: see status.components")
 }
 
 func (r *Reconciler) reconcileNormal(ctx context.Context, pp *as.PromotionPreview) error {
+	if msg := specProblem(pp.Spec); msg != "" {
+		// The CRD's rule, repeated where admission checks are off.
+		return kernel.Refuse(as.PromotionPreviewReasonInvalid, "%s", msg)
+	}
 	if !r.Limiter.TryAcquire(pp.Namespace) {
 		return kernel.Wait("Queued", kernel.PollInterval, "a place among the previews running (per tenant %d, in all %d)", r.Limiter.PerTenant, r.Limiter.Total)
 	}
 	defer r.Limiter.Release(pp.Namespace)
-	res, err := r.Engine.Run(ctx, pp)
+	if pp.Spec.AllEnvironments {
+		return r.release(ctx, pp)
+	}
+	res, err := r.Engine.Run(ctx, pp.Namespace, pp.Spec.Application, pp.Spec.Snapshot, pp.Spec.TargetEnvironment)
 	if err != nil {
 		pp.Status.CompletedAt, pp.Status.Clean = nil, false
 		return err
@@ -97,9 +110,81 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, pp *as.PromotionPrevie
 	summaries, diffText, truncated, clean := Summarize(res.Components, MaxStatusDiff)
 	pp.Status.Components = summaries
 	pp.Status.Diff, pp.Status.DiffTruncated, pp.Status.Clean = diffText, truncated, clean
+	pp.Status.Environments = nil
 	now := r.Now.Now()
 	pp.Status.CompletedAt = &now
 	r.Diffs.keep(client.ObjectKeyFromObject(pp), pp.Generation, FullDiff(res.Components))
+	return nil
+}
+
+// specProblem is what the CRD's one-of rule refuses, or "".
+func specProblem(s as.PromotionPreviewSpec) string {
+	if (s.TargetEnvironment != "") == s.AllEnvironments {
+		return "exactly one of targetEnvironment and allEnvironments: true"
+	}
+	return ""
+}
+
+// maxEnvironments is the most Environments a release preview covers (the
+// status's bound).
+const maxEnvironments = 64
+
+// release previews the Snapshot into every Environment of the namespace's
+// path, one after another (one place of the limiter for the whole release).
+// An Environment that cannot be previewed (its cluster not connected yet, a
+// repository) says why in its result, the others are still previewed, and
+// the release is refused as a preview of that Environment alone would be
+// (and runs again, as that one would): it completes only with a result in
+// every Environment. A transient failure runs the whole release again.
+func (r *Reconciler) release(ctx context.Context, pp *as.PromotionPreview) error {
+	for kind, obj := range map[string]client.Object{"Snapshot": &as.Snapshot{}, "Application": &as.Application{}} {
+		name := pp.Spec.Snapshot
+		if kind == "Application" {
+			name = pp.Spec.Application
+		}
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: pp.Namespace, Name: name}, obj); client.IgnoreNotFound(err) != nil {
+			return err
+		} else if err != nil {
+			return kernel.Refuse(as.PromotionPreviewReasonInvalid, "%s %q not found in namespace %q", kind, name, pp.Namespace)
+		}
+	}
+	var envs as.EnvironmentList
+	if err := r.Client.List(ctx, &envs, client.InNamespace(pp.Namespace)); err != nil {
+		return err
+	}
+	names := pp.Spec.Previewed(envs.Items)
+	switch {
+	case len(names) == 0:
+		return kernel.Refuse(as.PromotionPreviewReasonInvalid, "namespace %q has no Environments", pp.Namespace)
+	case len(names) > maxEnvironments:
+		return kernel.Refuse(as.PromotionPreviewReasonInvalid, "namespace %q has %d Environments, a release preview covers at most %d", pp.Namespace, len(names), maxEnvironments)
+	}
+	results := make([]EnvironmentResult, 0, len(names))
+	var refused error
+	for _, env := range names {
+		res, err := r.Engine.Run(ctx, pp.Namespace, pp.Spec.Application, pp.Spec.Snapshot, env)
+		if ref := kernel.AsRefusal(err); ref != nil {
+			results = append(results, EnvironmentResult{Name: env, Error: ref.Message})
+			if refused == nil {
+				refused = kernel.Refuse(ref.Reason, "Environment %q: %s", env, ref.Message)
+			}
+			continue
+		}
+		if err != nil {
+			pp.Status.CompletedAt, pp.Status.Clean = nil, false
+			return err
+		}
+		results = append(results, EnvironmentResult{Name: env, Components: res.Components})
+	}
+	pp.Status.Environments, pp.Status.Clean = SummarizeRelease(results, MaxStatusDiff)
+	pp.Status.Components, pp.Status.Diff, pp.Status.DiffTruncated = nil, "", false
+	if refused != nil {
+		pp.Status.CompletedAt, pp.Status.Clean = nil, false
+		return refused
+	}
+	now := r.Now.Now()
+	pp.Status.CompletedAt = &now
+	r.Diffs.keep(client.ObjectKeyFromObject(pp), pp.Generation, FullReleaseDiff(results))
 	return nil
 }
 

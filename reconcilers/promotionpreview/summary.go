@@ -56,7 +56,10 @@ type ComponentResult struct {
 	Name            string
 	ArgoApplication string
 	RenderError     string
-	Objects         []ObjectResult
+	// RenderHash is render.Hash of the rendered manifests, "" when they
+	// did not render.
+	RenderHash string
+	Objects    []ObjectResult
 }
 
 // Summarize turns the components' results into the status's per-component
@@ -66,7 +69,7 @@ func Summarize(results []ComponentResult, maxDiff int) (summaries []as.PreviewCo
 	clean = true
 	full := FullDiff(results)
 	for _, r := range results {
-		s := as.PreviewComponentSummary{Name: r.Name, ArgoApplication: r.ArgoApplication, RenderError: cut(r.RenderError, maxMessage)}
+		s := as.PreviewComponentSummary{Name: r.Name, ArgoApplication: r.ArgoApplication, RenderHash: r.RenderHash, RenderError: cut(r.RenderError, maxMessage)}
 		if r.RenderError != "" {
 			clean = false
 		}
@@ -97,6 +100,46 @@ func Summarize(results []ComponentResult, maxDiff int) (summaries []as.PreviewCo
 	}
 	diffText, truncated = capLines(full, maxDiff)
 	return summaries, diffText, truncated, clean
+}
+
+// EnvironmentResult is one Environment's result in a release preview: its
+// components' results, or why it could not be previewed.
+type EnvironmentResult struct {
+	Name       string
+	Error      string
+	Components []ComponentResult
+}
+
+// SummarizeRelease turns a release preview's results into the status's
+// per-Environment results, in their order, each Environment's diff cut to
+// an equal share of maxDiff, and whether every one was clean.
+func SummarizeRelease(results []EnvironmentResult, maxDiff int) (envs []as.PreviewEnvironmentResult, clean bool) {
+	clean = len(results) > 0
+	share := maxDiff / max(len(results), 1)
+	for _, r := range results {
+		e := as.PreviewEnvironmentResult{Name: r.Name, Error: cut(r.Error, maxMessage)}
+		if r.Error == "" {
+			e.Components, e.Diff, e.DiffTruncated, e.Clean = Summarize(r.Components, share)
+		}
+		clean = clean && e.Clean
+		envs = append(envs, e)
+	}
+	return envs, clean
+}
+
+// FullReleaseDiff is the full diff of each Environment, under a header
+// naming it.
+func FullReleaseDiff(results []EnvironmentResult) string {
+	var b strings.Builder
+	for _, r := range results {
+		fmt.Fprintf(&b, "### Environment %s\n", r.Name)
+		if r.Error != "" {
+			fmt.Fprintf(&b, "# not previewed: %s\n", r.Error)
+			continue
+		}
+		b.WriteString(FullDiff(r.Components))
+	}
+	return b.String()
 }
 
 // FullDiff is the unified diff of every object that would change, per

@@ -61,6 +61,9 @@ type gateInput struct {
 	// Previews of the namespace (any Snapshot and Environment); read only
 	// when Env requires one.
 	Previews []as.PromotionPreview
+	// Rendered is what the promotion renders in Env now, to compare with
+	// the preview; nil when nothing is rendered (no repo-server).
+	Rendered *Rendered
 	// Signatures are the results of checking the Snapshot's images against
 	// Env's signature requirements (gathered before the plan; nil when Env
 	// requires none). The signature gate holds on one not verified; the
@@ -106,6 +109,7 @@ func gates(w *world, run *as.PromotionRun, names []string, snap *as.Snapshot) *k
 			in.Claim = w.Claims[claim]
 		}
 		in.Signatures, in.SignatureProblem = w.Signatures[name], w.SignatureProblems[name]
+		in.Rendered = w.Rendered[name]
 		if p := env.Spec.ParentEnvironment; p != "" {
 			in.Parent = w.environment(p)
 			in.VerifiedInParent = verifiedAt(runs, run.Spec.Application, run.Spec.Snapshot, in.SnapshotID, p)

@@ -104,3 +104,82 @@ func TestPreviewGate(t *testing.T) {
 		})
 	}
 }
+
+// TestPreviewGateComparesRenderHashes: where the sidecar renders, a fresh
+// clean preview lets the promotion in only while every component renders
+// what the preview recorded; a release preview counts for each Environment
+// whose result is clean.
+func TestPreviewGateComparesRenderHashes(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	env := &as.Environment{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "prod"},
+		Spec: as.EnvironmentSpec{Preview: &as.PreviewPolicy{RequiredWithin: metav1.Duration{Duration: 15 * time.Minute}}}}
+	comps := func(web, api string) []as.PreviewComponentSummary {
+		return []as.PreviewComponentSummary{{Name: "api", RenderHash: api}, {Name: "web", RenderHash: web}}
+	}
+	single := func(ago time.Duration, c []as.PreviewComponentSummary) as.PromotionPreview {
+		at := metav1.NewTime(now.Add(-ago))
+		return as.PromotionPreview{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "p", Generation: 1},
+			Spec:   as.PromotionPreviewSpec{Snapshot: "snap", Application: "app", TargetEnvironment: "prod"},
+			Status: as.PromotionPreviewStatus{ObservedGeneration: 1, CompletedAt: &at, Clean: true, Components: c}}
+	}
+	release := func(results ...as.PreviewEnvironmentResult) as.PromotionPreview {
+		at := metav1.NewTime(now.Add(-time.Minute))
+		clean := true
+		for _, r := range results {
+			clean = clean && r.Clean
+		}
+		return as.PromotionPreview{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "r", Generation: 1},
+			Spec:   as.PromotionPreviewSpec{Snapshot: "snap", Application: "app", AllEnvironments: true},
+			Status: as.PromotionPreviewStatus{ObservedGeneration: 1, CompletedAt: &at, Clean: clean, Environments: results}}
+	}
+	now1 := &Rendered{Hashes: map[string]string{"web": "sha256:w1", "api": "sha256:a1"}}
+	tests := []struct {
+		name     string
+		previews []as.PromotionPreview
+		rendered *Rendered
+		reason   string // "" starts
+		says     string
+	}{
+		{"renders as previewed", []as.PromotionPreview{single(time.Minute, comps("sha256:w1", "sha256:a1"))}, now1, "", ""},
+		{"no renderer: the clean preview is enough", []as.PromotionPreview{single(time.Minute, comps("sha256:w0", "sha256:a1"))}, nil, "", ""},
+		{"web renders differently", []as.PromotionPreview{single(time.Minute, comps("sha256:w0", "sha256:a1"))}, now1, ReasonPreviewOutdated,
+			"a new preview of Snapshot snap to Environment prod: component web renders differently than when it was previewed (the source or the Environment's parameters changed since); create or update a PromotionPreview to preview it again"},
+		{"a preview without hashes (an older sidecar's)", []as.PromotionPreview{single(time.Minute, comps("", ""))}, now1, ReasonPreviewOutdated, "component api renders differently"},
+		{"a component added since", []as.PromotionPreview{single(time.Minute, comps("sha256:w1", "sha256:a1")[1:])}, now1, ReasonPreviewOutdated, "component api"},
+		{"a component gone since", []as.PromotionPreview{single(time.Minute, comps("sha256:w1", "sha256:a1"))}, &Rendered{Hashes: map[string]string{"web": "sha256:w1"}}, ReasonPreviewOutdated, "component api"},
+		{"an old outdated preview and a new matching one", []as.PromotionPreview{single(10*time.Minute, comps("sha256:w0", "sha256:a1")), single(time.Minute, comps("sha256:w1", "sha256:a1"))}, now1, "", ""},
+		{"the render fails now", []as.PromotionPreview{single(time.Minute, comps("sha256:w1", "sha256:a1"))}, &Rendered{Problem: "component web does not render: kustomize build failed"}, ReasonPreviewOutdated,
+			"Snapshot snap to be rendered for Environment prod to compare with its preview: component web does not render: kustomize build failed"},
+		{"a stale preview: asked for first", []as.PromotionPreview{single(20*time.Minute, comps("sha256:w1", "sha256:a1"))}, now1, ReasonPreviewRequired, "completed within 15m0s"},
+		{"a release preview clean in prod", []as.PromotionPreview{release(
+			as.PreviewEnvironmentResult{Name: "dev", Clean: true, Components: comps("sha256:wd", "sha256:ad")},
+			as.PreviewEnvironmentResult{Name: "prod", Clean: true, Components: comps("sha256:w1", "sha256:a1")})}, now1, "", ""},
+		{"a release preview clean in prod, not in dev: prod still enters", []as.PromotionPreview{release(
+			as.PreviewEnvironmentResult{Name: "dev", Error: "the cluster credentials of Environment \"dev\" are not ready"},
+			as.PreviewEnvironmentResult{Name: "prod", Clean: true, Components: comps("sha256:w1", "sha256:a1")})}, now1, "", ""},
+		{"a release preview with dry-run errors in prod", []as.PromotionPreview{release(
+			as.PreviewEnvironmentResult{Name: "prod", Clean: false, Components: comps("sha256:w1", "sha256:a1")})}, now1, ReasonPreviewRequired, ""},
+		{"a release preview that could not preview prod", []as.PromotionPreview{release(
+			as.PreviewEnvironmentResult{Name: "prod", Error: "no credentials"})}, now1, ReasonPreviewRequired, ""},
+		{"a release preview without prod", []as.PromotionPreview{release(
+			as.PreviewEnvironmentResult{Name: "dev", Clean: true, Components: comps("sha256:w1", "sha256:a1")})}, now1, ReasonPreviewRequired, ""},
+		{"a release preview whose prod renders differently", []as.PromotionPreview{release(
+			as.PreviewEnvironmentResult{Name: "prod", Clean: true, Components: comps("sha256:w1", "sha256:a0")})}, now1, ReasonPreviewOutdated, "component api"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := previewGate(gateInput{Application: "app", Snapshot: "snap", Env: env, Previews: tt.previews, Rendered: tt.rendered, Now: now})
+			if tt.reason == "" {
+				assert.Nil(t, w)
+				return
+			}
+			if assert.NotNil(t, w) {
+				assert.Equal(t, tt.reason, w.Reason)
+				assert.Contains(t, w.For, tt.says)
+				assert.Equal(t, kernel.WaitingRetry, w.After)
+			}
+		})
+	}
+	// A rollback is never held, whatever renders.
+	assert.Nil(t, previewGate(gateInput{Application: "app", Snapshot: "snap", Env: env, Rendered: now1, Rollback: true, Now: now}))
+}

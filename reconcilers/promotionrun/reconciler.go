@@ -29,6 +29,7 @@ import (
 	"github.com/gitops-service/gitops-service/reconcilers/egress"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/policyrules"
+	"github.com/gitops-service/gitops-service/reconcilers/render"
 	"github.com/gitops-service/gitops-service/reconcilers/signatures"
 )
 
@@ -94,6 +95,9 @@ type Reconciler struct {
 	// Signatures verifies the images of a Snapshot for an Environment's
 	// signature gate; nil: such a gate holds every promotion and says so.
 	Signatures *signatures.Verifier
+	// Renderer renders what a promotion applies, to compare it with the
+	// preview an Environment requires (preview_gate.go); nil: not compared.
+	Renderer *render.Renderer
 	// policies keeps the PromotionPolicies' compiled rules.
 	policies policyrules.Cache
 

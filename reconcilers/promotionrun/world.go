@@ -57,6 +57,9 @@ type world struct {
 	// the run may enter asks for them (approvals also for a history entry).
 	Approvals []as.PromotionApproval
 	Previews  []as.PromotionPreview
+	// Rendered is what the run would apply in each Environment ahead that
+	// requires a preview and has one to compare with (preview_gate.go).
+	Rendered map[string]*Rendered
 	// Identity says whether the API server enforces who approves and who
 	// requests; read with Approvals.
 	Identity install.Enforcement
@@ -210,6 +213,9 @@ func (r *Reconciler) gatherGates(ctx context.Context, w *world) error {
 			return err
 		}
 		w.Previews = previews.Items
+		if err := r.gatherRendered(ctx, w); err != nil {
+			return err
+		}
 	}
 	if needIdentity {
 		e, err := r.identityEnforcement(ctx)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -27,8 +28,10 @@ import (
 	as "github.com/gitops-service/gitops-service/api/appstudio/v1alpha1"
 	v1 "github.com/gitops-service/gitops-service/api/managedgitops/v1alpha1"
 	"github.com/gitops-service/gitops-service/extension/sidecar"
+	"github.com/gitops-service/gitops-service/reconcilers/egress"
 	"github.com/gitops-service/gitops-service/reconcilers/kernel"
 	"github.com/gitops-service/gitops-service/reconcilers/promotionpreview"
+	"github.com/gitops-service/gitops-service/reconcilers/render"
 	"github.com/gitops-service/gitops-service/reconcilers/tenantproject"
 	"github.com/gitops-service/gitops-service/test/stack"
 )
@@ -37,6 +40,10 @@ const (
 	previewComponents = 20
 	previewRuns       = 20
 	targetPreviewP99  = 5 * time.Second
+	// A release preview: the Snapshot into 3 Environments of one path.
+	releaseEnvironments = 3
+	releaseRuns         = 10
+	targetReleaseP99    = 30 * time.Second
 )
 
 // timedRepo is Argo CD's repo-server client with the time spent in
@@ -109,8 +116,11 @@ func runPreview(b *testing.B) {
 	if stack.ArgoCDMajor() == "2" {
 		tracking = "label"
 	}
+	// The Environments' API server is the stack's, on loopback.
+	loopback := egress.Policy{AllowRanges: []netip.Prefix{netip.MustParsePrefix(stack.StackLoopback)}}
 	mgr, err := sidecar.New(ctx, kube.Config, sidecar.Options{ArgoNamespace: argo.Namespace, MetricsAddr: "0", ProbeAddr: "0", QPS: 200, Burst: 400,
 		Concurrency: 4, SyncPeriod: time.Hour, AllowFileRepositories: true,
+		Egress:  loopback,
 		Preview: sidecar.PreviewOptions{RepoServerAddr: argo.RepoServerAddr, RepoServerPlaintext: true, PerTenant: 2, Total: 8, DefaultTracking: tracking}})
 	if err != nil {
 		b.Fatal(err)
@@ -192,10 +202,9 @@ spec:
 	must(err)
 	settingsMgr := settings.NewSettingsManager(ctx, cs, argo.Namespace)
 	repoClient := &timedRepo{Clientset: apiclient.NewRepoServerClientset(argo.RepoServerAddr, 60, apiclient.TLSConfiguration{DisableTLS: true})}
-	engine := &promotionpreview.Engine{Client: c, APIReader: api, ArgoNamespace: argo.Namespace, Repo: repoClient, Settings: settingsMgr,
+	engine := &promotionpreview.Engine{Renderer: &render.Renderer{Client: c, APIReader: api, ArgoNamespace: argo.Namespace, Repo: repoClient, Settings: settingsMgr,
 		DB: db.NewDB(argo.Namespace, settingsMgr, cs), DefaultTracking: tracking, AllowFileRepositories: true,
-		Access: &tenantproject.Access{Client: c, APIReader: api, ArgoNamespace: argo.Namespace, AllowFileRepositories: true}}
-	pp := &as.PromotionPreview{ObjectMeta: meta("bench"), Spec: as.PromotionPreviewSpec{Snapshot: "snap", Application: "app", TargetEnvironment: "prod"}}
+		Access: &tenantproject.Access{Client: c, APIReader: api, ArgoNamespace: argo.Namespace, AllowFileRepositories: true}, Egress: &loopback}}
 
 	// The Environment's cluster connects (its ManagedEnvironment and Argo CD
 	// cluster Secret), and the first preview fills the repo-server's cache.
@@ -203,7 +212,7 @@ spec:
 	var cold, coldRepo time.Duration
 	for {
 		start := time.Now()
-		res, err := engine.Run(ctx, pp)
+		res, err := engine.Run(ctx, ns, "app", "snap", "prod")
 		if err == nil {
 			cold, coldRepo = time.Since(start), repoClient.take()
 			for _, comp := range res.Components {
@@ -225,7 +234,7 @@ spec:
 	var totals, repos []time.Duration
 	for i := 0; i < previewRuns; i++ {
 		start := time.Now()
-		res, err := engine.Run(ctx, pp)
+		res, err := engine.Run(ctx, ns, "app", "snap", "prod")
 		must(err)
 		totals = append(totals, time.Since(start))
 		repos = append(repos, repoClient.take())
@@ -253,5 +262,90 @@ spec:
 	b.ReportMetric(share, "repo-server-%")
 	if p99 := pct(totals, 0.99); p99 > targetPreviewP99 {
 		b.Logf("p99 %s is over the %s goal", p99, targetPreviewP99)
+	}
+
+	// A release preview: the path prod -> prod-2 -> prod-3, each on its own
+	// target namespace where the components run at tag 0, previewed one
+	// Environment after another as the reconciler does (release).
+	for i := 2; i <= releaseEnvironments; i++ {
+		name, parent, tns := fmt.Sprintf("prod-%d", i), "prod", fmt.Sprintf("target-%d", i)
+		if i > 2 {
+			parent = fmt.Sprintf("prod-%d", i-1)
+		}
+		must(w.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tns}}))
+		must(w.Create(ctx, &as.Environment{ObjectMeta: meta(name), Spec: as.EnvironmentSpec{DisplayName: name, ParentEnvironment: parent,
+			UnstableConfigurationFields: &as.UnstableEnvironmentConfiguration{KubernetesClusterCredentials: as.KubernetesClusterCredentials{
+				APIURL: kube.URL, TargetNamespace: tns, ClusterCredentialsSecret: "creds"}}}}))
+		for j := 0; j < previewComponents; j++ {
+			live := &appsv1.Deployment{}
+			must(yaml.Unmarshal([]byte(files[fmt.Sprintf("components/comp-%02d/deployment.yaml", j)]), live))
+			live.Namespace = tns
+			must(w.Create(ctx, live))
+		}
+	}
+	var envs as.EnvironmentList
+	deadline = time.Now().Add(time.Minute)
+	for {
+		must(api.List(ctx, &envs, client.InNamespace(ns)))
+		if len(envs.Items) == releaseEnvironments || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	path := as.PromotionPreviewSpec{AllEnvironments: true}.Previewed(envs.Items)
+	if len(path) != releaseEnvironments {
+		b.Fatalf("the path is %v", path)
+	}
+	release := func() error {
+		for _, env := range path {
+			res, err := engine.Run(ctx, ns, "app", "snap", env)
+			if err != nil {
+				return fmt.Errorf("%s: %w", env, err)
+			}
+			if _, _, _, clean := promotionpreview.Summarize(res.Components, promotionpreview.MaxStatusDiff); !clean {
+				return fmt.Errorf("%s: the preview is not clean: %+v", env, res.Components)
+			}
+		}
+		return nil
+	}
+	// The new Environments' clusters connect first.
+	deadline = time.Now().Add(3 * time.Minute)
+	for err := release(); err != nil; err = release() {
+		if time.Now().After(deadline) {
+			b.Fatalf("the release preview never ran: %v", err)
+		}
+		time.Sleep(time.Second)
+	}
+	var releases []time.Duration
+	for i := 0; i < releaseRuns; i++ {
+		start := time.Now()
+		must(release())
+		releases = append(releases, time.Since(start))
+	}
+	// What a promotion pays before it enters an Environment that requires
+	// a preview: rendering every component again (render.Renderer.Hashes),
+	// cold and then from the cache (the source at the same commit).
+	renderer := *engine.Renderer
+	renderer.Cache = &render.Cache{}
+	start := time.Now()
+	_, err = renderer.Hashes(ctx, ns, "app", "snap", "prod")
+	must(err)
+	coldHashes := time.Since(start)
+	var hashes []time.Duration
+	for i := 0; i < releaseRuns; i++ {
+		start := time.Now()
+		_, err := renderer.Hashes(ctx, ns, "app", "snap", "prod")
+		must(err)
+		hashes = append(hashes, time.Since(start))
+	}
+	fmt.Printf("bench: release preview of %d Environments x %d components (Argo CD %s, load %s): p50 %s p99 %s over %d runs (goal p99 <= %s); "+
+		"render at apply of %d components: cold %s, cached p50 %s p99 %s (cache hits %d, misses %d)\n",
+		releaseEnvironments, previewComponents, stack.ArgoCDVersion, loadAvg(), pct(releases, 0.5).Round(time.Millisecond), pct(releases, 0.99).Round(time.Millisecond),
+		releaseRuns, targetReleaseP99, previewComponents, coldHashes.Round(time.Millisecond), pct(hashes, 0.5).Round(time.Millisecond),
+		pct(hashes, 0.99).Round(time.Millisecond), renderer.Cache.Hits, renderer.Cache.Misses)
+	b.ReportMetric(float64(pct(releases, 0.99).Milliseconds()), "release-p99-ms")
+	b.ReportMetric(float64(pct(hashes, 0.99).Milliseconds()), "render-at-apply-p99-ms")
+	if p99 := pct(releases, 0.99); p99 > targetReleaseP99 {
+		b.Logf("release preview p99 %s is over the %s goal", p99, targetReleaseP99)
 	}
 }

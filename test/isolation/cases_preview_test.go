@@ -51,6 +51,14 @@ func previewCases() []hostileCase {
 	// controller to act as (--preview-local-identity, none in this suite), a
 	// preview has no credentials of the Environment's to dry-run with there,
 	// and never uses the sidecar's.
+	// A release preview covers only its own namespace's Environments, of
+	// its own namespace's Snapshot and Application.
+	release := func(pp *as.PromotionPreview) { pp.Spec.TargetEnvironment, pp.Spec.AllEnvironments = "", true }
+	add("release preview of the neighbour's Snapshot", `Snapshot "theirs" not found`, nil, func(pp *as.PromotionPreview) { release(pp); pp.Spec.Snapshot = "theirs" })
+	add("release preview of the neighbour's Application", `Application "theirs" not found`, func(t *testing.T, e tenantEnv) {
+		appStudioTenant(t, e, "shop", nil)
+		create(t, &as.Snapshot{ObjectMeta: om(e.NS, "theirs"), Spec: as.SnapshotSpec{Application: "theirs"}})
+	}, func(pp *as.PromotionPreview) { release(pp); pp.Spec.Application, pp.Spec.Snapshot = "theirs", "theirs" })
 	add("Environment on Argo CD's own cluster", "deploys to Argo CD's own cluster, and previews there are off: the sidecar's --preview-local-identity", nil, func(*as.PromotionPreview) {})
 	return out
 }

@@ -57,6 +57,9 @@ type SyncRequest struct {
 type PromoteRequest struct {
 	// Environment is the manual promotion's target Environment.
 	Environment string `json:"environment"`
+	// AllEnvironments (preview only, instead of Environment): a release
+	// preview into every Environment of the path.
+	AllEnvironments bool `json:"allEnvironments,omitempty"`
 }
 
 // ApproveRequest is the body of POST /api/v1/approve.

@@ -246,6 +246,10 @@ type Preview struct {
 	Full       bool        `json:"full"`
 	Truncated  bool        `json:"truncated,omitempty"`
 	Conditions []Condition `json:"conditions,omitempty"`
+	// AllEnvironments: a release preview; Environments are its results in
+	// each Environment of the path (each component with its render hash).
+	AllEnvironments bool                          `json:"allEnvironments,omitempty"`
+	Environments    []as.PreviewEnvironmentResult `json:"environments,omitempty"`
 }
 
 // Timestamp is how views write times.

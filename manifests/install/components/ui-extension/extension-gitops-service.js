@@ -11,7 +11,8 @@
 //    Environment), which the proxy does only for a user the tenant mapping
 //    names; the panel shows the run live until done, or why it was refused;
 //    Preview before Promote (a PromotionPreview: what would change there, the
-//    dry-run's errors and the diff).
+//    dry-run's errors and the diff), or of every Environment of the path at once
+//    (a release preview, each component with its render hash).
 // argocd-server serves this file from /tmp/extensions/<folder>/ and proxies the
 // panel's request to the sidecar's ui-proxy (extension "gitops-service" in
 // argocd-cm's extension.config) after checking that the user may get this
@@ -200,21 +201,41 @@
       return h('div', {'data-gs': 'preview-error', style: {borderLeft: '4px solid #e96d76', background: '#fdf0f1', padding: '0.6em 1em', marginTop: '0.6em'}},
         h('b', null, 'Preview failed (' + failed.reason + '): '), failed.message);
     }
-    const comps = p.components || [];
+    if (p.allEnvironments) {
+      // A release preview: each Environment of the path, its components
+      // with their render hashes (what a promotion must still render).
+      return h('div', {'data-gs': 'preview', 'data-gs-clean': p.clean ? 'true' : 'false', style: {marginTop: '0.6em'}},
+        'PromotionPreview ', mono(p.name), ' of every Environment ', badge(p.clean ? 'Succeeded' : 'Failed', 'preview-state'),
+        (p.environments || []).map((e) => h('div', {key: e.name, 'data-gs': 'preview-environment', 'data-gs-environment': e.name, style: {marginTop: '0.8em'}},
+          h('b', null, 'Environment ', mono(e.name)), ' ', badge(e.error ? 'Not previewed' : e.clean ? 'Succeeded' : 'Failed', 'preview-environment-state'),
+          e.error ? h('div', {style: {color: '#c0392b'}}, e.error) : null,
+          table('preview-hashes', ['Component', 'Render hash'],
+            (e.components || []).map((c) => h('tr', {key: c.name}, td(c.name, 1), td(mono(c.renderHash || '-'), 2)))),
+          e.error ? null : h(PreviewComponents, {comps: e.components || [], diff: e.diff, truncated: e.diffTruncated}))));
+    }
+    return h('div', {'data-gs': 'preview', 'data-gs-clean': p.clean ? 'true' : 'false', style: {marginTop: '0.6em'}},
+      'PromotionPreview ', mono(p.name), ' ', badge(p.clean ? 'Succeeded' : 'Failed', 'preview-state'),
+      h(PreviewComponents, {comps: p.components || [], diff: p.diff, truncated: p.truncated}));
+  }
+
+  // PreviewComponents is one Environment's result: per component what
+  // would change, the dry-run's errors and the diff.
+  function PreviewComponents({comps, diff, truncated}) {
     const errors = [];
     comps.forEach((c) => {
       if (c.renderError) errors.push(h('div', {key: c.name + '-render'}, h('b', null, c.name), ': not rendered: ', c.renderError));
       (c.dryRunErrors || []).forEach((e, i) =>
         errors.push(h('div', {key: c.name + '-' + i}, h('b', null, c.name), ': dry-run refused ', mono(e.kind + ' ' + (e.namespace ? e.namespace + '/' : '') + e.name), ': ', e.message)));
     });
-    return h('div', {'data-gs': 'preview', 'data-gs-clean': p.clean ? 'true' : 'false', style: {marginTop: '0.6em'}},
-      'PromotionPreview ', mono(p.name), ' ', badge(p.clean ? 'Succeeded' : 'Failed', 'preview-state'),
+    return h('div', null,
       table('preview-components', ['Component', 'Added', 'Changed', 'Removed', 'Unchanged', 'Errors'],
         comps.map((c) => h('tr', {key: c.name}, td(c.name, 1), td(c.added, 2), td(c.changed, 3), td(c.removed, 4), td(c.unchanged, 5), td(c.errors, 6)))),
       errors.length ? h('div', {'data-gs': 'preview-dryrun-errors', style: {borderLeft: '4px solid #e96d76', background: '#fdf0f1', padding: '0.6em 1em', margin: '0.6em 0'}}, errors) : null,
-      p.diff ? h(DiffView, {text: p.diff}) : h('div', {style: {color: '#6d7f8b'}}, 'Nothing would change.'),
-      p.truncated ? h('div', {style: {color: '#6d7f8b'}}, 'The diff is cut: the sidecar that ran the preview no longer has all of it; run the preview again.') : null);
+      diff ? h(DiffView, {text: diff}) : h('div', {style: {color: '#6d7f8b'}}, 'Nothing would change.'),
+      truncated ? h('div', {style: {color: '#6d7f8b'}}, 'The diff is cut: the sidecar that ran the preview no longer has all of it; run the preview again.') : null);
   }
+
+  const ALL_ENVIRONMENTS = '*';
 
   // usePreview starts a preview to env and follows it until it completes.
   function usePreview(application) {
@@ -233,9 +254,10 @@
         clearInterval(timer);
       };
     }, [preview && preview.name, preview && preview.data, preview && preview.error]);
+    // ALL_ENVIRONMENTS previews every Environment of the path at once.
     const start = (environment) => {
       setPreview({environment});
-      call(application, 'POST', 'preview', {environment})
+      call(application, 'POST', 'preview', environment === ALL_ENVIRONMENTS ? {allEnvironments: true} : {environment})
         .then(({ok, status, body}) => setPreview(ok ? {environment, name: body.name} : {environment, error: body.error || 'HTTP ' + status}))
         .catch((e) => setPreview({environment, error: String(e)}));
     };
@@ -254,11 +276,12 @@
     const previewing = !!preview && !preview.error && !(preview.data && (preview.data.completed || previewFailed(preview.data)));
     return h('div', {'data-gs': 'promote-action', style: {marginTop: '0.8em'}},
       button('preview-button', 'fa-eye', 'Preview', () => startPreview(chosen), previewing || !chosen),
+      button('preview-all-button', 'fa-layer-group', 'Preview all Environments', () => startPreview(ALL_ENVIRONMENTS), previewing),
       button('promote-button', 'fa-arrow-right', 'Promote', () => act('Promote', 'promote', {environment: chosen}), busy || !chosen),
       'Snapshot ', mono(d.snapshot), ' to ',
       h('select', {'data-gs': 'promote-target', value: chosen, onChange: (e) => setTarget(e.target.value), style: {marginLeft: 4, width: 'auto', display: 'inline-block'}},
         envs.map((e) => h('option', {key: e.name, value: e.name}, e.displayName ? e.displayName + ' (' + e.name + ')' : e.name))),
-      preview && preview.environment === chosen ? h(PreviewResult, {preview}) : null,
+      preview && (preview.environment === chosen || preview.environment === ALL_ENVIRONMENTS) ? h(PreviewResult, {preview}) : null,
       h(ActionStatus, {action, run}));
   }
 

@@ -1,4 +1,4 @@
-package promotionpreview
+package render
 
 import (
 	"encoding/json"
