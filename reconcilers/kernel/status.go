@@ -94,36 +94,32 @@ func (p *StatusPatcher) patch(ctx context.Context, obj client.Object) error {
 		}
 		return nil
 	}
+	var err error
 	if p.update {
 		// Without the UID, which the API server would make a precondition:
 		// an object deleted meanwhile then answers 404, as to a patch, not a
 		// 409 for the UID; the resourceVersion locks the write all the same.
 		uid := obj.GetUID()
 		obj.SetUID("")
-		if err := p.client.Status().Update(ctx, obj); err != nil {
+		if err = p.client.Status().Update(ctx, obj); err != nil {
 			obj.SetUID(uid)
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			return fmt.Errorf("updating status: %w", err)
 		}
-		p.before = obj.DeepCopyObject().(client.Object)
-		p.written.wrote(obj)
+	} else {
+		body := map[string]any{"status": status}
+		if p.lock {
+			// The version last read or written by us (e.g. by AddFinalizer).
+			body["metadata"] = map[string]string{"resourceVersion": obj.GetResourceVersion()}
+		}
+		raw, merr := json.Marshal(body)
+		if merr != nil {
+			return fmt.Errorf("computing the status patch: %w", merr)
+		}
+		err = p.client.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, raw))
+	}
+	if apierrors.IsNotFound(err) {
 		return nil
 	}
-	body := map[string]any{"status": status}
-	if p.lock {
-		// The version last read or written by us (e.g. by AddFinalizer).
-		body["metadata"] = map[string]string{"resourceVersion": obj.GetResourceVersion()}
-	}
-	raw, err := json.Marshal(body)
 	if err != nil {
-		return fmt.Errorf("computing the status patch: %w", err)
-	}
-	if err := p.client.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, raw)); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
 		return fmt.Errorf("updating status: %w", err)
 	}
 	p.before = obj.DeepCopyObject().(client.Object)
